@@ -1,0 +1,75 @@
+//===- Passes.h - gacc passes -----------------------------------*- C++ -*-===//
+//
+// Declares the gacc passes (generated from Passes.td), the gacc-pipeline
+// options and the function that builds the pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GACC_TRANSFORMS_PASSES_H
+#define GACC_TRANSFORMS_PASSES_H
+
+#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir::gacc {
+
+#define GEN_PASS_DECL
+#include "gacc/Transforms/Passes.h.inc"
+
+/// Options of `gacc-pipeline`: the union of the options of its passes.
+struct GaccPipelineOptions : public PassPipelineOptions<GaccPipelineOptions> {
+  PassOptions::Option<std::string> entry{
+      *this, "entry", llvm::cl::desc("Name of the training-step function"),
+      llvm::cl::init("")};
+  PassOptions::Option<int64_t> microBatches{
+      *this, "micro-batches", llvm::cl::desc("Number of micro-batches m"),
+      llvm::cl::init(1)};
+  PassOptions::ListOption<int64_t> microBatchSizes{
+      *this, "micro-batch-sizes",
+      llvm::cl::desc("Explicit micro-batch sizes (must sum to the batch size)")};
+  PassOptions::Option<bool> allowMicroBatchStatistics{
+      *this, "allow-micro-batch-statistics",
+      llvm::cl::desc("Accept parameter-dependent batch statistics with a "
+                     "warning and per-micro-batch semantics"),
+      llvm::cl::init(false)};
+  PassOptions::Option<std::string> accumulateType{
+      *this, "accumulate-type",
+      llvm::cl::desc("Element type of accumulators for narrower float "
+                     "partials (empty or f32)"),
+      llvm::cl::init("")};
+  PassOptions::Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("Maximum size of an accumulator bucket in bytes"),
+      llvm::cl::init(26214400)};
+  PassOptions::Option<bool> testSkipGlobalNormalizer{
+      *this, "test-skip-global-normalizer",
+      llvm::cl::desc("Test only: a deliberately wrong normalizer"),
+      llvm::cl::init(false)};
+
+  /// The options of each pass, copied from these.
+  VerifyStepPassOptions getVerifyStepOptions() const;
+  MicroBatchPassOptions getMicroBatchOptions() const;
+  FuseAccumulationPassOptions getFuseAccumulationOptions() const;
+  SinkAllReducePassOptions getSinkAllReduceOptions() const;
+};
+
+/// Adds gacc-verify-step, gacc-micro-batch, gacc-fuse-accumulation and
+/// gacc-sink-all-reduce to `pm`.
+void buildGaccPipeline(OpPassManager &pm, const GaccPipelineOptions &options);
+
+/// Registers `gacc-pipeline`.
+void registerGaccPipeline();
+
+#define GEN_PASS_REGISTRATION
+#include "gacc/Transforms/Passes.h.inc"
+
+} // namespace mlir::gacc
+
+#endif // GACC_TRANSFORMS_PASSES_H

@@ -1,0 +1,124 @@
+//===- Passes.td - gacc pass definitions ------------------*- tablegen -*-===//
+//
+// The gacc passes: verify a training step, split it into micro-batch regions,
+// fuse accumulation into the gradient-producing reductions, and sink and
+// bucket the data-parallel all-reduce.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GACC_TRANSFORMS_PASSES_TD
+#define GACC_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def VerifyStepPass : Pass<"gacc-verify-step", "ModuleOp"> {
+  let summary = "Check the training-step contract and run the batch analysis";
+  let description = [{
+    Selects the entry function (`entry`, default: the only function carrying
+    gacc attributes), checks the role attributes against each other (a loss
+    result, batch arguments with one sample count) and runs the batch dataflow
+    analysis, which rejects unsupported ops on the per-sample path, non-linear
+    collectives on partials and batch statistics that depend on parameters.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "Name of the training-step function">,
+    Option<"allowMicroBatchStatistics", "allow-micro-batch-statistics", "bool",
+           /*default=*/"false",
+           "Accept parameter-dependent batch statistics with a warning and "
+           "per-micro-batch semantics">,
+  ];
+}
+
+def MicroBatchPass : Pass<"gacc-micro-batch", "ModuleOp"> {
+  let summary = "Split a training step into micro-batch regions";
+  let description = [{
+    Unrolls the step into `micro-batches` explicit `gacc.micro_batch` regions
+    (sizes from `micro-batch-sizes`, or sizes that differ by at most one).
+    Invariants are computed once before the regions, prologue statistics over
+    the whole batch before them, each region computes the per-sample work on
+    its slice and yields its partials, the partials are combined after the
+    regions (`gacc.combine`), and the epilogue runs once on the combined
+    values. Sample counts used as values keep the global batch size.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "Name of the training-step function">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Number of micro-batches m">,
+    ListOption<"microBatchSizes", "micro-batch-sizes", "int64_t",
+               "Explicit micro-batch sizes (must sum to the batch size)">,
+    Option<"allowMicroBatchStatistics", "allow-micro-batch-statistics", "bool",
+           /*default=*/"false",
+           "Accept parameter-dependent batch statistics with a warning and "
+           "per-micro-batch semantics">,
+    Option<"testSkipGlobalNormalizer", "test-skip-global-normalizer", "bool",
+           /*default=*/"false",
+           "Test only: rescale sample-count constants to the micro-batch "
+           "(a deliberately wrong result for checker tests)">,
+  ];
+  let dependentDialects = ["::mlir::gacc::GaccDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
+def FuseAccumulationPass : Pass<"gacc-fuse-accumulation", "ModuleOp"> {
+  let summary = "Make the reductions of each region write into accumulators";
+  let description = [{
+    Removes the combination of per-region partials: the reduction that
+    produces the partial of region k > 1 takes the running accumulator (the
+    previous region's result) as its `outs` operand instead of an identity
+    fill, so after bufferization it accumulates in place. The first region
+    initializes the accumulator. With `accumulate-type=f32`, accumulators of
+    narrower float types are kept in f32 and truncated once after the final
+    region.
+  }];
+  let options = [
+    Option<"accumulateType", "accumulate-type", "std::string",
+           /*default=*/"\"\"",
+           "Element type of accumulators for narrower float partials "
+           "(empty or f32)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect"];
+}
+
+def SinkAllReducePass : Pass<"gacc-sink-all-reduce", "ModuleOp"> {
+  let summary = "Run linear collectives once per accumulator bucket";
+  let description = [{
+    Groups the sum/average `shard.all_reduce` ops applied to accumulated
+    partials into contiguous buckets of at most `bucket-bytes` bytes (a
+    larger accumulator gets its own bucket), makes each accumulator a view of
+    its bucket from the first region on, and issues one all-reduce per bucket
+    after the final region.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t",
+           /*default=*/"26214400", "Maximum size of a bucket in bytes">,
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::shard::ShardDialect"];
+}
+
+def InlineMicroBatchesPass : Pass<"gacc-inline-micro-batches", "ModuleOp"> {
+  let summary = "Inline the micro-batch regions into their function";
+  let description = [{
+    Moves the body of every `gacc.micro_batch` in front of it and replaces the
+    region's results with the yielded values: the first step of lowering,
+    after which the step is plain upstream IR.
+  }];
+}
+
+def TestPrintBatchAnalysisPass
+    : Pass<"gacc-test-print-batch-analysis", "ModuleOp"> {
+  let summary = "Test only: print the batch-analysis class of each op";
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "Name of the training-step function">,
+    Option<"allowMicroBatchStatistics", "allow-micro-batch-statistics", "bool",
+           /*default=*/"false", "As gacc-verify-step">,
+  ];
+}
+
+#endif // GACC_TRANSFORMS_PASSES_TD

@@ -1,0 +1,55 @@
+//===- Utils.h - helpers shared by the gacc passes --------------*- C++ -*-===//
+//
+// Small IR helpers used by several gacc passes: recognizing fills, building
+// the ops that combine partials, flattening tensors into buckets, cleanup.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GACC_TRANSFORMS_UTILS_H
+#define GACC_TRANSFORMS_UTILS_H
+
+#include "gacc/Analysis/BatchAnalysis.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::gacc {
+
+/// Marks the reductions inside micro-batch regions that produce a partial
+/// (the links of an accumulator chain).
+constexpr StringLiteral kPartialAttrName = "gacc.partial";
+
+/// Returns true when `value` is a `linalg.fill` of the constant `scalar`.
+bool isFillOf(Value value, TypedAttr scalar);
+
+/// Returns the combiner of `op`, an op marked `gacc.combine`.
+Combiner getCombiner(Operation *op);
+
+/// Creates the elementwise op that combines two partials with `combiner`,
+/// marked `gacc.combine`.
+Value createCombine(OpBuilder &builder, Location loc, Combiner combiner,
+                    Value lhs, Value rhs);
+
+/// Replaces `tensor.dim` of static dimensions with constants.
+void foldStaticDims(func::FuncOp func);
+
+/// Erases ops of `block` (not nested ones) that are trivially dead.
+void eraseDeadOps(Block &block);
+
+/// Reshapes a ranked tensor into a 1-D tensor of the same elements.
+Value flattenTensor(OpBuilder &builder, Location loc, Value value);
+
+/// Reshapes a 1-D tensor into `type` (the inverse of flattenTensor).
+Value unflattenTensor(OpBuilder &builder, Location loc, Value flat,
+                      RankedTensorType type);
+
+/// Extracts elements [offset, offset + size) of the 1-D tensor `source`.
+Value extractFlatSlice(OpBuilder &builder, Location loc, Value source,
+                       int64_t offset, int64_t size);
+
+/// Inserts the 1-D tensor `source` into the 1-D tensor `dest` at `offset`.
+Value insertFlatSlice(OpBuilder &builder, Location loc, Value source,
+                      Value dest, int64_t offset);
+
+} // namespace mlir::gacc
+
+#endif // GACC_TRANSFORMS_UTILS_H

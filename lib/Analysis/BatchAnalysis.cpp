@@ -1,0 +1,613 @@
+//===- BatchAnalysis.cpp - batch dataflow analysis --------------*- C++ -*-===//
+//
+// Implements the batch dataflow analysis: one forward walk over the
+// training-step function in program order that propagates the sample
+// dimension through linalg indexing maps, elementwise ops and tensor reshapes,
+// classifies each value, and reclassifies batch statistics that flow back into
+// per-sample work (prologue statistics, or rejected micro-batch statistics).
+//
+//===----------------------------------------------------------------------===//
+
+#include "gacc/Analysis/BatchAnalysis.h"
+#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#define DEBUG_TYPE "gacc-batch-analysis"
+
+using namespace mlir;
+using namespace mlir::gacc;
+
+StringRef mlir::gacc::stringifyBatchClass(BatchClass kind) {
+  switch (kind) {
+  case BatchClass::Invariant:
+    return "invariant";
+  case BatchClass::PerSample:
+    return "per-sample";
+  case BatchClass::Partial:
+    return "partial";
+  case BatchClass::Epilogue:
+    return "epilogue";
+  case BatchClass::Prologue:
+    return "prologue statistic";
+  case BatchClass::MicroBatchStatistic:
+    return "micro-batch statistic";
+  }
+  llvm_unreachable("unknown batch class");
+}
+
+bool mlir::gacc::hasGaccRoles(func::FuncOp func) {
+  auto hasRole = [](ArrayRef<NamedAttribute> attrs) {
+    return llvm::any_of(attrs, [](NamedAttribute attr) {
+      return attr.getName().getValue().starts_with("gacc.");
+    });
+  };
+  auto iface = cast<FunctionOpInterface>(func.getOperation());
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (hasRole(iface.getArgAttrs(i)))
+      return true;
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    if (hasRole(iface.getResultAttrs(i)))
+      return true;
+  return false;
+}
+
+func::FuncOp mlir::gacc::findTrainingStep(ModuleOp module, StringRef entry) {
+  if (!entry.empty()) {
+    auto func = module.lookupSymbol<func::FuncOp>(entry);
+    if (!func)
+      module.emitError() << "no function named '" << entry
+                         << "' (the entry option names the training step)";
+    return func;
+  }
+  SmallVector<func::FuncOp> candidates;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (hasGaccRoles(func))
+      candidates.push_back(func);
+  if (candidates.size() == 1)
+    return candidates.front();
+  if (candidates.empty()) {
+    module.emitError("no function carries gacc role attributes; mark the "
+                     "training step's arguments and results (gacc.param, "
+                     "gacc.batch, gacc.loss, ...)");
+    return {};
+  }
+  InFlightDiagnostic diag =
+      module.emitError("several functions carry gacc role attributes; select "
+                       "the training step with the entry option");
+  for (auto func : candidates)
+    diag.attachNote(func.getLoc()) << "candidate '" << func.getSymName() << "'";
+  return {};
+}
+
+LogicalResult mlir::gacc::verifyStepRoles(func::FuncOp func) {
+  if (func.isExternal())
+    return func.emitOpError("expected a training step with a body");
+  int numLoss = 0;
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+    if (!func.getResultAttr(i, GaccDialect::kLossAttrName))
+      continue;
+    ++numLoss;
+    auto type = dyn_cast<RankedTensorType>(func.getResultTypes()[i]);
+    if (!type || type.getRank() != 0)
+      return func.emitOpError() << "expected the gacc.loss result #" << i
+                                << " to be a rank-0 tensor, got "
+                                << func.getResultTypes()[i];
+  }
+  if (numLoss == 0)
+    return func.emitOpError("expected one result marked gacc.loss");
+  if (numLoss > 1)
+    return func.emitOpError("expected one result marked gacc.loss, got ")
+           << numLoss;
+
+  int64_t batchSize = -1, firstArg = -1;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    auto dim = func.getArgAttrOfType<IntegerAttr>(i, GaccDialect::kBatchAttrName);
+    if (!dim)
+      continue;
+    if (func.getArgAttr(i, GaccDialect::kParamAttrName) ||
+        func.getArgAttr(i, GaccDialect::kStateAttrName))
+      return func.emitOpError() << "argument #" << i
+                                << " has more than one role";
+    auto type = cast<RankedTensorType>(func.getArgumentTypes()[i]);
+    int64_t count = type.getDimSize(dim.getInt());
+    if (batchSize < 0) {
+      batchSize = count;
+      firstArg = i;
+      continue;
+    }
+    if (count != batchSize)
+      return func.emitOpError()
+             << "batch argument #" << i << " has " << count
+             << " samples but batch argument #" << firstArg << " has "
+             << batchSize << "; all batch arguments must have one sample count";
+  }
+  if (batchSize < 0)
+    return func.emitOpError("expected at least one argument marked gacc.batch");
+  if (batchSize == 0)
+    return func.emitOpError("expected a non-empty batch");
+  return success();
+}
+
+namespace mlir::gacc {
+/// Builds a BatchAnalysis; kept out of the header.
+class BatchAnalysisBuilder {
+public:
+  BatchAnalysisBuilder(BatchAnalysis &result,
+                       const BatchAnalysisOptions &options)
+      : result(result), options(options) {}
+
+  LogicalResult run(func::FuncOp func);
+
+private:
+  BatchValueInfo &info(Value v) { return result.values[v]; }
+  LogicalResult visit(Operation *op);
+  LogicalResult visitPerSample(Operation *op,
+                               ArrayRef<Value> statisticOperands);
+  LogicalResult visitLinalg(linalg::LinalgOp op);
+  LogicalResult reclassifyStatistic(Operation *user, Value statistic);
+  void setResults(Operation *op, BatchValueInfo info) {
+    for (Value r : op->getResults())
+      result.values[r] = info;
+  }
+
+  BatchAnalysis &result;
+  const BatchAnalysisOptions &options;
+};
+} // namespace mlir::gacc
+
+/// Returns the operands of `op` and the values its regions capture from
+/// above (a linalg body may use a scalar computed outside).
+static SmallVector<Value> getUsedValues(Operation *op) {
+  SmallVector<Value> used(op->getOperands());
+  if (op->getNumRegions() == 0)
+    return used;
+  SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  for (Value v : captured)
+    if (!llvm::is_contained(used, v))
+      used.push_back(v);
+  return used;
+}
+
+/// Returns the combiner of a reduction body that yields `yielded` with the
+/// output block argument `outArg`.
+static Combiner matchCombiner(Value yielded, BlockArgument outArg) {
+  Operation *def = yielded.getDefiningOp();
+  if (!def || def->getNumOperands() != 2)
+    return Combiner::None;
+  Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+  if (lhs != outArg && rhs != outArg)
+    return Combiner::None;
+  Value other = lhs == outArg ? rhs : lhs;
+  if (other == outArg)
+    return Combiner::None;
+  return TypeSwitch<Operation *, Combiner>(def)
+      .Case<arith::AddFOp>([](auto) { return Combiner::AddF; })
+      .Case<arith::AddIOp>([](auto) { return Combiner::AddI; })
+      .Case<arith::MaximumFOp, arith::MaxNumFOp>(
+          [](auto) { return Combiner::MaxF; })
+      .Case<arith::MinimumFOp, arith::MinNumFOp>(
+          [](auto) { return Combiner::MinF; })
+      .Default([](auto) { return Combiner::None; });
+}
+
+LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics())
+    return op.emitOpError("expected tensor semantics in a training step");
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  int64_t loopDim = -1, factor = 1, origin = -1;
+  bool dependsOnParam = false;
+  Value first;
+  for (OpOperand &operand : op->getOpOperands()) {
+    const BatchValueInfo &in = info(operand.get());
+    dependsOnParam |= in.dependsOnParam;
+    if (in.kind != BatchClass::PerSample)
+      continue;
+    AffineMap map = maps[operand.getOperandNumber()];
+    auto dimExpr = dyn_cast<AffineDimExpr>(map.getResult(in.dim));
+    if (!dimExpr) {
+      std::string expr;
+      llvm::raw_string_ostream os(expr);
+      map.getResult(in.dim).print(os);
+      return op.emitOpError()
+             << "indexes the sample dimension of operand #"
+             << operand.getOperandNumber() << " with '" << expr
+             << "'; only a plain loop dimension is supported";
+    }
+    int64_t d = dimExpr.getPosition();
+    if (loopDim < 0) {
+      loopDim = d;
+      factor = in.factor;
+      origin = in.originArg;
+      first = operand.get();
+      continue;
+    }
+    if (d != loopDim || in.factor != factor) {
+      InFlightDiagnostic diag =
+          op.emitOpError() << "combines samples of operand #"
+                           << operand.getOperandNumber()
+                           << " with other samples (sample dimension on loop "
+                           << d << " and loop " << loopDim
+                           << "); cross-sample ops are not supported";
+      return diag;
+    }
+  }
+  assert(loopDim >= 0 && "expected a per-sample operand");
+  BatchOpInfo &opInfo = result.ops[op];
+  opInfo.loopDim = loopDim;
+  opInfo.factor = factor;
+  auto iterators = op.getIteratorTypesArray();
+  if (iterators[loopDim] == utils::IteratorType::parallel) {
+    opInfo.kind = BatchClass::PerSample;
+    for (OpResult res : op->getResults()) {
+      AffineMap map = op.getIndexingMapMatchingResult(res);
+      std::optional<unsigned> pos =
+          map.getResultPosition(getAffineDimExpr(loopDim, op.getContext()));
+      if (!pos)
+        return op.emitOpError()
+               << "drops the sample dimension of result #"
+               << res.getResultNumber() << " without reducing over it";
+      BatchValueInfo out;
+      out.kind = BatchClass::PerSample;
+      out.dim = *pos;
+      out.factor = factor;
+      out.dependsOnParam = dependsOnParam;
+      out.originArg = origin;
+      result.values[res] = out;
+    }
+    return success();
+  }
+
+  // A reduction over the sample dimension: every result is a partial whose
+  // combiner comes from the body.
+  opInfo.kind = BatchClass::Partial;
+  Block *body = op.getBlock();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  for (OpResult res : op->getResults()) {
+    unsigned i = res.getResultNumber();
+    OpOperand *init = op.getDpsInitOperand(i);
+    if (info(init->get()).kind == BatchClass::PerSample)
+      return op.emitOpError() << "reduces over the sample dimension into a "
+                                 "per-sample init operand #"
+                              << init->getOperandNumber();
+    Combiner combiner =
+        matchCombiner(yield.getOperand(i), op.getMatchingBlockArgument(init));
+    if (combiner == Combiner::None)
+      return op.emitOpError()
+             << "reduces over the sample dimension with a combiner that does "
+                "not split over micro-batches; expected addf, addi, "
+                "maximumf or minimumf of the output";
+    opInfo.combiners.push_back(combiner);
+    BatchValueInfo out;
+    out.kind = BatchClass::Partial;
+    out.dependsOnParam = dependsOnParam;
+    out.originArg = origin;
+    result.values[res] = out;
+  }
+  (void)first;
+  return success();
+}
+
+/// Returns the reassociation group of `groups` that contains `dim`, and the
+/// position of `dim` in it.
+static std::pair<int64_t, int64_t>
+findGroup(ArrayRef<ReassociationIndices> groups, int64_t dim) {
+  for (auto [g, group] : llvm::enumerate(groups))
+    for (auto [p, d] : llvm::enumerate(group))
+      if (d == dim)
+        return {g, p};
+  return {-1, -1};
+}
+
+LogicalResult
+BatchAnalysisBuilder::visitPerSample(Operation *op,
+                                     ArrayRef<Value> statisticOperands) {
+  // Find the per-sample operand that defines the sample dimension.
+  const BatchValueInfo *in = nullptr;
+  bool dependsOnParam = false;
+  for (Value v : getUsedValues(op)) {
+    dependsOnParam |= info(v).dependsOnParam;
+    if (!in && info(v).kind == BatchClass::PerSample)
+      in = &info(v);
+  }
+  BatchValueInfo out = *in;
+  out.dependsOnParam = dependsOnParam;
+  int64_t batch = result.batchSize;
+
+  LogicalResult status =
+      TypeSwitch<Operation *, LogicalResult>(op)
+          .Case<linalg::LinalgOp>(
+              [&](linalg::LinalgOp linalgOp) -> LogicalResult {
+                return visitLinalg(linalgOp);
+              })
+          .Case<tensor::CastOp>([&](auto) -> LogicalResult {
+            setResults(op, out);
+            result.ops[op].kind = BatchClass::PerSample;
+            return success();
+          })
+          .Case<tensor::DimOp>([&](auto) {
+            // Shapes are static: the dimension is a constant.
+            setResults(op, BatchValueInfo());
+            return success();
+          })
+          .Case<tensor::CollapseShapeOp>([&](tensor::CollapseShapeOp c) -> LogicalResult {
+            auto groups = c.getReassociationIndices();
+            auto [g, pos] = findGroup(groups, in->dim);
+            if (pos != 0)
+              return c.emitOpError()
+                     << "collapses the sample dimension " << in->dim
+                     << " into an inner position of its group; the sample "
+                        "dimension must be the outermost of its group";
+            int64_t f = in->factor;
+            for (int64_t d : ArrayRef<int64_t>(groups[g]).drop_front())
+              f *= c.getSrcType().getDimSize(d);
+            out.dim = g;
+            out.factor = f;
+            setResults(op, out);
+            result.ops[op].kind = BatchClass::PerSample;
+            return success();
+          })
+          .Case<tensor::ExpandShapeOp>([&](tensor::ExpandShapeOp e) -> LogicalResult {
+            auto groups = e.getReassociationIndices();
+            const ReassociationIndices &group = groups[in->dim];
+            int64_t lead = e.getResultType().getDimSize(group.front());
+            if (lead % batch != 0 || in->factor % (lead / batch) != 0)
+              return e.emitOpError()
+                     << "splits the sample dimension " << in->dim
+                     << " so that its outermost part (" << lead
+                     << ") is not a multiple of the " << batch << " samples";
+            out.dim = group.front();
+            out.factor = lead / batch;
+            setResults(op, out);
+            result.ops[op].kind = BatchClass::PerSample;
+            return success();
+          })
+          .Case<tensor::ExtractSliceOp>([&](tensor::ExtractSliceOp s) -> LogicalResult {
+            if (s.getSource() != op->getOperand(0) ||
+                info(s.getSource()).kind != BatchClass::PerSample)
+              return s.emitOpError("expected slice offsets and sizes that do "
+                                   "not depend on the batch");
+            int64_t d = in->dim;
+            if (s.isDynamicOffset(d) || s.isDynamicSize(d) ||
+                s.isDynamicStride(d) || s.getStaticOffset(d) != 0 ||
+                s.getStaticStride(d) != 1 ||
+                s.getStaticSize(d) != s.getSourceType().getDimSize(d))
+              return s.emitOpError()
+                     << "slices the sample dimension " << d
+                     << "; only slices that keep every sample are supported";
+            llvm::SmallBitVector dropped = s.getDroppedDims();
+            int64_t newDim = d;
+            for (int64_t i = 0; i < d; ++i)
+              if (dropped.test(i))
+                --newDim;
+            out.dim = newDim;
+            setResults(op, out);
+            result.ops[op].kind = BatchClass::PerSample;
+            return success();
+          })
+          .Default([&](Operation *) -> LogicalResult {
+            if (op->hasTrait<OpTrait::Elementwise>() &&
+                op->getNumResults() == 1 &&
+                isa<RankedTensorType>(op->getResult(0).getType())) {
+              for (Value v : op->getOperands()) {
+                const BatchValueInfo &vi = info(v);
+                if (vi.kind == BatchClass::PerSample &&
+                    (vi.dim != in->dim || vi.factor != in->factor))
+                  return op->emitOpError(
+                      "combines operands whose sample dimensions differ");
+              }
+              setResults(op, out);
+              result.ops[op].kind = BatchClass::PerSample;
+              return success();
+            }
+            InFlightDiagnostic diag =
+                op->emitOpError()
+                << "is not supported on the per-sample path (its operand "
+                   "carries the sample dimension of batch argument #"
+                << in->originArg << ")";
+            return diag;
+          });
+  if (failed(status))
+    return failure();
+  for (Value stat : statisticOperands)
+    if (failed(reclassifyStatistic(op, stat)))
+      return failure();
+  return success();
+}
+
+LogicalResult BatchAnalysisBuilder::reclassifyStatistic(Operation *user,
+                                                        Value statistic) {
+  // The backward cone of the statistic through partial and epilogue values.
+  SetVector<Operation *> cone;
+  SmallVector<Value> worklist{statistic};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    BatchClass kind = info(v).kind;
+    if (kind != BatchClass::Partial && kind != BatchClass::Epilogue)
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (!def || !cone.insert(def))
+      continue;
+    if (kind == BatchClass::Partial && result.ops[def].kind ==
+                                           BatchClass::Partial)
+      continue; // A reduction: its inputs are per-sample.
+    llvm::append_range(worklist, getUsedValues(def));
+  }
+
+  Operation *paramReduction = nullptr;
+  for (Operation *def : cone)
+    if (result.ops[def].kind == BatchClass::Partial &&
+        llvm::any_of(def->getResults(), [&](Value r) {
+          return info(r).dependsOnParam;
+        })) {
+      paramReduction = def;
+      break;
+    }
+
+  BatchClass newKind = BatchClass::Prologue;
+  if (paramReduction) {
+    if (!options.allowMicroBatchStatistics) {
+      InFlightDiagnostic diag =
+          paramReduction->emitOpError()
+          << "computes a batch statistic that depends on parameters and "
+             "flows back into per-sample work; micro-batching would change "
+             "its value (pass allow-micro-batch-statistics to accept "
+             "per-micro-batch statistics)";
+      diag.attachNote(user->getLoc())
+          << "the statistic flows into this per-sample op";
+      return diag;
+    }
+    InFlightDiagnostic diag =
+        paramReduction->emitWarning()
+        << "batch statistic depends on parameters; it is computed per "
+           "micro-batch (allow-micro-batch-statistics)";
+    diag.attachNote(user->getLoc())
+        << "the statistic flows into this per-sample op";
+    newKind = BatchClass::MicroBatchStatistic;
+  }
+  for (Operation *def : cone) {
+    result.ops[def].kind = newKind;
+    for (Value r : def->getResults())
+      info(r).kind = newKind;
+  }
+  return success();
+}
+
+LogicalResult BatchAnalysisBuilder::visit(Operation *op) {
+  bool anyPerSample = false, anyPost = false, anyPrologue = false,
+       anyPartial = false, anyStat = false;
+  bool dependsOnParam = false;
+  SmallVector<Value> statistics;
+  for (Value v : getUsedValues(op)) {
+    const BatchValueInfo &vi = info(v);
+    dependsOnParam |= vi.dependsOnParam;
+    switch (vi.kind) {
+    case BatchClass::PerSample:
+      anyPerSample = true;
+      break;
+    case BatchClass::Partial:
+      anyPartial = true;
+      [[fallthrough]];
+    case BatchClass::Epilogue:
+      anyPost = true;
+      if (!llvm::is_contained(statistics, v))
+        statistics.push_back(v);
+      break;
+    case BatchClass::Prologue:
+      anyPrologue = true;
+      break;
+    case BatchClass::MicroBatchStatistic:
+      anyStat = true;
+      break;
+    case BatchClass::Invariant:
+      break;
+    }
+  }
+  if (op->getNumRegions() != 0 && !isa<linalg::LinalgOp>(op) &&
+      (anyPerSample || anyPost || anyStat))
+    return op->emitOpError("ops with regions are not supported on the "
+                           "batch-dependent path");
+
+  if (anyPerSample)
+    return visitPerSample(op, statistics);
+
+  BatchOpInfo &opInfo = result.ops[op];
+  BatchValueInfo out;
+  out.dependsOnParam = dependsOnParam;
+  if (anyStat) {
+    // Further work on a micro-batch statistic stays inside the regions.
+    if (anyPost)
+      return op->emitOpError("combines a micro-batch statistic with values "
+                             "computed after the regions; not supported");
+    out.kind = BatchClass::MicroBatchStatistic;
+  } else if (anyPost) {
+    out.kind = BatchClass::Epilogue;
+    if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
+      auto kind = allReduce.getReduction();
+      if (anyPartial && kind != shard::ReductionKind::Sum &&
+          kind != shard::ReductionKind::Average)
+        return allReduce.emitOpError()
+               << "applies the non-linear reduction '"
+               << shard::stringifyReductionKind(kind)
+               << "' to a partial; only sum and average commute with "
+                  "gradient accumulation";
+    }
+  } else if (anyPrologue) {
+    out.kind = BatchClass::Prologue;
+  } else {
+    out.kind = BatchClass::Invariant;
+  }
+  opInfo.kind = out.kind;
+  setResults(op, out);
+  return success();
+}
+
+LogicalResult BatchAnalysisBuilder::run(func::FuncOp func) {
+  if (failed(verifyStepRoles(func)))
+    return failure();
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    BlockArgument arg = func.getArgument(i);
+    BatchValueInfo vi;
+    if (auto dim =
+            func.getArgAttrOfType<IntegerAttr>(i, GaccDialect::kBatchAttrName)) {
+      vi.kind = BatchClass::PerSample;
+      vi.dim = dim.getInt();
+      vi.originArg = i;
+      result.batchSize =
+          cast<RankedTensorType>(arg.getType()).getDimSize(vi.dim);
+    } else if (func.getArgAttr(i, GaccDialect::kParamAttrName)) {
+      vi.dependsOnParam = true;
+    }
+    result.values[arg] = vi;
+  }
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError("expected a training step with a single block");
+  for (Operation &op : func.getBody().front()) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    for (Value v : getUsedValues(&op))
+      if (!result.values.count(v))
+        return op.emitOpError("uses a value defined in a nested region");
+    for (Type t : op.getResultTypes())
+      if (auto shaped = dyn_cast<ShapedType>(t))
+        if (!shaped.hasStaticShape())
+          return op.emitOpError()
+                 << "has the dynamically shaped result type " << t
+                 << "; only static shapes are supported";
+    if (failed(visit(&op)))
+      return failure();
+    // Nested values (linalg bodies) are not classified on their own; values
+    // a body captures from above act like operands of the op.
+  }
+  return success();
+}
+
+FailureOr<BatchAnalysis>
+BatchAnalysis::run(func::FuncOp func, const BatchAnalysisOptions &options) {
+  BatchAnalysis analysis;
+  BatchAnalysisBuilder builder(analysis, options);
+  if (failed(builder.run(func)))
+    return failure();
+  return analysis;
+}
+
+const BatchValueInfo &BatchAnalysis::getInfo(Value value) const {
+  static const BatchValueInfo invariant;
+  auto it = values.find(value);
+  return it == values.end() ? invariant : it->second;
+}
+
+const BatchOpInfo &BatchAnalysis::getInfo(Operation *op) const {
+  static const BatchOpInfo invariant;
+  auto it = ops.find(op);
+  return it == ops.end() ? invariant : it->second;
+}

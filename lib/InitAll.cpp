@@ -1,0 +1,39 @@
+//===- InitAll.cpp - register everything gacc provides ----------*- C++ -*-===//
+//
+// Registration entry points shared by gacc-opt and embedders.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gacc/InitAll.h"
+#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+
+void mlir::gacc::registerGaccDialects(DialectRegistry &registry) {
+  registry.insert<GaccDialect, func::FuncDialect, arith::ArithDialect,
+                  math::MathDialect, linalg::LinalgDialect,
+                  tensor::TensorDialect, shard::ShardDialect>();
+}
+
+void mlir::gacc::registerAllGaccPasses() {
+  registerGaccPasses();
+  registerGaccPipeline();
+}
+
+void mlir::gacc::registerAllGacc(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllPasses();
+  registerGaccDialects(registry);
+  registerAllGaccPasses();
+}

@@ -1,0 +1,61 @@
+//===- Pipeline.cpp - the gacc-pipeline -------------------------*- C++ -*-===//
+//
+// Builds and registers gacc-pipeline: verify-step, micro-batch,
+// fuse-accumulation and sink-all-reduce, with the union of their options.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gacc/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+using namespace mlir::gacc;
+
+VerifyStepPassOptions GaccPipelineOptions::getVerifyStepOptions() const {
+  VerifyStepPassOptions options;
+  options.entry = entry;
+  options.allowMicroBatchStatistics = allowMicroBatchStatistics;
+  return options;
+}
+
+MicroBatchPassOptions GaccPipelineOptions::getMicroBatchOptions() const {
+  MicroBatchPassOptions options;
+  options.entry = entry;
+  options.microBatches = microBatches;
+  options.microBatchSizes.assign(microBatchSizes.begin(),
+                                 microBatchSizes.end());
+  options.allowMicroBatchStatistics = allowMicroBatchStatistics;
+  options.testSkipGlobalNormalizer = testSkipGlobalNormalizer;
+  return options;
+}
+
+FuseAccumulationPassOptions
+GaccPipelineOptions::getFuseAccumulationOptions() const {
+  FuseAccumulationPassOptions options;
+  options.accumulateType = accumulateType;
+  return options;
+}
+
+SinkAllReducePassOptions GaccPipelineOptions::getSinkAllReduceOptions() const {
+  SinkAllReducePassOptions options;
+  options.bucketBytes = bucketBytes;
+  return options;
+}
+
+void mlir::gacc::buildGaccPipeline(OpPassManager &pm,
+                                   const GaccPipelineOptions &options) {
+  pm.addPass(createVerifyStepPass(options.getVerifyStepOptions()));
+  pm.addPass(createMicroBatchPass(options.getMicroBatchOptions()));
+  pm.addPass(createFuseAccumulationPass(options.getFuseAccumulationOptions()));
+  pm.addPass(createSinkAllReducePass(options.getSinkAllReduceOptions()));
+}
+
+void mlir::gacc::registerGaccPipeline() {
+  PassPipelineRegistration<GaccPipelineOptions>(
+      "gacc-pipeline",
+      "Verify, micro-batch, fuse accumulation and sink the all-reduce of a "
+      "training step",
+      buildGaccPipeline);
+}

@@ -1,0 +1,140 @@
+//===- Utils.cpp - helpers shared by the gacc passes ------------*- C++ -*-===//
+//
+// Implements the IR helpers of Utils.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gacc/Transforms/Utils.h"
+#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::gacc;
+
+bool mlir::gacc::isFillOf(Value value, TypedAttr scalar) {
+  auto fill = value.getDefiningOp<linalg::FillOp>();
+  if (!fill)
+    return false;
+  Attribute attr;
+  if (!matchPattern(fill.getInputs()[0], m_Constant(&attr)))
+    return false;
+  return attr == scalar;
+}
+
+Combiner mlir::gacc::getCombiner(Operation *op) {
+  return TypeSwitch<Operation *, Combiner>(op)
+      .Case<arith::AddFOp>([](auto) { return Combiner::AddF; })
+      .Case<arith::AddIOp>([](auto) { return Combiner::AddI; })
+      .Case<arith::MaximumFOp>([](auto) { return Combiner::MaxF; })
+      .Case<arith::MinimumFOp>([](auto) { return Combiner::MinF; })
+      .Default([](auto) { return Combiner::None; });
+}
+
+Value mlir::gacc::createCombine(OpBuilder &builder, Location loc,
+                                Combiner combiner, Value lhs, Value rhs) {
+  Operation *op = nullptr;
+  switch (combiner) {
+  case Combiner::AddF:
+    op = arith::AddFOp::create(builder, loc, lhs, rhs);
+    break;
+  case Combiner::AddI:
+    op = arith::AddIOp::create(builder, loc, lhs, rhs);
+    break;
+  case Combiner::MaxF:
+    op = arith::MaximumFOp::create(builder, loc, lhs, rhs);
+    break;
+  case Combiner::MinF:
+    op = arith::MinimumFOp::create(builder, loc, lhs, rhs);
+    break;
+  case Combiner::None:
+    llvm_unreachable("no combiner");
+  }
+  op->setAttr(GaccDialect::kCombineAttrName, builder.getUnitAttr());
+  return op->getResult(0);
+}
+
+void mlir::gacc::foldStaticDims(func::FuncOp func) {
+  SmallVector<tensor::DimOp> dims;
+  func.walk([&](tensor::DimOp dim) { dims.push_back(dim); });
+  for (tensor::DimOp dim : dims) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    auto type = dyn_cast<RankedTensorType>(dim.getSource().getType());
+    if (!index || !type || *index < 0 || *index >= type.getRank() ||
+        type.isDynamicDim(*index))
+      continue;
+    OpBuilder builder(dim);
+    Value cst = arith::ConstantIndexOp::create(builder, dim.getLoc(),
+                                               type.getDimSize(*index));
+    dim.replaceAllUsesWith(cst);
+    dim.erase();
+  }
+}
+
+void mlir::gacc::eraseDeadOps(Block &block) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+      if (isOpTriviallyDead(&op)) {
+        op.erase();
+        changed = true;
+      }
+  }
+}
+
+Value mlir::gacc::flattenTensor(OpBuilder &builder, Location loc,
+                                Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getRank() == 1)
+    return value;
+  auto flatType =
+      RankedTensorType::get({type.getNumElements()}, type.getElementType());
+  if (type.getRank() == 0)
+    return tensor::ExpandShapeOp::create(builder, loc, flatType, value,
+                                         ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    all.push_back(d);
+  return tensor::CollapseShapeOp::create(builder, loc, flatType, value,
+                                         ArrayRef<ReassociationIndices>{all});
+}
+
+Value mlir::gacc::unflattenTensor(OpBuilder &builder, Location loc, Value flat,
+                                  RankedTensorType type) {
+  if (type.getRank() == 1)
+    return flat;
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(builder, loc, type, flat,
+                                           ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    all.push_back(d);
+  return tensor::ExpandShapeOp::create(builder, loc, type, flat,
+                                       ArrayRef<ReassociationIndices>{all});
+}
+
+Value mlir::gacc::extractFlatSlice(OpBuilder &builder, Location loc,
+                                   Value source, int64_t offset,
+                                   int64_t size) {
+  return tensor::ExtractSliceOp::create(
+      builder, loc, source, ArrayRef<OpFoldResult>{builder.getIndexAttr(offset)},
+      ArrayRef<OpFoldResult>{builder.getIndexAttr(size)},
+      ArrayRef<OpFoldResult>{builder.getIndexAttr(1)});
+}
+
+Value mlir::gacc::insertFlatSlice(OpBuilder &builder, Location loc,
+                                  Value source, Value dest, int64_t offset) {
+  int64_t size = cast<RankedTensorType>(source.getType()).getDimSize(0);
+  return tensor::InsertSliceOp::create(
+      builder, loc, source, dest,
+      ArrayRef<OpFoldResult>{builder.getIndexAttr(offset)},
+      ArrayRef<OpFoldResult>{builder.getIndexAttr(size)},
+      ArrayRef<OpFoldResult>{builder.getIndexAttr(1)});
+}
