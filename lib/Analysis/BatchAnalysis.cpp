@@ -342,13 +342,16 @@ BatchAnalysisBuilder::visitPerSample(Operation *op,
           .Case<tensor::CollapseShapeOp>([&](tensor::CollapseShapeOp c) -> LogicalResult {
             auto groups = c.getReassociationIndices();
             auto [g, pos] = findGroup(groups, in->dim);
-            if (pos != 0)
-              return c.emitOpError()
-                     << "collapses the sample dimension " << in->dim
-                     << " into an inner position of its group; the sample "
-                        "dimension must be the outermost of its group";
+            // Unit dimensions may precede the samples in their group.
+            ArrayRef<int64_t> group = groups[g];
+            for (int64_t d : group.take_front(pos))
+              if (c.getSrcType().getDimSize(d) != 1)
+                return c.emitOpError()
+                       << "collapses the sample dimension " << in->dim
+                       << " into an inner position of its group; the sample "
+                          "dimension must be the outermost of its group";
             int64_t f = in->factor;
-            for (int64_t d : ArrayRef<int64_t>(groups[g]).drop_front())
+            for (int64_t d : group.drop_front(pos + 1))
               f *= c.getSrcType().getDimSize(d);
             out.dim = g;
             out.factor = f;
@@ -359,13 +362,18 @@ BatchAnalysisBuilder::visitPerSample(Operation *op,
           .Case<tensor::ExpandShapeOp>([&](tensor::ExpandShapeOp e) -> LogicalResult {
             auto groups = e.getReassociationIndices();
             const ReassociationIndices &group = groups[in->dim];
-            int64_t lead = e.getResultType().getDimSize(group.front());
+            // Leading unit dimensions of the group carry no samples.
+            auto leadIt = llvm::find_if(group, [&](int64_t d) {
+              return e.getResultType().getDimSize(d) != 1;
+            });
+            int64_t leadDim = leadIt == group.end() ? group.back() : *leadIt;
+            int64_t lead = e.getResultType().getDimSize(leadDim);
             if (lead % batch != 0 || in->factor % (lead / batch) != 0)
               return e.emitOpError()
                      << "splits the sample dimension " << in->dim
                      << " so that its outermost part (" << lead
                      << ") is not a multiple of the " << batch << " samples";
-            out.dim = group.front();
+            out.dim = leadDim;
             out.factor = lead / batch;
             setResults(op, out);
             result.ops[op].kind = BatchClass::PerSample;

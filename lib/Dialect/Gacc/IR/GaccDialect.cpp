@@ -30,7 +30,7 @@ static LogicalResult verifyUnitRole(Operation *op, NamedAttribute attr,
                                     StringRef where) {
   if (isa<UnitAttr>(attr.getValue()))
     return success();
-  return op->emitOpError() << "expected '" << attr.getName()
+  return op->emitOpError() << "expected '" << attr.getName().getValue()
                            << "' on " << where << " to be a unit attribute";
 }
 
@@ -39,7 +39,7 @@ static FailureOr<int64_t> getIndexRole(Operation *op, NamedAttribute attr,
                                        StringRef where) {
   auto intAttr = dyn_cast<IntegerAttr>(attr.getValue());
   if (!intAttr || !intAttr.getType().isInteger(64)) {
-    op->emitOpError() << "expected '" << attr.getName() << "' on " << where
+    op->emitOpError() << "expected '" << attr.getName().getValue() << "' on " << where
                       << " to be an i64 integer attribute";
     return failure();
   }
@@ -52,7 +52,7 @@ LogicalResult GaccDialect::verifyRegionArgAttribute(Operation *op,
                                                     NamedAttribute attr) {
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (!func || regionIndex != 0)
-    return op->emitOpError() << "'" << attr.getName()
+    return op->emitOpError() << "'" << attr.getName().getValue()
                              << "' is only valid on function arguments";
   std::string where = ("argument #" + Twine(argIndex)).str();
   StringRef name = attr.getName().getValue();
@@ -87,7 +87,7 @@ LogicalResult GaccDialect::verifyRegionResultAttribute(Operation *op,
                                                        NamedAttribute attr) {
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (!func || regionIndex != 0)
-    return op->emitOpError() << "'" << attr.getName()
+    return op->emitOpError() << "'" << attr.getName().getValue()
                              << "' is only valid on function results";
   std::string where = ("result #" + Twine(resultIndex)).str();
   StringRef name = attr.getName().getValue();

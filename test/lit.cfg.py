@@ -1,0 +1,36 @@
+# -*- Python -*-
+# lit configuration for the gacc regression tests.
+
+import os
+import sys
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "GACC"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.gacc_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py",
+                   "lit.site.cfg.py", "Inputs"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%mlir_lib_dir", config.mlir_lib_dir))
+config.substitutions.append(("%gacc_src_root", config.gacc_src_root))
+config.substitutions.append(("%gacc_obj_root", config.gacc_obj_root))
+config.substitutions.append(("%examples", os.path.join(config.gacc_src_root,
+                                                       "examples")))
+config.substitutions.append(("%cmake_generator", config.cmake_generator))
+config.substitutions.append(("%cmake", config.cmake_command))
+config.substitutions.append(("%cxx", config.cxx_compiler))
+config.substitutions.append(("%mlir_dir", config.mlir_dir))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.gacc_tools_dir, config.llvm_tools_dir]
+tools = ["gacc-opt", "mlir-opt", "mlir-runner",
+         ToolSubst("%PYTHON", sys.executable, unresolved="ignore")]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
