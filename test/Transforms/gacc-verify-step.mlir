@@ -1,0 +1,135 @@
+// RUN: gacc-opt %s --split-input-file --gacc-verify-step --verify-diagnostics
+
+// expected-error @below {{'func.func' op expected one result marked gacc.loss}}
+func.func @missing_loss(%w: tensor<f32> {gacc.param}, %x: tensor<4xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.grad = 0 : i64}) {
+  return %w : tensor<f32>
+}
+
+// -----
+
+// expected-error @below {{expected the gacc.loss result #0 to be a rank-0 tensor, got 'tensor<4xf32>'}}
+func.func @loss_not_scalar(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<4xf32> {gacc.loss}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{batch argument #1 has 3 samples but batch argument #0 has 4; all batch arguments must have one sample count}}
+func.func @sample_counts(%x: tensor<4xf32> {gacc.batch = 0 : i64}, %y: tensor<2x3xf32> {gacc.batch = 1 : i64})
+    -> (tensor<f32> {gacc.loss}) {
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c : tensor<f32>
+}
+
+// -----
+
+// expected-error @below {{expected at least one argument marked gacc.batch}}
+func.func @no_batch(%w: tensor<f32> {gacc.param}) -> (tensor<f32> {gacc.loss}) {
+  return %w : tensor<f32>
+}
+
+// -----
+
+func.func @unsupported_op(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  %c0 = arith.constant 0 : index
+  // expected-error @below {{'tensor.extract' op is not supported on the per-sample path (its operand carries the sample dimension of batch argument #0)}}
+  %v = tensor.extract %x[%c0] : tensor<4xf32>
+  %t = tensor.from_elements %v : tensor<f32>
+  return %t : tensor<f32>
+}
+
+// -----
+
+func.func @cross_sample(%x: tensor<4x3xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  %e = tensor.empty() : tensor<3x4xf32>
+  %xt = linalg.transpose ins(%x : tensor<4x3xf32>) outs(%e : tensor<3x4xf32>) permutation = [1, 0]
+  %e44 = tensor.empty() : tensor<4x4xf32>
+  // expected-error @below {{'linalg.matmul' op combines samples of operand #1 with other samples (sample dimension on loop 1 and loop 0); cross-sample ops are not supported}}
+  %gram = linalg.matmul ins(%x, %xt : tensor<4x3xf32>, tensor<3x4xf32>) outs(%e44 : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c : tensor<f32>
+}
+
+// -----
+
+func.func @product_combiner(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%one : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  // expected-error @below {{reduces over the sample dimension with a combiner that does not split over micro-batches; expected addf, addi, maximumf or minimumf of the output}}
+  %p = linalg.reduce ins(%x : tensor<4xf32>) outs(%f : tensor<f32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %0 = arith.mulf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  return %p : tensor<f32>
+}
+
+// -----
+
+func.func @slice_samples(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  // expected-error @below {{'tensor.extract_slice' op slices the sample dimension 0; only slices that keep every sample are supported}}
+  %s = tensor.extract_slice %x[1] [2] [1] : tensor<4xf32> to tensor<2xf32>
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c : tensor<f32>
+}
+
+// -----
+
+shard.grid @dp(shape = ?) {sym_visibility = "private"}
+func.func @max_collective(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.reduce ins(%x : tensor<4xf32>) outs(%f : tensor<f32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  // expected-error @below {{'shard.all_reduce' op applies the non-linear reduction 'max' to a partial; only sum and average commute with gradient accumulation}}
+  %m = shard.all_reduce %s on @dp grid_axes = [0] reduction = max : tensor<f32> -> tensor<f32>
+  return %m : tensor<f32>
+}
+
+// -----
+
+shard.grid @dp(shape = ?) {sym_visibility = "private"}
+func.func @per_sample_collective(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  // expected-error @below {{'shard.all_reduce' op is not supported on the per-sample path}}
+  %m = shard.all_reduce %x on @dp grid_axes = [0] reduction = sum : tensor<4xf32> -> tensor<4xf32>
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c : tensor<f32>
+}
+
+// -----
+
+func.func @dynamic_intermediate(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  // expected-error @below {{'tensor.cast' op has the dynamically shaped result type 'tensor<?xf32>'; only static shapes are supported}}
+  %d = tensor.cast %x : tensor<4xf32> to tensor<?xf32>
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c : tensor<f32>
+}
+
+// -----
+
+// expected-error @below {{no function carries gacc role attributes; mark the training step's arguments and results (gacc.param, gacc.batch, gacc.loss, ...)}}
+module {
+  func.func @plain(%x: tensor<4xf32>) -> tensor<4xf32> {
+    return %x : tensor<4xf32>
+  }
+}
+
+// -----
+
+// expected-error @below {{several functions carry gacc role attributes; select the training step with the entry option}}
+module {
+  // expected-note @below {{candidate 'a'}}
+  func.func @a(%x: tensor<4xf32> {gacc.batch = 0 : i64}) {
+    return
+  }
+  // expected-note @below {{candidate 'b'}}
+  func.func @b(%x: tensor<4xf32> {gacc.batch = 0 : i64}) {
+    return
+  }
+}
