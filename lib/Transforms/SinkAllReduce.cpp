@@ -160,7 +160,7 @@ struct SinkAllReducePass
   void runOnOperation() override {
     if (bucketBytes < 1) {
       getOperation().emitError()
-          << "expected a positive bucket-bytes, got " << bucketBytes;
+          << "expected a positive bucket-bytes, got " << static_cast<int64_t>(bucketBytes);
       return signalPassFailure();
     }
     getOperation().walk([&](func::FuncOp func) { runOnFunction(func); });

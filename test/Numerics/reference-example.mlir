@@ -33,6 +33,16 @@
 // RUN:     -shared-libs=%mlir_lib_dir/libmlir_runner_utils.so,%mlir_lib_dir/libmlir_c_runner_utils.so \
 // RUN: | FileCheck %s
 
+// The split really happens (3 + 1 samples), and @main is left alone:
+// RUN: gacc-opt %s --gacc-pipeline="micro-batch-sizes=3,1" --gacc-inline-micro-batches \
+// RUN: | FileCheck %s --check-prefix=SPLIT
+// SPLIT-LABEL: func.func @train_step
+// SPLIT:       tensor.extract_slice %arg1[0] [3] [1] : tensor<4xf32> to tensor<3xf32>
+// SPLIT:       tensor.extract_slice %arg1[3] [1] [1] : tensor<4xf32> to tensor<1xf32>
+// SPLIT-LABEL: func.func @main()
+// SPLIT-NOT:   extract_slice
+// SPLIT:       call @train_step
+
 // CHECK:      Unranked Memref
 // CHECK-SAME: rank = 0
 // CHECK-NEXT: [30]
