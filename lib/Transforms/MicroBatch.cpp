@@ -99,6 +99,10 @@ private:
   /// Replaces sample-count constants used by `clone` (B and 1/B) with the
   /// region's count (b and 1/b).
   void rescaleSampleCounts(Operation *clone);
+  /// Scales the sums of a micro-batch statistic by B / b so that the graph's
+  /// global normalizer (1/B) yields the micro-batch's own mean.
+  void rescaleStatistic(Operation *op, Operation *clone,
+                        const BatchOpInfo &opInfo);
   /// Offsets `linalg.index` of the sample loop inside `clone`.
   void offsetSampleIndex(linalg::LinalgOp clone, int64_t loopDim,
                          int64_t factor);
@@ -244,6 +248,27 @@ void MicroBatchBuilder::offsetSampleIndex(linalg::LinalgOp clone,
   }
 }
 
+void MicroBatchBuilder::rescaleStatistic(Operation *op, Operation *clone,
+                                         const BatchOpInfo &opInfo) {
+  if (size == batchSize)
+    return;
+  for (auto [oldResult, result, combiner] :
+       llvm::zip(op->getResults(), clone->getResults(), opInfo.combiners)) {
+    if (combiner != Combiner::AddF)
+      continue;
+    auto type = cast<RankedTensorType>(result.getType());
+    double scale = static_cast<double>(batchSize) / size;
+    Value factor = arith::ConstantOp::create(
+        builder, clone->getLoc(), type,
+        SplatElementsAttr::get(
+            type, FloatAttr::get(type.getElementType(), scale).getValue()));
+    auto scaled =
+        arith::MulFOp::create(builder, clone->getLoc(), result, factor);
+    // Region users of the statistic see the rescaled sum.
+    inner.map(oldResult, scaled.getResult());
+  }
+}
+
 /// Returns the region operand for `operand` of a per-sample linalg op: the
 /// sample loop `loopDim` indexes it at dimension `dim`, or nowhere (-1).
 static int64_t sampleDimOfOperand(linalg::LinalgOp op, OpOperand &operand,
@@ -316,8 +341,11 @@ Operation *MicroBatchBuilder::cloneIntoRegion(Operation *op) {
   if (auto linalgClone = dyn_cast<linalg::LinalgOp>(clone);
       linalgClone && opInfo.loopDim >= 0)
     offsetSampleIndex(linalgClone, opInfo.loopDim, opInfo.factor);
-  if (kindOf(op) == BatchClass::MicroBatchStatistic || skipGlobalNormalizer)
+  if (skipGlobalNormalizer)
     rescaleSampleCounts(clone);
+  if (kindOf(op) == BatchClass::MicroBatchStatistic &&
+      !opInfo.combiners.empty())
+    rescaleStatistic(op, clone, opInfo);
   return clone;
 }
 

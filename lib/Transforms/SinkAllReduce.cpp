@@ -100,14 +100,10 @@ matchMember(shard::AllReduceOp allReduce,
   Value acc = allReduce.getInput();
   if (auto trunc = acc.getDefiningOp<arith::TruncFOp>())
     acc = trunc.getIn();
-  // The accumulator is a region result (fused), or the last combine op.
-  bool fromRegions = false;
-  if (auto result = dyn_cast<OpResult>(acc)) {
-    Operation *owner = result.getOwner();
-    fromRegions = owner == regions.back().getOperation() ||
-                  owner->hasAttr(GaccDialect::kCombineAttrName);
-  }
-  if (!fromRegions)
+  // Bucketing never changes what a sum or average computes; any such
+  // collective after the final region may join a bucket. Only accumulators
+  // that come straight out of the regions can also live in it.
+  if (!regions.back()->isBeforeInBlock(allReduce))
     return std::nullopt;
   auto type = dyn_cast<RankedTensorType>(acc.getType());
   if (!type || !type.hasStaticShape())
@@ -189,6 +185,13 @@ struct SinkAllReducePass
           open = &bucket;
           break;
         }
+      // The bucket is packed before its first collective: the member's input
+      // must already be computed there.
+      if (open) {
+        Operation *def = member->accumulator.getDefiningOp();
+        if (def && !def->isBeforeInBlock(open->members.front().allReduce))
+          open = nullptr;
+      }
       if (!open || (open->numElements * elemBytes + bytes > bucketBytes &&
                     !open->members.empty())) {
         buckets.push_back(Bucket{key, {}, 0});

@@ -60,8 +60,8 @@ struct GaccPipelineOptions : public PassPipelineOptions<GaccPipelineOptions> {
   SinkAllReducePassOptions getSinkAllReduceOptions() const;
 };
 
-/// Adds gacc-verify-step, gacc-micro-batch, gacc-fuse-accumulation and
-/// gacc-sink-all-reduce to `pm`.
+/// Adds gacc-micro-batch (which runs the checks of gacc-verify-step),
+/// gacc-fuse-accumulation and gacc-sink-all-reduce to `pm`.
 void buildGaccPipeline(OpPassManager &pm, const GaccPipelineOptions &options);
 
 /// Registers `gacc-pipeline`.
