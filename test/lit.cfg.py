@@ -27,6 +27,23 @@ config.substitutions.append(("%cmake", config.cmake_command))
 config.substitutions.append(("%cxx", config.cxx_compiler))
 config.substitutions.append(("%mlir_dir", config.mlir_dir))
 
+# Upstream-only lowering of a (micro-batch-inlined) step to the LLVM dialect,
+# and mlir-runner on its @main, for numerical tests.
+config.substitutions.append(("%upstream_lower_to_llvm", " ".join([
+    "--convert-elementwise-to-linalg",
+    "--one-shot-bufferize=\"bufferize-function-boundaries"
+    " function-boundary-type-conversion=identity-layout-map\"",
+    "--convert-linalg-to-loops", "--expand-strided-metadata", "--lower-affine",
+    "--arith-expand", "--convert-scf-to-cf", "--convert-math-to-llvm",
+    "--convert-math-to-libm",
+    "--convert-arith-to-llvm", "--finalize-memref-to-llvm",
+    "--convert-func-to-llvm", "--convert-cf-to-llvm",
+    "--reconcile-unrealized-casts"])))
+config.substitutions.append(("%mlir_run_main", " ".join([
+    "mlir-runner -e main -entry-point-result=void",
+    "-shared-libs=%s/libmlir_runner_utils.so,%s/libmlir_c_runner_utils.so" % (
+        config.mlir_lib_dir, config.mlir_lib_dir)])))
+
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 

@@ -10,27 +10,23 @@
 // @main carries no gacc attributes, so the pipeline leaves it alone.
 //
 // RUN: gacc-opt %s --gacc-pipeline="micro-batches=1" --gacc-inline-micro-batches \
-// RUN: | mlir-opt --convert-elementwise-to-linalg --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --convert-linalg-to-loops --expand-strided-metadata --lower-affine --arith-expand --convert-scf-to-cf --convert-math-to-llvm --convert-arith-to-llvm --finalize-memref-to-llvm --convert-func-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts \
-// RUN: | mlir-runner -e main -entry-point-result=void \
-// RUN:     -shared-libs=%mlir_lib_dir/libmlir_runner_utils.so,%mlir_lib_dir/libmlir_c_runner_utils.so \
+// RUN: | mlir-opt %upstream_lower_to_llvm \
+// RUN: | %mlir_run_main \
 // RUN: | FileCheck %s
 
 // RUN: gacc-opt %s --gacc-pipeline="micro-batches=2" --gacc-inline-micro-batches \
-// RUN: | mlir-opt --convert-elementwise-to-linalg --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --convert-linalg-to-loops --expand-strided-metadata --lower-affine --arith-expand --convert-scf-to-cf --convert-math-to-llvm --convert-arith-to-llvm --finalize-memref-to-llvm --convert-func-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts \
-// RUN: | mlir-runner -e main -entry-point-result=void \
-// RUN:     -shared-libs=%mlir_lib_dir/libmlir_runner_utils.so,%mlir_lib_dir/libmlir_c_runner_utils.so \
+// RUN: | mlir-opt %upstream_lower_to_llvm \
+// RUN: | %mlir_run_main \
 // RUN: | FileCheck %s
 
 // RUN: gacc-opt %s --gacc-pipeline="micro-batches=4" --gacc-inline-micro-batches \
-// RUN: | mlir-opt --convert-elementwise-to-linalg --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --convert-linalg-to-loops --expand-strided-metadata --lower-affine --arith-expand --convert-scf-to-cf --convert-math-to-llvm --convert-arith-to-llvm --finalize-memref-to-llvm --convert-func-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts \
-// RUN: | mlir-runner -e main -entry-point-result=void \
-// RUN:     -shared-libs=%mlir_lib_dir/libmlir_runner_utils.so,%mlir_lib_dir/libmlir_c_runner_utils.so \
+// RUN: | mlir-opt %upstream_lower_to_llvm \
+// RUN: | %mlir_run_main \
 // RUN: | FileCheck %s
 
 // RUN: gacc-opt %s --gacc-pipeline="micro-batch-sizes=3,1" --gacc-inline-micro-batches \
-// RUN: | mlir-opt --convert-elementwise-to-linalg --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" --convert-linalg-to-loops --expand-strided-metadata --lower-affine --arith-expand --convert-scf-to-cf --convert-math-to-llvm --convert-arith-to-llvm --finalize-memref-to-llvm --convert-func-to-llvm --convert-cf-to-llvm --reconcile-unrealized-casts \
-// RUN: | mlir-runner -e main -entry-point-result=void \
-// RUN:     -shared-libs=%mlir_lib_dir/libmlir_runner_utils.so,%mlir_lib_dir/libmlir_c_runner_utils.so \
+// RUN: | mlir-opt %upstream_lower_to_llvm \
+// RUN: | %mlir_run_main \
 // RUN: | FileCheck %s
 
 // The split really happens (3 + 1 samples), and @main is left alone:
