@@ -46,8 +46,10 @@ config.substitutions.append(("%mlir_run_main", " ".join([
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.gacc_tools_dir, append_path=True)
 
 tool_dirs = [config.gacc_tools_dir, config.llvm_tools_dir]
-tools = ["gacc-opt", "mlir-opt", "mlir-runner",
+tools = ["gacc-opt", "mlir-opt", "mlir-runner", "not",
          ToolSubst("%PYTHON", sys.executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -98,9 +98,9 @@ LogicalResult mlir::gacc::verifyStepRoles(func::FuncOp func) {
     ++numLoss;
     auto type = dyn_cast<RankedTensorType>(func.getResultTypes()[i]);
     if (!type || type.getRank() != 0)
-      return func.emitOpError() << "expected the gacc.loss result #" << i
-                                << " to be a rank-0 tensor, got "
-                                << func.getResultTypes()[i];
+      return func.emitOpError()
+             << "expected the gacc.loss result #" << i
+             << " to be a rank-0 tensor, got " << func.getResultTypes()[i];
   }
   if (numLoss == 0)
     return func.emitOpError("expected one result marked gacc.loss");
@@ -110,13 +110,14 @@ LogicalResult mlir::gacc::verifyStepRoles(func::FuncOp func) {
 
   int64_t batchSize = -1, firstArg = -1;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
-    auto dim = func.getArgAttrOfType<IntegerAttr>(i, GaccDialect::kBatchAttrName);
+    auto dim =
+        func.getArgAttrOfType<IntegerAttr>(i, GaccDialect::kBatchAttrName);
     if (!dim)
       continue;
     if (func.getArgAttr(i, GaccDialect::kParamAttrName) ||
         func.getArgAttr(i, GaccDialect::kStateAttrName))
-      return func.emitOpError() << "argument #" << i
-                                << " has more than one role";
+      return func.emitOpError()
+             << "argument #" << i << " has more than one role";
     auto type = cast<RankedTensorType>(func.getArgumentTypes()[i]);
     int64_t count = type.getDimSize(dim.getInt());
     if (batchSize < 0) {
@@ -218,10 +219,9 @@ LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
       std::string expr;
       llvm::raw_string_ostream os(expr);
       map.getResult(in.dim).print(os);
-      return op.emitOpError()
-             << "indexes the sample dimension of operand #"
-             << operand.getOperandNumber() << " with '" << expr
-             << "'; only a plain loop dimension is supported";
+      return op.emitOpError() << "indexes the sample dimension of operand #"
+                              << operand.getOperandNumber() << " with '" << expr
+                              << "'; only a plain loop dimension is supported";
     }
     int64_t d = dimExpr.getPosition();
     if (loopDim < 0) {
@@ -339,7 +339,8 @@ BatchAnalysisBuilder::visitPerSample(Operation *op,
             setResults(op, BatchValueInfo());
             return success();
           })
-          .Case<tensor::CollapseShapeOp>([&](tensor::CollapseShapeOp c) -> LogicalResult {
+          .Case<tensor::CollapseShapeOp>([&](tensor::CollapseShapeOp c)
+                                             -> LogicalResult {
             auto groups = c.getReassociationIndices();
             auto [g, pos] = findGroup(groups, in->dim);
             // Unit dimensions may precede the samples in their group.
@@ -359,27 +360,31 @@ BatchAnalysisBuilder::visitPerSample(Operation *op,
             result.ops[op].kind = BatchClass::PerSample;
             return success();
           })
-          .Case<tensor::ExpandShapeOp>([&](tensor::ExpandShapeOp e) -> LogicalResult {
-            auto groups = e.getReassociationIndices();
-            const ReassociationIndices &group = groups[in->dim];
-            // Leading unit dimensions of the group carry no samples.
-            auto leadIt = llvm::find_if(group, [&](int64_t d) {
-              return e.getResultType().getDimSize(d) != 1;
-            });
-            int64_t leadDim = leadIt == group.end() ? group.back() : *leadIt;
-            int64_t lead = e.getResultType().getDimSize(leadDim);
-            if (lead % batch != 0 || in->factor % (lead / batch) != 0)
-              return e.emitOpError()
-                     << "splits the sample dimension " << in->dim
-                     << " so that its outermost part (" << lead
-                     << ") is not a multiple of the " << batch << " samples";
-            out.dim = leadDim;
-            out.factor = lead / batch;
-            setResults(op, out);
-            result.ops[op].kind = BatchClass::PerSample;
-            return success();
-          })
-          .Case<tensor::ExtractSliceOp>([&](tensor::ExtractSliceOp s) -> LogicalResult {
+          .Case<tensor::ExpandShapeOp>(
+              [&](tensor::ExpandShapeOp e) -> LogicalResult {
+                auto groups = e.getReassociationIndices();
+                const ReassociationIndices &group = groups[in->dim];
+                // Leading unit dimensions of the group carry no samples.
+                auto leadIt = llvm::find_if(group, [&](int64_t d) {
+                  return e.getResultType().getDimSize(d) != 1;
+                });
+                int64_t leadDim =
+                    leadIt == group.end() ? group.back() : *leadIt;
+                int64_t lead = e.getResultType().getDimSize(leadDim);
+                if (lead % batch != 0 || in->factor % (lead / batch) != 0)
+                  return e.emitOpError()
+                         << "splits the sample dimension " << in->dim
+                         << " so that its outermost part (" << lead
+                         << ") is not a multiple of the " << batch
+                         << " samples";
+                out.dim = leadDim;
+                out.factor = lead / batch;
+                setResults(op, out);
+                result.ops[op].kind = BatchClass::PerSample;
+                return success();
+              })
+          .Case<tensor::ExtractSliceOp>([&](tensor::ExtractSliceOp s)
+                                            -> LogicalResult {
             if (s.getSource() != op->getOperand(0) ||
                 info(s.getSource()).kind != BatchClass::PerSample)
               return s.emitOpError("expected slice offsets and sizes that do "
@@ -445,8 +450,8 @@ LogicalResult BatchAnalysisBuilder::reclassifyStatistic(Operation *user,
     Operation *def = v.getDefiningOp();
     if (!def || !cone.insert(def))
       continue;
-    if (kind == BatchClass::Partial && result.ops[def].kind ==
-                                           BatchClass::Partial)
+    if (kind == BatchClass::Partial &&
+        result.ops[def].kind == BatchClass::Partial)
       continue; // A reduction: its inputs are per-sample.
     llvm::append_range(worklist, getUsedValues(def));
   }
@@ -454,9 +459,8 @@ LogicalResult BatchAnalysisBuilder::reclassifyStatistic(Operation *user,
   Operation *paramReduction = nullptr;
   for (Operation *def : cone)
     if (result.ops[def].kind == BatchClass::Partial &&
-        llvm::any_of(def->getResults(), [&](Value r) {
-          return info(r).dependsOnParam;
-        })) {
+        llvm::any_of(def->getResults(),
+                     [&](Value r) { return info(r).dependsOnParam; })) {
       paramReduction = def;
       break;
     }
@@ -565,8 +569,8 @@ LogicalResult BatchAnalysisBuilder::run(func::FuncOp func) {
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     BlockArgument arg = func.getArgument(i);
     BatchValueInfo vi;
-    if (auto dim =
-            func.getArgAttrOfType<IntegerAttr>(i, GaccDialect::kBatchAttrName)) {
+    if (auto dim = func.getArgAttrOfType<IntegerAttr>(
+            i, GaccDialect::kBatchAttrName)) {
       vi.kind = BatchClass::PerSample;
       vi.dim = dim.getInt();
       vi.originArg = i;
@@ -588,9 +592,8 @@ LogicalResult BatchAnalysisBuilder::run(func::FuncOp func) {
     for (Type t : op.getResultTypes())
       if (auto shaped = dyn_cast<ShapedType>(t))
         if (!shaped.hasStaticShape())
-          return op.emitOpError()
-                 << "has the dynamically shaped result type " << t
-                 << "; only static shapes are supported";
+          return op.emitOpError() << "has the dynamically shaped result type "
+                                  << t << "; only static shapes are supported";
     if (failed(visit(&op)))
       return failure();
     // Nested values (linalg bodies) are not classified on their own; values

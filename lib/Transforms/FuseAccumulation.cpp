@@ -120,9 +120,9 @@ static linalg::LinalgOp widenAccumulator(RewriterBase &rewriter,
   rewriter.setInsertionPoint(op);
   if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation())) {
     // Named contractions cast their operands to the output type themselves.
-    auto wide = linalg::MatmulOp::create(rewriter, op.getLoc(),
-                                         TypeRange{newInit.getType()},
-                                         matmul.getInputs(), ValueRange{newInit});
+    auto wide = linalg::MatmulOp::create(
+        rewriter, op.getLoc(), TypeRange{newInit.getType()}, matmul.getInputs(),
+        ValueRange{newInit});
     wide->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     rewriter.replaceOp(op, wide);
     return wide;
@@ -162,7 +162,8 @@ static linalg::LinalgOp widenAccumulator(RewriterBase &rewriter,
 /// value once after the regions.
 static LogicalResult widenChain(AccumulatorChain &chain, FloatType accType) {
   auto type = cast<RankedTensorType>(
-      chain.links.front().op->getResult(chain.links.front().resultNumber)
+      chain.links.front()
+          .op->getResult(chain.links.front().resultNumber)
           .getType());
   auto elemType = dyn_cast<FloatType>(type.getElementType());
   if (!elemType || elemType.getWidth() >= accType.getWidth())
@@ -180,9 +181,8 @@ static LogicalResult widenChain(AccumulatorChain &chain, FloatType accType) {
                                             type.getShape(), accType);
       Value scalar = arith::ExtFOp::create(rewriter, fill.getLoc(), accType,
                                            fill.getInputs()[0]);
-      newInit =
-          linalg::FillOp::create(rewriter, fill.getLoc(), scalar, empty)
-              .getResult(0);
+      newInit = linalg::FillOp::create(rewriter, fill.getLoc(), scalar, empty)
+                    .getResult(0);
     } else {
       newInit =
           arith::ExtFOp::create(rewriter, link.op.getLoc(), wideType, init);

@@ -30,8 +30,8 @@ struct InlineMicroBatchesPass
       auto yield = cast<gacc::YieldOp>(body.getTerminator());
       region.getResults().replaceAllUsesWith(yield.getOperands());
       yield.erase();
-      region->getBlock()->getOperations().splice(
-          region->getIterator(), body.getOperations());
+      region->getBlock()->getOperations().splice(region->getIterator(),
+                                                 body.getOperations());
       region.erase();
     }
   }

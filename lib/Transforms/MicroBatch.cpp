@@ -78,8 +78,8 @@ public:
   MicroBatchBuilder(func::FuncOp func, const BatchAnalysis &analysis,
                     bool skipGlobalNormalizer)
       : func(func), analysis(analysis), batchSize(analysis.getBatchSize()),
-        builder(func.getContext()),
-        skipGlobalNormalizer(skipGlobalNormalizer) {}
+        builder(func.getContext()), skipGlobalNormalizer(skipGlobalNormalizer) {
+  }
 
   LogicalResult build(ArrayRef<int64_t> sizes);
 
@@ -138,8 +138,8 @@ Value MicroBatchBuilder::sliceInvariant(Value v, int64_t dim, int64_t factor) {
   // Shape-only producers are rebuilt at the region's size; everything else is
   // sliced out of the value computed before the regions.
   if (isa_and_nonnull<tensor::EmptyOp>(def)) {
-    result = tensor::EmptyOp::create(builder, loc, shape,
-                                     type.getElementType());
+    result =
+        tensor::EmptyOp::create(builder, loc, shape, type.getElementType());
   } else if (auto fill = dyn_cast_or_null<linalg::FillOp>(def);
              fill && fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>()) {
     Value empty =
@@ -156,8 +156,8 @@ Value MicroBatchBuilder::sliceInvariant(Value v, int64_t dim, int64_t factor) {
                        ? inner.lookup(v)
                        : outer.lookupOrDefault(v);
     SmallVector<OpFoldResult> offsets(type.getRank(), builder.getIndexAttr(0));
-    SmallVector<OpFoldResult> sizes, strides(type.getRank(),
-                                             builder.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes,
+        strides(type.getRank(), builder.getIndexAttr(1));
     for (int64_t d : shape)
       sizes.push_back(builder.getIndexAttr(d));
     offsets[dim] = builder.getIndexAttr(offset * factor);
@@ -201,8 +201,7 @@ void MicroBatchBuilder::rescaleSampleCounts(Operation *clone) {
         return FloatAttr::get(f.getType(), *r);
     } else if (auto splat = dyn_cast<SplatElementsAttr>(attr)) {
       if (auto ft = dyn_cast<FloatType>(splat.getElementType()))
-        if (auto r = rescaled(
-                splat.getSplatValue<APFloat>().convertToDouble()))
+        if (auto r = rescaled(splat.getSplatValue<APFloat>().convertToDouble()))
           return SplatElementsAttr::get(splat.getType(),
                                         FloatAttr::get(ft, *r).getValue());
     }
@@ -242,8 +241,7 @@ void MicroBatchBuilder::offsetSampleIndex(linalg::LinalgOp clone,
     builder.setInsertionPointAfter(index);
     Value shift = arith::ConstantIndexOp::create(builder, index.getLoc(),
                                                  offset * factor);
-    auto shifted =
-        arith::AddIOp::create(builder, index.getLoc(), index, shift);
+    auto shifted = arith::AddIOp::create(builder, index.getLoc(), index, shift);
     index.getResult().replaceAllUsesExcept(shifted, shifted);
   }
 }
@@ -274,8 +272,8 @@ void MicroBatchBuilder::rescaleStatistic(Operation *op, Operation *clone,
 static int64_t sampleDimOfOperand(linalg::LinalgOp op, OpOperand &operand,
                                   int64_t loopDim) {
   AffineMap map = op.getMatchingIndexingMap(&operand);
-  std::optional<unsigned> pos = map.getResultPosition(
-      getAffineDimExpr(loopDim, op->getContext()));
+  std::optional<unsigned> pos =
+      map.getResultPosition(getAffineDimExpr(loopDim, op->getContext()));
   return pos ? static_cast<int64_t>(*pos) : -1;
 }
 
@@ -330,8 +328,8 @@ Operation *MicroBatchBuilder::cloneIntoRegion(Operation *op) {
   }
   // Static sizes stored as attributes follow the new shapes.
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(clone)) {
-    const BatchValueInfo &src = analysis.getInfo(
-        cast<tensor::ExtractSliceOp>(op).getSource());
+    const BatchValueInfo &src =
+        analysis.getInfo(cast<tensor::ExtractSliceOp>(op).getSource());
     SmallVector<int64_t> staticSizes(slice.getStaticSizes());
     staticSizes[src.dim] = size * src.factor;
     slice.setStaticSizes(staticSizes);
@@ -381,8 +379,7 @@ LogicalResult MicroBatchBuilder::clonePartial(Operation *op, int64_t k) {
     unsigned i = clone.getTiedOpResult(&init).getResultNumber();
     Combiner combiner = opInfo.combiners[i];
     auto type = cast<RankedTensorType>(init.get().getType());
-    TypedAttr identity =
-        getCombinerIdentity(combiner, type.getElementType());
+    TypedAttr identity = getCombinerIdentity(combiner, type.getElementType());
     if (isFillOf(init.get(), identity))
       continue;
     OpBuilder::InsertionGuard guard(builder);
@@ -427,8 +424,7 @@ LogicalResult MicroBatchBuilder::build(ArrayRef<int64_t> sizes) {
     BatchClass kind = kindOf(op);
     if (kind == BatchClass::MicroBatchStatistic)
       for (Operation *user : op->getUsers())
-        if (isa<func::ReturnOp>(user) ||
-            kindOf(user) == BatchClass::Epilogue)
+        if (isa<func::ReturnOp>(user) || kindOf(user) == BatchClass::Epilogue)
           return op->emitOpError(
               "computes a micro-batch statistic that is also used after the "
               "regions; not supported");
@@ -484,9 +480,9 @@ LogicalResult MicroBatchBuilder::build(ArrayRef<int64_t> sizes) {
     eraseDeadOps(*block);
 
     builder.restoreInsertionPoint(outerPoint);
-    auto region = gacc::MicroBatchOp::create(
-        builder, loc, ValueRange(yielded).getTypes(), static_cast<int64_t>(k),
-        offset, size);
+    auto region =
+        gacc::MicroBatchOp::create(builder, loc, ValueRange(yielded).getTypes(),
+                                   static_cast<int64_t>(k), offset, size);
     region.getBody().push_back(block);
     regions.push_back(region);
     offset += size;
@@ -514,8 +510,8 @@ LogicalResult MicroBatchBuilder::build(ArrayRef<int64_t> sizes) {
       auto partType = cast<RankedTensorType>(part.getType());
       SmallVector<OpFoldResult> offsets(type.getRank(),
                                         builder.getIndexAttr(0));
-      SmallVector<OpFoldResult> partSizes, strides(type.getRank(),
-                                                   builder.getIndexAttr(1));
+      SmallVector<OpFoldResult> partSizes,
+          strides(type.getRank(), builder.getIndexAttr(1));
       for (int64_t d : partType.getShape())
         partSizes.push_back(builder.getIndexAttr(d));
       offsets[vi.dim] = builder.getIndexAttr(region.getOffset() * vi.factor);

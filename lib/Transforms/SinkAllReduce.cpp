@@ -131,15 +131,14 @@ static void placeInBucket(OpBuilder &builder, BucketMember &member,
   if (!storage.getDefiningOp<tensor::EmptyOp>())
     return;
   Location loc = member.allReduce.getLoc();
-  Value flatView = extractFlatSlice(builder, loc, bucket, member.offset,
-                                    member.numElements);
+  Value flatView =
+      extractFlatSlice(builder, loc, bucket, member.offset, member.numElements);
   Value view = unflattenTensor(builder, loc, flatView, type);
   if (fill) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(init->getOwner());
-    auto newFill =
-        linalg::FillOp::create(builder, fill.getLoc(), fill.getInputs()[0],
-                               view);
+    auto newFill = linalg::FillOp::create(builder, fill.getLoc(),
+                                          fill.getInputs()[0], view);
     init->set(newFill.getResult(0));
     if (fill->use_empty())
       fill->erase();
@@ -155,8 +154,8 @@ struct SinkAllReducePass
 
   void runOnOperation() override {
     if (bucketBytes < 1) {
-      getOperation().emitError()
-          << "expected a positive bucket-bytes, got " << static_cast<int64_t>(bucketBytes);
+      getOperation().emitError() << "expected a positive bucket-bytes, got "
+                                 << static_cast<int64_t>(bucketBytes);
       return signalPassFailure();
     }
     getOperation().walk([&](func::FuncOp func) { runOnFunction(func); });
@@ -205,8 +204,8 @@ struct SinkAllReducePass
     OpBuilder builder(func.getContext());
     for (auto [b, bucket] : llvm::enumerate(buckets)) {
       Location loc = bucket.members.front().allReduce.getLoc();
-      auto bucketType = RankedTensorType::get({bucket.numElements},
-                                              bucket.key.elementType);
+      auto bucketType =
+          RankedTensorType::get({bucket.numElements}, bucket.key.elementType);
       // The bucket storage, before the first region.
       builder.setInsertionPoint(regions.front());
       Value storage = tensor::EmptyOp::create(
@@ -229,8 +228,8 @@ struct SinkAllReducePass
       }
       shard::AllReduceOp first = bucket.members.front().allReduce;
       auto reduced = shard::AllReduceOp::create(
-          builder, loc, bucketType, first.getGridAttr(), first.getGridAxesAttr(),
-          packed, first.getReductionAttr());
+          builder, loc, bucketType, first.getGridAttr(),
+          first.getGridAxesAttr(), packed, first.getReductionAttr());
       reduced->setAttr(GaccDialect::kBucketAttrName,
                        builder.getI64IntegerAttr(b));
       builder.setInsertionPointAfter(reduced);

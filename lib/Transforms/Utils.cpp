@@ -89,8 +89,7 @@ void mlir::gacc::eraseDeadOps(Block &block) {
   }
 }
 
-Value mlir::gacc::flattenTensor(OpBuilder &builder, Location loc,
-                                Value value) {
+Value mlir::gacc::flattenTensor(OpBuilder &builder, Location loc, Value value) {
   auto type = cast<RankedTensorType>(value.getType());
   if (type.getRank() == 1)
     return value;
@@ -121,10 +120,10 @@ Value mlir::gacc::unflattenTensor(OpBuilder &builder, Location loc, Value flat,
 }
 
 Value mlir::gacc::extractFlatSlice(OpBuilder &builder, Location loc,
-                                   Value source, int64_t offset,
-                                   int64_t size) {
+                                   Value source, int64_t offset, int64_t size) {
   return tensor::ExtractSliceOp::create(
-      builder, loc, source, ArrayRef<OpFoldResult>{builder.getIndexAttr(offset)},
+      builder, loc, source,
+      ArrayRef<OpFoldResult>{builder.getIndexAttr(offset)},
       ArrayRef<OpFoldResult>{builder.getIndexAttr(size)},
       ArrayRef<OpFoldResult>{builder.getIndexAttr(1)});
 }

@@ -14,7 +14,8 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::gacc::registerAllGacc(registry);
   return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "gacc optimizer driver: gradient accumulation for training "
-                  "steps\n",
+      argc, argv,
+      "gacc optimizer driver: gradient accumulation for training "
+      "steps\n",
       registry));
 }

@@ -33,7 +33,8 @@ struct GaccPipelineOptions : public PassPipelineOptions<GaccPipelineOptions> {
       llvm::cl::init(1)};
   PassOptions::ListOption<int64_t> microBatchSizes{
       *this, "micro-batch-sizes",
-      llvm::cl::desc("Explicit micro-batch sizes (must sum to the batch size)")};
+      llvm::cl::desc(
+          "Explicit micro-batch sizes (must sum to the batch size)")};
   PassOptions::Option<bool> allowMicroBatchStatistics{
       *this, "allow-micro-batch-statistics",
       llvm::cl::desc("Accept parameter-dependent batch statistics with a "

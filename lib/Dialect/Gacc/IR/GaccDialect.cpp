@@ -39,8 +39,8 @@ static FailureOr<int64_t> getIndexRole(Operation *op, NamedAttribute attr,
                                        StringRef where) {
   auto intAttr = dyn_cast<IntegerAttr>(attr.getValue());
   if (!intAttr || !intAttr.getType().isInteger(64)) {
-    op->emitOpError() << "expected '" << attr.getName().getValue() << "' on " << where
-                      << " to be an i64 integer attribute";
+    op->emitOpError() << "expected '" << attr.getName().getValue() << "' on "
+                      << where << " to be an i64 integer attribute";
     return failure();
   }
   return intAttr.getInt();
@@ -64,21 +64,19 @@ LogicalResult GaccDialect::verifyRegionArgAttribute(Operation *op,
       return failure();
     auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[argIndex]);
     if (!type)
-      return op->emitOpError() << "expected batch " << where
-                               << " to be a ranked tensor, got "
-                               << func.getArgumentTypes()[argIndex];
-    if (*dim < 0 || *dim >= type.getRank())
       return op->emitOpError()
-             << "batch dimension " << *dim << " of " << where
-             << " is out of range for " << type;
+             << "expected batch " << where << " to be a ranked tensor, got "
+             << func.getArgumentTypes()[argIndex];
+    if (*dim < 0 || *dim >= type.getRank())
+      return op->emitOpError() << "batch dimension " << *dim << " of " << where
+                               << " is out of range for " << type;
     if (type.isDynamicDim(*dim))
       return op->emitOpError()
              << "batch dimension " << *dim << " of " << where
              << " is dynamic; only static batch sizes are supported";
     return success();
   }
-  return op->emitOpError() << "unknown gacc role '" << name << "' on "
-                           << where;
+  return op->emitOpError() << "unknown gacc role '" << name << "' on " << where;
 }
 
 LogicalResult GaccDialect::verifyRegionResultAttribute(Operation *op,
@@ -108,14 +106,13 @@ LogicalResult GaccDialect::verifyRegionResultAttribute(Operation *op,
     return failure();
   unsigned numArgs = func.getNumArguments();
   if (*index < 0 || *index >= static_cast<int64_t>(numArgs))
-    return op->emitOpError() << "'" << name << " = " << *index << "' on "
-                             << where << " names no argument (the function has "
-                             << numArgs << ")";
-  if (!func.getArgAttr(*index, required))
     return op->emitOpError()
            << "'" << name << " = " << *index << "' on " << where
-           << " expects argument #" << *index << " to carry '" << required
-           << "'";
+           << " names no argument (the function has " << numArgs << ")";
+  if (!func.getArgAttr(*index, required))
+    return op->emitOpError() << "'" << name << " = " << *index << "' on "
+                             << where << " expects argument #" << *index
+                             << " to carry '" << required << "'";
   Type argType = func.getArgumentTypes()[*index];
   Type resultType = func.getResultTypes()[resultIndex];
   if (argType != resultType)
@@ -133,8 +130,7 @@ LogicalResult MicroBatchOp::verify() {
   if (getOffset() < 0)
     return emitOpError("expected a non-negative offset, got ") << getOffset();
   Block &block = getBody().front();
-  auto yield =
-      block.empty() ? YieldOp() : dyn_cast<YieldOp>(&block.back());
+  auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(&block.back());
   if (!yield)
     return emitOpError("expected the body to end in 'gacc.yield'");
   if (yield.getOperandTypes() != getResultTypes())
