@@ -115,3 +115,13 @@ func.func @micro_batch_size(%w: tensor<f32>) {
   }
   return
 }
+
+// -----
+
+func.func @micro_batch_offset(%w: tensor<f32>) {
+  // expected-error @below {{expected a non-negative offset, got -1}}
+  gacc.micro_batch 0 offset -1 size 2 {
+    gacc.yield
+  }
+  return
+}

@@ -124,11 +124,12 @@ LogicalResult GaccDialect::verifyRegionResultAttribute(Operation *op,
 }
 
 LogicalResult MicroBatchOp::verify() {
-  if (getSize() < 1)
-    return emitOpError("expected a positive micro-batch size, got ")
-           << getSize();
-  if (getOffset() < 0)
-    return emitOpError("expected a non-negative offset, got ") << getOffset();
+  // The attributes are i64; read them signed.
+  int64_t size = getSizeAttr().getInt(), offset = getOffsetAttr().getInt();
+  if (size < 1)
+    return emitOpError("expected a positive micro-batch size, got ") << size;
+  if (offset < 0)
+    return emitOpError("expected a non-negative offset, got ") << offset;
   Block &block = getBody().front();
   auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(&block.back());
   if (!yield)
