@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/InitAll.h"
+#include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Transforms/Passes.h"
 
@@ -23,11 +24,14 @@ void mlir::gacc::registerGaccDialects(DialectRegistry &registry) {
   registry.insert<GaccDialect, func::FuncDialect, arith::ArithDialect,
                   math::MathDialect, linalg::LinalgDialect,
                   tensor::TensorDialect, shard::ShardDialect>();
+  registerBufferizableOpInterfaceExternalModels(registry);
 }
 
 void mlir::gacc::registerAllGaccPasses() {
   registerGaccPasses();
   registerGaccPipeline();
+  registerGaccConversionPasses();
+  registerLowerToCPUPipeline();
 }
 
 void mlir::gacc::registerAllGacc(DialectRegistry &registry) {

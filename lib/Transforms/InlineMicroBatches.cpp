@@ -2,16 +2,21 @@
 //
 // The gacc-inline-micro-batches pass: inlines each gacc.micro_batch region
 // into the enclosing block, in order, so that later lowering sees upstream IR
-// only.
+// only; and gacc-strip-roles, which drops the role attributes before
+// bufferization.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
 #define DEBUG_TYPE "gacc-inline-micro-batches"
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_INLINEMICROBATCHESPASS
+#define GEN_PASS_DEF_STRIPROLESPASS
 #include "gacc/Transforms/Passes.h.inc"
 } // namespace mlir::gacc
 
@@ -19,8 +24,21 @@ using namespace mlir;
 using namespace mlir::gacc;
 
 namespace {
+/// Returns the private runtime function `name` taking one i64.
+static func::FuncOp getTraceFunction(ModuleOp module, StringRef name) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
+  auto type = builder.getFunctionType({builder.getI64Type()}, {});
+  auto decl = func::FuncOp::create(builder, module.getLoc(), name, type);
+  decl.setPrivate();
+  return decl;
+}
+
 struct InlineMicroBatchesPass
     : public gacc::impl::InlineMicroBatchesPassBase<InlineMicroBatchesPass> {
+  using InlineMicroBatchesPassBase::InlineMicroBatchesPassBase;
+
   void runOnOperation() override {
     SmallVector<gacc::MicroBatchOp> regions;
     getOperation().walk(
@@ -28,12 +46,44 @@ struct InlineMicroBatchesPass
     for (gacc::MicroBatchOp region : regions) {
       Block &body = region.getBody().front();
       auto yield = cast<gacc::YieldOp>(body.getTerminator());
+      if (traceRegions) {
+        ModuleOp module = getOperation();
+        OpBuilder builder(region);
+        Value index = arith::ConstantIntOp::create(
+            builder, region.getLoc(), builder.getI64Type(),
+            static_cast<int64_t>(region.getIndex()));
+        func::CallOp::create(
+            builder, region.getLoc(),
+            getTraceFunction(module, "gaccrt_trace_region_begin"), index);
+        builder.setInsertionPoint(yield);
+        func::CallOp::create(
+            builder, region.getLoc(),
+            getTraceFunction(module, "gaccrt_trace_region_end"), index);
+      }
       region.getResults().replaceAllUsesWith(yield.getOperands());
       yield.erase();
       region->getBlock()->getOperations().splice(region->getIterator(),
                                                  body.getOperations());
       region.erase();
     }
+  }
+};
+
+struct StripRolesPass : public gacc::impl::StripRolesPassBase<StripRolesPass> {
+  void runOnOperation() override {
+    auto isRole = [](NamedAttribute attr) {
+      return attr.getName().getValue().starts_with("gacc.");
+    };
+    getOperation().walk([&](FunctionOpInterface func) {
+      for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+        for (NamedAttribute attr : func.getArgAttrs(i))
+          if (isRole(attr))
+            func.removeArgAttr(i, attr.getName());
+      for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+        for (NamedAttribute attr : func.getResultAttrs(i))
+          if (isRole(attr))
+            func.removeResultAttr(i, attr.getName());
+    });
   }
 };
 } // namespace

@@ -62,8 +62,9 @@ LogicalResult GaccDialect::verifyRegionArgAttribute(Operation *op,
     FailureOr<int64_t> dim = getIndexRole(op, attr, where);
     if (failed(dim))
       return failure();
-    auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[argIndex]);
-    if (!type)
+    // Bufferized steps keep their roles: a memref is fine too.
+    auto type = dyn_cast<ShapedType>(func.getArgumentTypes()[argIndex]);
+    if (!type || !type.hasRank() || isa<VectorType>(type))
       return op->emitOpError()
              << "expected batch " << where << " to be a ranked tensor, got "
              << func.getArgumentTypes()[argIndex];

@@ -1,0 +1,56 @@
+//===- Passes.h - gacc lowering passes --------------------------*- C++ -*-===//
+//
+// The lowering passes, the bufferization model of shard.all_reduce, and the
+// gacc-lower-to-cpu pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GACC_CONVERSION_PASSES_H
+#define GACC_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace mlir::gacc {
+
+#define GEN_PASS_DECL
+#include "gacc/Conversion/Passes.h.inc"
+
+/// Makes `shard.all_reduce` bufferizable: in place on its operand's buffer,
+/// as a call to the runtime (`gaccrt_all_reduce`).
+void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
+
+/// Options of `gacc-lower-to-cpu`.
+struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
+  PassOptions::Option<bool> blas{
+      *this, "blas",
+      llvm::cl::desc("Lower f32 matmuls to gaccrt_sgemm (OpenBLAS)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> traceRegions{
+      *this, "trace-regions",
+      llvm::cl::desc("Mark micro-batch regions with runtime trace calls"),
+      llvm::cl::init(true)};
+};
+
+/// Adds the CPU lowering of a gradient-accumulated step (after
+/// gacc-pipeline) down to the LLVM dialect.
+void buildLowerToCPUPipeline(OpPassManager &pm,
+                             const LowerToCPUOptions &options);
+
+/// Registers `gacc-lower-to-cpu`.
+void registerLowerToCPUPipeline();
+
+#define GEN_PASS_REGISTRATION
+#include "gacc/Conversion/Passes.h.inc"
+
+} // namespace mlir::gacc
+
+#endif // GACC_CONVERSION_PASSES_H

@@ -1,0 +1,52 @@
+//===- Passes.td - gacc lowering passes -------------------*- tablegen -*-===//
+//
+// Passes that lower a gradient-accumulated step towards the CPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GACC_CONVERSION_PASSES_TD
+#define GACC_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MatmulToBlasPass : Pass<"gacc-matmul-to-blas", "ModuleOp"> {
+  let summary = "Turn f32 linalg.matmul on buffers into gaccrt_sgemm calls";
+  let description = [{
+    Runs after bufferization. Each `linalg.matmul` on f32 memrefs becomes a
+    call to the runtime's `gaccrt_sgemm` (OpenBLAS `cblas_sgemm`): with
+    beta = 0 when the op directly follows a zero `linalg.fill` of its output
+    (the first region initializing an accumulator; the fill is dropped), with
+    beta = 1 otherwise (accumulating in place). An operand that is the
+    private result of a 2-D `linalg.transpose` is read through the transpose
+    flag instead of the copy.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def PlaceBucketsPass : Pass<"gacc-place-buckets", "ModuleOp"> {
+  let summary = "Allocate accumulators inside their bucket buffers";
+  let description = [{
+    Runs after bufferization. Where an accumulator buffer is copied into a
+    slice of a 1-D bucket buffer (the packing before the bucket's
+    all-reduce), the accumulator is allocated in the bucket instead, as a
+    `memref.view` of the bucket's bytes with the accumulator's own identity
+    type, and the copy goes away; copies of a slice onto itself are dropped.
+    After this pass every gradient accumulator is one buffer for the whole
+    step, inside its bucket.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def EraseGridsPass : Pass<"gacc-erase-grids", "ModuleOp"> {
+  let summary = "Erase shard.grid symbols no collective refers to any more";
+  let description = [{
+    After bufferization the collectives are runtime calls; the device grids
+    they named have no lowering and go away (a grid still referenced is an
+    error).
+  }];
+}
+
+#endif // GACC_CONVERSION_PASSES_TD

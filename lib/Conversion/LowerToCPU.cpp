@@ -1,0 +1,82 @@
+//===- LowerToCPU.cpp - the gacc-lower-to-cpu pipeline ----------*- C++ -*-===//
+//
+// Lowers a gradient-accumulated step (the output of gacc-pipeline) to the
+// LLVM dialect for the host:
+//   inline the regions (with trace markers), elementwise tensor ops to linalg
+//   and fused, one-shot bufferization (function boundaries with identity
+//   layouts; shard.all_reduce in place on its bucket, as a runtime call),
+//   results to out-parameters, f32 matmuls to gaccrt_sgemm (beta = 0 for the
+//   first region, 1 when accumulating), buffer deallocation, loops, LLVM.
+// Heap allocations go through MLIR's generic allocation functions, which the
+// gacc runtime implements with accounting.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::gacc;
+
+void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
+                                         const LowerToCPUOptions &options) {
+  InlineMicroBatchesPassOptions inlineOptions;
+  inlineOptions.traceRegions = options.traceRegions;
+  pm.addPass(createInlineMicroBatchesPass(inlineOptions));
+  pm.addPass(createStripRolesPass());
+  pm.addPass(createConvertElementwiseToLinalgPass());
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  // No CSE here: merging identical fills would make accumulators share an
+  // init and force copies in bufferization.
+  pm.addPass(createCanonicalizerPass());
+
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createPlaceBucketsPass());
+  pm.addPass(createEraseGridsPass());
+  if (options.blas)
+    pm.addPass(createMatmulToBlasPass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(arith::createArithExpandOpsPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
+  memrefOptions.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::gacc::registerLowerToCPUPipeline() {
+  PassPipelineRegistration<LowerToCPUOptions>(
+      "gacc-lower-to-cpu",
+      "Lower a gradient-accumulated step to the LLVM dialect for the host "
+      "(bufferized, BLAS GEMMs, runtime collectives)",
+      buildLowerToCPUPipeline);
+}

@@ -1,0 +1,167 @@
+/*===- gaccrt.h - The gacc runtime C ABI ----------------------------------===*\
+ *
+ * The C ABI that code compiled by gacc (and the gacc tools) calls at run time:
+ * lifecycle and collective backends (single rank, MPI), memory accounting of
+ * the compiled code's heap allocations, GEMM through OpenBLAS, timers and a
+ * Chrome trace writer. Plain C, usable from C and C++; compiled MLIR code
+ * calls some of these functions through MLIR's default memref calling
+ * convention (a memref argument expands to allocated pointer, aligned
+ * pointer, offset, sizes..., strides...), so their signatures are fixed.
+ *
+ * Errors: functions that cannot continue print "gaccrt: error: <message>" on
+ * stderr and abort every rank (gaccrt_abort); they never return a wrong
+ * result or hang. Threads: the memory, timer and trace functions may be
+ * called from any thread; the collectives must be called by every rank in
+ * the same order from one thread (as with MPI), and gaccrt_init and
+ * gaccrt_finalize not concurrently with anything else.
+ *
+\*===----------------------------------------------------------------------===*/
+
+#ifndef GACCRT_GACCRT_H
+#define GACCRT_GACCRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define GACCRT_API
+#else
+#define GACCRT_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===--- Lifecycle --------------------------------------------------------===*/
+
+/** Backend selection: GACCRT_BACKEND=mpi or GACCRT_BACKEND=single forces a
+ *  backend; otherwise "mpi" when launched by mpirun (OMPI_COMM_WORLD_SIZE or
+ *  PMI_SIZE set in the environment), else "single" (MPI is not touched at
+ *  all). Idempotent. If MPI was already initialized by the host program,
+ *  gaccrt uses it and leaves MPI_Finalize to the host. Every other gaccrt
+ *  function initializes the runtime on first use if the host did not.
+ *  Returns 0 on success, non-zero with a message on stderr otherwise. */
+GACCRT_API int gaccrt_init(void);
+/** Writes the trace if enabled (and stops tracing), then MPI_Finalize if
+ *  gaccrt initialized MPI. The single backend may be initialized again
+ *  afterwards; MPI may not. */
+GACCRT_API void gaccrt_finalize(void);
+GACCRT_API int gaccrt_rank(void);
+GACCRT_API int gaccrt_world_size(void);
+/** "single" or "mpi". */
+GACCRT_API const char *gaccrt_backend_name(void);
+GACCRT_API void gaccrt_barrier(void);
+/** Prints "gaccrt: error: <message>" on stderr and aborts all ranks
+ *  (MPI_Abort under the MPI backend, abort() otherwise). */
+GACCRT_API void gaccrt_abort(const char *message);
+
+/*===--- Collectives ------------------------------------------------------===*/
+
+/** Element types of gaccrt_all_reduce. */
+enum {
+  GACCRT_F32 = 0,
+  GACCRT_F64 = 1,
+  GACCRT_BF16 = 2,
+  GACCRT_F16 = 3,
+  GACCRT_I32 = 4,
+  GACCRT_I64 = 5
+};
+/** Reduction kinds: average is a sum followed by one division by the world
+ *  size (an error for integer types). */
+enum { GACCRT_SUM = 0, GACCRT_AVERAGE = 1 };
+
+/** All-reduces `count` elements of type `dtype` in place over all ranks
+ *  (one call per accumulator bucket `bucket`, which names the trace event).
+ *  bf16 and f16 are reduced in f32 temporaries and rounded once. The single
+ *  backend leaves the data unchanged but counts the call and its bytes. */
+GACCRT_API void gaccrt_all_reduce(void *data, int64_t count, int32_t dtype,
+                                  int32_t kind, int64_t bucket);
+/** gaccrt_all_reduce of a 1-D f32 memref in MLIR's expanded descriptor form;
+ *  the stride must be 1. */
+GACCRT_API void gaccrt_all_reduce_memref_f32(float *allocated, float *aligned,
+                                             int64_t offset, int64_t size,
+                                             int64_t stride, int32_t kind,
+                                             int64_t bucket);
+/** Broadcasts `bytes` bytes at `data` from rank `root` to every rank. */
+GACCRT_API void gaccrt_broadcast(void *data, int64_t bytes, int root);
+/** Number of gaccrt_all_reduce* calls since init or gaccrt_reset_stats. */
+GACCRT_API int64_t gaccrt_collectives_issued(void);
+/** Sum of count * sizeof(dtype) over those calls. */
+GACCRT_API int64_t gaccrt_bytes_reduced(void);
+GACCRT_API void gaccrt_reset_stats(void);
+
+/*===--- Memory -----------------------------------------------------------===*/
+
+/** The allocation functions that MLIR's memref-to-llvm lowering calls with
+ *  `use-generic-functions`. Each block carries a hidden header with its size
+ *  so that the free can be accounted; blocks must be freed with
+ *  _mlir_memref_to_llvm_free. */
+GACCRT_API void *_mlir_memref_to_llvm_alloc(size_t size);
+GACCRT_API void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
+                                                    size_t size);
+GACCRT_API void _mlir_memref_to_llvm_free(void *ptr);
+/** Bytes currently allocated through the functions above: the sizes the
+ *  compiled code requested (including any padding MLIR's lowering adds for
+ *  alignment), not gaccrt's hidden headers. */
+GACCRT_API int64_t gaccrt_current_bytes(void);
+/** Highest gaccrt_current_bytes since start or gaccrt_reset_peak. */
+GACCRT_API int64_t gaccrt_peak_bytes(void);
+/** peak := current. */
+GACCRT_API void gaccrt_reset_peak(void);
+
+/*===--- Timers and the Chrome trace --------------------------------------===*/
+
+/** Monotonic clock in microseconds (CLOCK_MONOTONIC, so ranks on one host
+ *  share the time base). */
+GACCRT_API double gaccrt_now_us(void);
+/** Starts recording trace events; they are written to `path` (JSON object
+ *  format, loadable in Perfetto or chrome://tracing) by gaccrt_trace_write or
+ *  gaccrt_finalize. With one rank the file is `path`; with several ranks
+ *  every rank writes its own file, named by inserting ".rank<r>" before the
+ *  extension of the file name: trace.json -> trace.rank1.json, trace ->
+ *  trace.rank1. Calling it again changes the path and keeps the events;
+ *  NULL or "" stops tracing and drops the recorded events. */
+GACCRT_API void gaccrt_trace_enable(const char *path);
+GACCRT_API int gaccrt_trace_enabled(void);
+/** Opens an event on the calling thread's stack; gaccrt_trace_end closes the
+ *  innermost one. Pairs nest. */
+GACCRT_API void gaccrt_trace_begin(const char *name, const char *category);
+GACCRT_API void gaccrt_trace_end(void);
+/** Records a complete event; `args_json` is NULL or the text of a JSON object
+ *  (copied verbatim into the trace). */
+GACCRT_API void gaccrt_trace_complete(const char *name, const char *category,
+                                      double ts_us, double dur_us,
+                                      const char *args_json);
+/** Micro-batch region markers for compiled code: event "micro-batch <index>",
+ *  category "region". */
+GACCRT_API void gaccrt_trace_region_begin(int64_t index);
+GACCRT_API void gaccrt_trace_region_end(int64_t index);
+/** Writes the trace file (see gaccrt_trace_enable). Returns 0 on success;
+ *  non-zero when tracing is not enabled or the file cannot be written (with
+ *  a message on stderr). */
+GACCRT_API int gaccrt_trace_write(void);
+
+/*===--- GEMM -------------------------------------------------------------===*/
+
+/** C = alpha * op(A) * op(B) + beta * C through cblas_sgemm, with A, B, C 2-D
+ *  f32 memrefs in MLIR's expanded descriptor form. op(X) = X^T when transX is
+ *  non-zero; the sizes passed are those of the stored X. Any row stride with
+ *  unit column stride is used in place, as is a column-major layout (unit row
+ *  stride); other layouts go through a contiguous copy. beta == 0 ignores
+ *  the previous contents of C (NaN included). Mismatched shapes abort. */
+GACCRT_API void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha,
+                             float beta, float *aAlloc, float *aAligned,
+                             int64_t aOffset, int64_t aSize0, int64_t aSize1,
+                             int64_t aStride0, int64_t aStride1, float *bAlloc,
+                             float *bAligned, int64_t bOffset, int64_t bSize0,
+                             int64_t bSize1, int64_t bStride0, int64_t bStride1,
+                             float *cAlloc, float *cAligned, int64_t cOffset,
+                             int64_t cSize0, int64_t cSize1, int64_t cStride0,
+                             int64_t cStride1);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GACCRT_GACCRT_H */

@@ -1,0 +1,63 @@
+//===- Internal.h - Shared declarations of the gaccrt implementation ------===//
+//
+// The interface between the runtime's front (Core.cpp: lifecycle, statistics,
+// dtype handling) and its collective backends (SingleBackend.cpp,
+// MpiBackend.cpp), plus the small helpers the other parts share. A backend
+// only moves bytes and sums f32/f64/i32/i64 elements; everything else
+// (16-bit floats, averaging, counting, tracing) is done once in the front.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GACCRT_LIB_INTERNAL_H
+#define GACCRT_LIB_INTERNAL_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace gaccrt {
+
+/// Element types a backend sums natively.
+enum class ReduceType { F32, F64, I32, I64 };
+
+/// A collective backend. All calls except `name` happen after `init`
+/// succeeded and before `finalize`.
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual const char *name() const = 0;
+  /// Returns false with a message in `error` on failure.
+  virtual bool init(std::string &error) = 0;
+  virtual void finalize() = 0;
+  virtual int rank() const = 0;
+  virtual int worldSize() const = 0;
+  virtual void barrier() = 0;
+  /// In-place sum over all ranks.
+  virtual void allReduceSum(void *data, int64_t count, ReduceType type) = 0;
+  virtual void broadcast(void *data, int64_t bytes, int root) = 0;
+  /// Prints nothing; ends every rank with a failure status.
+  [[noreturn]] virtual void abortAll() = 0;
+};
+
+std::unique_ptr<Backend> createSingleBackend();
+std::unique_ptr<Backend> createMpiBackend();
+
+/// Prints "gaccrt: error: <message>" on stderr.
+void printError(const std::string &message);
+
+/// printError, then aborts every rank.
+[[noreturn]] void fatal(const std::string &message);
+
+/// The rank and world size for file naming and trace process ids, without
+/// initializing the runtime (0 and 1 before gaccrt_init).
+int currentRankOrZero();
+int currentWorldSizeOrOne();
+
+/// Records a complete trace event if tracing is enabled (see gaccrt.h).
+void traceComplete(const std::string &name, const char *category, double tsUs,
+                   double durUs, const std::string &argsJson);
+bool traceEnabled();
+
+} // namespace gaccrt
+
+#endif // GACCRT_LIB_INTERNAL_H

@@ -1,0 +1,143 @@
+//===- MpiBackend.cpp - The MPI collective backend ------------------------===//
+//
+// The CPU multi-rank backend: MPI (OpenMPI) on a private duplicate of
+// MPI_COMM_WORLD whose error handler returns error codes, so every failing
+// call is reported here with the call's name and the rank before all ranks
+// are aborted with MPI_Abort, instead of hanging or continuing with wrong
+// data. MPI is initialized here unless the host program already did, and then
+// only finalized here if it was initialized here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+using namespace gaccrt;
+
+namespace {
+
+/// Elements (or bytes) per MPI call: MPI counts are ints.
+constexpr int64_t kMaxMpiCount = int64_t(1) << 30;
+
+std::string mpiErrorString(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error code " + std::to_string(code);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+MPI_Datatype toMpi(ReduceType type) {
+  switch (type) {
+  case ReduceType::F32:
+    return MPI_FLOAT;
+  case ReduceType::F64:
+    return MPI_DOUBLE;
+  case ReduceType::I32:
+    return MPI_INT32_T;
+  case ReduceType::I64:
+    return MPI_INT64_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+int64_t sizeOf(ReduceType type) {
+  return type == ReduceType::F64 || type == ReduceType::I64 ? 8 : 4;
+}
+
+class MpiBackend final : public Backend {
+public:
+  const char *name() const override { return "mpi"; }
+
+  bool init(std::string &error) override {
+    int initialized = 0, finalized = 0;
+    int rc = MPI_Initialized(&initialized);
+    if (rc == MPI_SUCCESS)
+      rc = MPI_Finalized(&finalized);
+    if (rc != MPI_SUCCESS) {
+      error = "MPI_Initialized/MPI_Finalized failed: " + mpiErrorString(rc);
+      return false;
+    }
+    if (finalized) {
+      error = "MPI was already finalized (gaccrt_init after gaccrt_finalize?)";
+      return false;
+    }
+    if (!initialized) {
+      rc = MPI_Init(nullptr, nullptr);
+      if (rc != MPI_SUCCESS) {
+        error = "MPI_Init failed: " + mpiErrorString(rc);
+        return false;
+      }
+      ownsMpi = true;
+    }
+    // Errors on MPI_COMM_WORLD are fatal by default, so the duplicate needs
+    // no check of its own; from then on calls on `comm` return their codes.
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+    check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
+          "MPI_Comm_set_errhandler");
+    check(MPI_Comm_rank(comm, &rankValue), "MPI_Comm_rank");
+    check(MPI_Comm_size(comm, &sizeValue), "MPI_Comm_size");
+    return true;
+  }
+
+  void finalize() override {
+    check(MPI_Comm_free(&comm), "MPI_Comm_free");
+    if (ownsMpi)
+      check(MPI_Finalize(), "MPI_Finalize");
+    ownsMpi = false;
+  }
+
+  int rank() const override { return rankValue; }
+  int worldSize() const override { return sizeValue; }
+
+  void barrier() override { check(MPI_Barrier(comm), "MPI_Barrier"); }
+
+  void allReduceSum(void *data, int64_t count, ReduceType type) override {
+    char *bytes = static_cast<char *>(data);
+    for (int64_t begin = 0; begin < count; begin += kMaxMpiCount) {
+      int n = static_cast<int>(std::min(kMaxMpiCount, count - begin));
+      check(MPI_Allreduce(MPI_IN_PLACE, bytes + begin * sizeOf(type), n,
+                          toMpi(type), MPI_SUM, comm),
+            "MPI_Allreduce");
+    }
+  }
+
+  void broadcast(void *data, int64_t bytes, int root) override {
+    char *base = static_cast<char *>(data);
+    for (int64_t begin = 0; begin < bytes; begin += kMaxMpiCount) {
+      int n = static_cast<int>(std::min(kMaxMpiCount, bytes - begin));
+      check(MPI_Bcast(base + begin, n, MPI_BYTE, root, comm), "MPI_Bcast");
+    }
+  }
+
+  [[noreturn]] void abortAll() override {
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::abort(); // MPI_Abort does not return; this is for the compiler
+  }
+
+private:
+  /// Turns a failed MPI call into a message naming it, then aborts all ranks.
+  /// (Not through `fatal`: this also works during init and finalize.)
+  void check(int rc, const char *call) {
+    if (rc == MPI_SUCCESS)
+      return;
+    printError(std::string(call) + " failed on rank " +
+               std::to_string(rankValue) + ": " + mpiErrorString(rc));
+    abortAll();
+  }
+
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rankValue = 0;
+  int sizeValue = 1;
+  bool ownsMpi = false;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> gaccrt::createMpiBackend() {
+  return std::make_unique<MpiBackend>();
+}

@@ -1,0 +1,205 @@
+//===- BlasTest.cpp - gaccrt_sgemm against a naive loop -------------------===//
+
+#include "gaccrt/gaccrt.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// A 2-D f32 memref: storage plus MLIR's (offset, sizes, strides).
+struct View {
+  std::vector<float> storage;
+  int64_t offset = 0, size0 = 0, size1 = 0, stride0 = 0, stride1 = 0;
+
+  float &at(int64_t i, int64_t j) {
+    return storage[offset + i * stride0 + j * stride1];
+  }
+};
+
+/// How a test lays out a logical rows x cols matrix in memory.
+enum class Layout {
+  Contiguous, ///< row-major, no padding
+  SubView,    ///< a window of a larger row-major buffer (row stride > cols)
+  ColMajor,   ///< unit row stride (a transposed buffer)
+  Strided,    ///< no unit stride at all (needs a copy)
+};
+
+const char *layoutName(Layout layout) {
+  switch (layout) {
+  case Layout::Contiguous:
+    return "contiguous";
+  case Layout::SubView:
+    return "subview";
+  case Layout::ColMajor:
+    return "colmajor";
+  case Layout::Strided:
+    return "strided";
+  }
+  return "";
+}
+
+View makeView(int64_t rows, int64_t cols, Layout layout, std::mt19937 &rng) {
+  View view;
+  view.size0 = rows;
+  view.size1 = cols;
+  switch (layout) {
+  case Layout::Contiguous:
+    view.stride0 = cols;
+    view.stride1 = 1;
+    break;
+  case Layout::SubView:
+    view.offset = 2 * (cols + 3) + 1;
+    view.stride0 = cols + 3;
+    view.stride1 = 1;
+    break;
+  case Layout::ColMajor:
+    view.offset = 1;
+    view.stride0 = 1;
+    view.stride1 = rows + 2;
+    break;
+  case Layout::Strided:
+    view.offset = 3;
+    view.stride0 = 2 * cols + 1;
+    view.stride1 = 2;
+    break;
+  }
+  int64_t extent =
+      view.offset + (rows - 1) * view.stride0 + (cols - 1) * view.stride1 + 5;
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  view.storage.resize(size_t(extent));
+  for (float &value : view.storage)
+    value = dist(rng);
+  return view;
+}
+
+void sgemm(bool ta, bool tb, float alpha, float beta, View &a, View &b,
+           View &c) {
+  gaccrt_sgemm(ta, tb, alpha, beta, a.storage.data(), a.storage.data(),
+               a.offset, a.size0, a.size1, a.stride0, a.stride1,
+               b.storage.data(), b.storage.data(), b.offset, b.size0, b.size1,
+               b.stride0, b.stride1, c.storage.data(), c.storage.data(),
+               c.offset, c.size0, c.size1, c.stride0, c.stride1);
+}
+
+/// The expected C, computed in double by the definition.
+std::vector<double> reference(bool ta, bool tb, float alpha, float beta,
+                              View &a, View &b, View &c) {
+  int64_t m = c.size0, n = c.size1, k = ta ? a.size0 : a.size1;
+  std::vector<double> result(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0;
+      for (int64_t l = 0; l < k; ++l)
+        sum += double(ta ? a.at(l, i) : a.at(i, l)) *
+               double(tb ? b.at(j, l) : b.at(l, j));
+      result[size_t(i * n + j)] =
+          alpha * sum + (beta == 0.0f ? 0.0 : beta * double(c.at(i, j)));
+    }
+  return result;
+}
+
+struct Case {
+  bool ta, tb;
+  float beta;
+  Layout layoutA, layoutB, layoutC;
+};
+
+std::string describe(const Case &test) {
+  return std::string("transA=") + (test.ta ? "1" : "0") +
+         " transB=" + (test.tb ? "1" : "0") +
+         " beta=" + std::to_string(test.beta) + " A " +
+         layoutName(test.layoutA) + " B " + layoutName(test.layoutB) + " C " +
+         layoutName(test.layoutC);
+}
+
+void runCase(const Case &test, int64_t m, int64_t n, int64_t k) {
+  std::mt19937 rng(1234);
+  View a = test.ta ? makeView(k, m, test.layoutA, rng)
+                   : makeView(m, k, test.layoutA, rng);
+  View b = test.tb ? makeView(n, k, test.layoutB, rng)
+                   : makeView(k, n, test.layoutB, rng);
+  View c = makeView(m, n, test.layoutC, rng);
+  std::vector<float> storageBefore = c.storage;
+  const float alpha = 0.75f;
+  std::vector<double> expected =
+      reference(test.ta, test.tb, alpha, test.beta, a, b, c);
+  sgemm(test.ta, test.tb, alpha, test.beta, a, b, c);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      ASSERT_NEAR(c.at(i, j), expected[size_t(i * n + j)], 1e-5)
+          << describe(test) << " at (" << i << ", " << j << ")";
+  // Nothing outside the view of C was written.
+  std::vector<bool> inView(c.storage.size(), false);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      inView[size_t(c.offset + i * c.stride0 + j * c.stride1)] = true;
+  for (size_t p = 0; p < c.storage.size(); ++p) {
+    if (!inView[p]) {
+      ASSERT_EQ(c.storage[p], storageBefore[p])
+          << describe(test) << ": wrote outside C at " << p;
+    }
+  }
+}
+
+TEST(Sgemm, AllTransposesBetasAndLayoutsMatchNaiveLoop) {
+  const Layout layouts[] = {Layout::Contiguous, Layout::SubView,
+                            Layout::ColMajor, Layout::Strided};
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (float beta : {0.0f, 1.0f})
+        for (Layout layoutA : layouts)
+          for (Layout layoutB : layouts)
+            for (Layout layoutC : layouts)
+              runCase({ta, tb, beta, layoutA, layoutB, layoutC}, 5, 3, 7);
+}
+
+TEST(Sgemm, DegenerateSizes) {
+  // Row and column vectors (a stride along a size-1 dimension is ignored)
+  // and an inner size of 1.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (float beta : {0.0f, 1.0f}) {
+        runCase({ta, tb, beta, Layout::SubView, Layout::ColMajor,
+                 Layout::Contiguous},
+                1, 4, 3);
+        runCase(
+            {ta, tb, beta, Layout::Strided, Layout::SubView, Layout::ColMajor},
+            4, 1, 1);
+      }
+}
+
+TEST(Sgemm, BetaZeroIgnoresNaNInC) {
+  std::vector<float> a = {1, 2, 3, 4}, b = {1, 0, 0, 1};
+  std::vector<float> c(4, std::nanf(""));
+  gaccrt_sgemm(0, 0, 1.0f, 0.0f, a.data(), a.data(), 0, 2, 2, 2, 1, b.data(),
+               b.data(), 0, 2, 2, 2, 1, c.data(), c.data(), 0, 2, 2, 2, 1);
+  EXPECT_EQ(c, a);
+}
+
+TEST(Sgemm, EmptyInnerDimensionScalesC) {
+  std::vector<float> c = {1, 2, 3, 4};
+  float none = 0.0f;
+  gaccrt_sgemm(0, 0, 1.0f, 2.0f, &none, &none, 0, 2, 0, 0, 1, &none, &none, 0,
+               0, 2, 2, 1, c.data(), c.data(), 0, 2, 2, 2, 1);
+  EXPECT_EQ(c, (std::vector<float>{2, 4, 6, 8}));
+  gaccrt_sgemm(0, 0, 1.0f, 0.0f, &none, &none, 0, 2, 0, 0, 1, &none, &none, 0,
+               0, 2, 2, 1, c.data(), c.data(), 0, 2, 2, 2, 1);
+  EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0}));
+}
+
+TEST(SgemmDeathTest, MismatchedShapesNameTheShapes) {
+  std::vector<float> a(6), b(6), c(4);
+  // A is 2x3, B is 2x3 (needs 3xN), C is 2x2.
+  EXPECT_DEATH(gaccrt_sgemm(0, 0, 1.0f, 0.0f, a.data(), a.data(), 0, 2, 3, 3, 1,
+                            b.data(), b.data(), 0, 2, 3, 3, 1, c.data(),
+                            c.data(), 0, 2, 2, 2, 1),
+               "gaccrt: error: gaccrt_sgemm: shapes do not agree for C = "
+               "op\\(A\\) \\* op\\(B\\): A is 2x3; B is 2x3; C is 2x2");
+}
+
+} // namespace

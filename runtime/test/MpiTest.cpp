@@ -1,0 +1,182 @@
+//===- MpiTest.cpp - gaccrt collectives across ranks ----------------------===//
+//
+// Run under `mpirun -np 2` (see runtime/test/CMakeLists.txt): checks the MPI
+// backend's all-reduce sum and average for f32, f64, bf16, f16, i32 and i64,
+// the collective and byte counts, broadcast, and the per-rank trace file
+// names. Every rank checks its own results; the failure counts are summed
+// with gaccrt itself and rank 0 prints the verdict.
+//
+// With `--abort-test` one rank makes an invalid call (an integer average)
+// while the other waits in a barrier: the run must end with the error
+// message on every rank instead of hanging.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gaccrt/gaccrt.h"
+#include "gaccrt/half.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace {
+
+int rank = -1;
+int failures = 0;
+
+#define CHECK(condition)                                                       \
+  do {                                                                         \
+    if (!(condition)) {                                                        \
+      std::fprintf(stderr, "rank %d: %s:%d: check failed: %s\n", rank,         \
+                   __FILE__, __LINE__, #condition);                            \
+      ++failures;                                                              \
+    }                                                                          \
+  } while (false)
+
+bool fileContains(const std::string &path, const std::string &text) {
+  std::ifstream file(path);
+  if (!file)
+    return false;
+  std::string contents((std::istreambuf_iterator<char>(file)),
+                       std::istreambuf_iterator<char>());
+  return contents.find(text) != std::string::npos;
+}
+
+void checkSums() {
+  const int size = gaccrt_world_size();
+  // Rank r contributes (r + 1) * (i + 1): the sum is S * (i + 1) with
+  // S = size * (size + 1) / 2, exact in every type used here.
+  const double s = size * (size + 1) / 2.0;
+  const int n = 5;
+  int64_t expectedBytes = 0;
+
+  std::vector<float> f32(n);
+  for (int i = 0; i < n; ++i)
+    f32[i] = float((rank + 1) * (i + 1));
+  gaccrt_all_reduce(f32.data(), n, GACCRT_F32, GACCRT_SUM, 0);
+  for (int i = 0; i < n; ++i)
+    CHECK(f32[i] == float(s * (i + 1)));
+  gaccrt_all_reduce(f32.data(), n, GACCRT_F32, GACCRT_AVERAGE, 1);
+  for (int i = 0; i < n; ++i)
+    CHECK(f32[i] == float(s * (i + 1)));
+  expectedBytes += 2 * n * 4;
+
+  std::vector<double> f64(n);
+  for (int i = 0; i < n; ++i)
+    f64[i] = (rank + 1) * (i + 1) * 0.25;
+  gaccrt_all_reduce(f64.data(), n, GACCRT_F64, GACCRT_AVERAGE, 2);
+  for (int i = 0; i < n; ++i)
+    CHECK(f64[i] == s * (i + 1) * 0.25 / size);
+  expectedBytes += n * 8;
+
+  std::vector<uint16_t> bf16(n), f16(n);
+  for (int i = 0; i < n; ++i) {
+    bf16[i] = gaccrt_f32_to_bf16(float((rank + 1) * (i + 1)) * 0.5f);
+    f16[i] = gaccrt_f32_to_f16(float((rank + 1) * (i + 1)) * 0.5f);
+  }
+  gaccrt_all_reduce(bf16.data(), n, GACCRT_BF16, GACCRT_SUM, 3);
+  gaccrt_all_reduce(f16.data(), n, GACCRT_F16, GACCRT_AVERAGE, 4);
+  for (int i = 0; i < n; ++i) {
+    CHECK(gaccrt_bf16_to_f32(bf16[i]) == float(s * (i + 1) * 0.5));
+    CHECK(gaccrt_f16_to_f32(f16[i]) == float(s * (i + 1) * 0.5 / size));
+  }
+  expectedBytes += 2 * n * 2;
+
+  // A bf16 average is computed in f32 and rounded once: 1 and 1 + 2^-7
+  // average to 1 + 2^-8, a tie that rounds to the even 1.0.
+  uint16_t tie = gaccrt_f32_to_bf16(rank == 0 ? 1.0f : 1.0078125f);
+  gaccrt_all_reduce(&tie, 1, GACCRT_BF16, GACCRT_AVERAGE, 5);
+  if (size == 2)
+    CHECK(tie == gaccrt_f32_to_bf16(1.00390625f));
+  expectedBytes += 2;
+
+  std::vector<int32_t> i32 = {rank + 1, -(rank + 1)};
+  gaccrt_all_reduce(i32.data(), 2, GACCRT_I32, GACCRT_SUM, 6);
+  CHECK(i32[0] == int32_t(s) && i32[1] == -int32_t(s));
+  std::vector<int64_t> i64 = {(int64_t(1) << 40) * (rank + 1)};
+  gaccrt_all_reduce(i64.data(), 1, GACCRT_I64, GACCRT_SUM, 7);
+  CHECK(i64[0] == (int64_t(1) << 40) * int64_t(s));
+  expectedBytes += 2 * 4 + 8;
+
+  // The memref form: only the view [offset, offset + size) is reduced.
+  std::vector<float> storage = {100.0f, float(rank + 1), float(rank + 1),
+                                100.0f};
+  gaccrt_all_reduce_memref_f32(storage.data(), storage.data(), 1, 2, 1,
+                               GACCRT_SUM, 8);
+  CHECK(storage[0] == 100.0f && storage[3] == 100.0f);
+  CHECK(storage[1] == float(s) && storage[2] == float(s));
+  expectedBytes += 2 * 4;
+
+  CHECK(gaccrt_collectives_issued() == 9);
+  CHECK(gaccrt_bytes_reduced() == expectedBytes);
+}
+
+void checkBroadcast() {
+  uint64_t seed = rank == 0 ? 0x5eed5eed12345678ULL : 0;
+  gaccrt_broadcast(&seed, sizeof(seed), 0);
+  CHECK(seed == 0x5eed5eed12345678ULL);
+  int last = gaccrt_world_size() - 1;
+  char text[16] = {0};
+  if (rank == last)
+    std::strcpy(text, "from the last");
+  gaccrt_broadcast(text, sizeof(text), last);
+  CHECK(std::strcmp(text, "from the last") == 0);
+}
+
+void checkTraceFiles(const std::string &path) {
+  CHECK(gaccrt_trace_write() == 0);
+  gaccrt_barrier();
+  // trace.json -> trace.rank<r>.json for every rank.
+  size_t dot = path.rfind('.');
+  for (int r = 0; r < gaccrt_world_size(); ++r) {
+    std::string rankPath =
+        path.substr(0, dot) + ".rank" + std::to_string(r) + path.substr(dot);
+    CHECK(
+        fileContains(rankPath, "\"name\":\"rank " + std::to_string(r) + "\""));
+    CHECK(fileContains(rankPath, "\"pid\":" + std::to_string(r) + ","));
+    CHECK(fileContains(rankPath, "all-reduce bucket 3"));
+    CHECK(fileContains(rankPath, "\"dtype\": \"bf16\""));
+  }
+  CHECK(!fileContains(path, "traceEvents"));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (gaccrt_init() != 0)
+    return 1;
+  rank = gaccrt_rank();
+  CHECK(std::strcmp(gaccrt_backend_name(), "mpi") == 0);
+  CHECK(gaccrt_world_size() == 2);
+
+  if (argc > 1 && std::strcmp(argv[1], "--abort-test") == 0) {
+    if (rank == 1) {
+      int32_t value = 1;
+      gaccrt_all_reduce(&value, 1, GACCRT_I32, GACCRT_AVERAGE, 9);
+    }
+    gaccrt_barrier(); // rank 0 waits here until MPI_Abort ends it
+    std::fprintf(stderr, "rank %d: the abort did not end the run\n", rank);
+    return 1;
+  }
+
+  std::string tracePath = argc > 1 ? argv[1] : "gaccrt-mpi-trace.json";
+  std::remove(tracePath.c_str());
+  gaccrt_trace_enable(tracePath.c_str());
+  gaccrt_reset_stats();
+  checkSums();
+  checkBroadcast();
+  gaccrt_barrier();
+  checkTraceFiles(tracePath);
+
+  int32_t totalFailures = failures;
+  gaccrt_all_reduce(&totalFailures, 1, GACCRT_I32, GACCRT_SUM, 99);
+  if (rank == 0)
+    std::printf("gaccrt-mpi-test: %s (%d failed checks on %d ranks)\n",
+                totalFailures == 0 ? "PASS" : "FAIL", totalFailures,
+                gaccrt_world_size());
+  gaccrt_finalize();
+  return totalFailures == 0 ? 0 : 1;
+}

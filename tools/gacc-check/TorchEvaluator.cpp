@@ -1,0 +1,1375 @@
+//===- TorchEvaluator.cpp - evaluate a training step with LibTorch --------===//
+//
+// An interpreter of training-step functions on LibTorch tensors. Every SSA
+// value of the function is a torch tensor (scalars are 0-dim tensors). A
+// linalg structured op is evaluated on whole tensors: each operand is
+// broadcast to the iteration space by its indexing map, the payload is
+// evaluated once with torch's elementwise ops, and reductions are recognized
+// by their combiner (add -> sum, mul -> prod, max/min -> amax/amin). Everything
+// is a torch op, so the evaluation is differentiable.
+//
+// Anything the evaluator cannot represent exactly is an error at the op, never
+// an approximation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TorchEvaluator.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <ATen/ATen.h>
+
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+using namespace mlir;
+
+//===----------------------------------------------------------------------===//
+// Type conversion helpers (public).
+//===----------------------------------------------------------------------===//
+
+std::optional<torch::ScalarType>
+mlir::gacc::getTorchDType(Type type, torch::ScalarType computeType) {
+  if (auto floatType = dyn_cast<FloatType>(type)) {
+    if (computeType == torch::kFloat64)
+      return torch::kFloat64;
+    if (floatType.isF16())
+      return torch::kFloat16;
+    if (floatType.isBF16())
+      return torch::kBFloat16;
+    if (floatType.isF32())
+      return torch::kFloat32;
+    if (floatType.isF64())
+      return torch::kFloat64;
+    return std::nullopt;
+  }
+  if (isa<IndexType>(type))
+    return torch::kInt64;
+  if (auto intType = dyn_cast<IntegerType>(type)) {
+    switch (intType.getWidth()) {
+    case 1:
+      return torch::kBool;
+    case 8:
+      return intType.isUnsigned() ? torch::kUInt8 : torch::kInt8;
+    case 16:
+      return torch::kInt16;
+    case 32:
+      return torch::kInt32;
+    case 64:
+      return torch::kInt64;
+    default:
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<torch::ScalarType>
+mlir::gacc::getTorchElementDType(Type type, torch::ScalarType computeType) {
+  if (auto shaped = dyn_cast<ShapedType>(type))
+    return getTorchDType(shaped.getElementType(), computeType);
+  return getTorchDType(type, computeType);
+}
+
+Type mlir::gacc::getMlirElementType(torch::ScalarType dtype,
+                                    MLIRContext *context) {
+  Builder b(context);
+  switch (dtype) {
+  case torch::kFloat16:
+    return b.getF16Type();
+  case torch::kBFloat16:
+    return b.getBF16Type();
+  case torch::kFloat32:
+    return b.getF32Type();
+  case torch::kFloat64:
+    return b.getF64Type();
+  case torch::kBool:
+    return b.getI1Type();
+  case torch::kInt8:
+    return b.getI8Type();
+  case torch::kUInt8:
+    return IntegerType::get(context, 8, IntegerType::Unsigned);
+  case torch::kInt16:
+    return b.getI16Type();
+  case torch::kInt32:
+    return b.getI32Type();
+  case torch::kInt64:
+    return b.getI64Type();
+  default:
+    return Type();
+  }
+}
+
+std::optional<SmallVector<int64_t>> mlir::gacc::getTorchShape(Type type) {
+  if (auto ranked = dyn_cast<RankedTensorType>(type))
+    return SmallVector<int64_t>(ranked.getShape());
+  if (isa<ShapedType>(type))
+    return std::nullopt;
+  if (type.isIntOrIndexOrFloat())
+    return SmallVector<int64_t>();
+  return std::nullopt;
+}
+
+RankedTensorType mlir::gacc::getMlirTensorType(const torch::Tensor &tensor,
+                                               MLIRContext *context) {
+  Type elementType = getMlirElementType(tensor.scalar_type(), context);
+  if (!elementType)
+    return RankedTensorType();
+  return RankedTensorType::get(
+      ArrayRef<int64_t>(tensor.sizes().data(), tensor.sizes().size()),
+      elementType);
+}
+
+bool mlir::gacc::matchesType(const torch::Tensor &tensor, Type type,
+                             torch::ScalarType computeType) {
+  if (!tensor.defined())
+    return false;
+  std::optional<torch::ScalarType> dtype =
+      getTorchElementDType(type, computeType);
+  std::optional<SmallVector<int64_t>> shape = getTorchShape(type);
+  if (!dtype || !shape || tensor.scalar_type() != *dtype ||
+      tensor.dim() != static_cast<int64_t>(shape->size()))
+    return false;
+  for (auto [i, size] : llvm::enumerate(*shape))
+    if (!ShapedType::isDynamic(size) && tensor.size(i) != size)
+      return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// The evaluator.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using at::Tensor;
+
+/// Thrown by the evaluation helpers for anything they cannot evaluate; caught
+/// in Evaluator::evalOp and turned into a diagnostic at the op.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void unsupported(const Twine &reason) {
+  throw Unsupported(reason.str());
+}
+
+template <typename T>
+std::string toString(const T &value) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << value;
+  return s;
+}
+
+std::string toString(at::IntArrayRef shape) {
+  std::string s = "[";
+  for (auto [i, size] : llvm::enumerate(shape))
+    s += (i ? ", " : "") + std::to_string(size);
+  return s + "]";
+}
+
+at::IntArrayRef toAt(ArrayRef<int64_t> values) {
+  return at::IntArrayRef(values.data(), values.size());
+}
+
+InFlightDiagnostic emitFail(Operation *op) {
+  return op->emitError() << "cannot evaluate '" << op->getName()
+                         << "' with LibTorch: ";
+}
+
+/// Width in bits of an integer or index type (index is 64 bits wide).
+unsigned getIntWidth(Type type) {
+  type = getElementTypeOrSelf(type);
+  if (isa<IndexType>(type))
+    return 64;
+  return type.getIntOrFloatBitWidth();
+}
+
+bool isBool(const Tensor &t) { return t.scalar_type() == at::kBool; }
+
+/// The value of the integer tensor `t` (MLIR width `width`) read as an
+/// unsigned number, as int64. Values of 64-bit types at or above 2^63 cannot be
+/// represented and are an error.
+Tensor asUnsigned(const Tensor &t, unsigned width) {
+  if (isBool(t))
+    return t.to(at::kLong);
+  if (width < 64)
+    return at::bitwise_and(t.to(at::kLong), (int64_t(1) << width) - 1);
+  if (at::any(t < 0).item<bool>())
+    unsupported("an unsigned 64-bit operand is at or above 2^63");
+  return t;
+}
+
+/// An int64 key whose signed order is the unsigned order of `t`'s values.
+Tensor unsignedOrderKey(const Tensor &t, unsigned width) {
+  if (isBool(t))
+    return t.to(at::kLong);
+  if (width < 64)
+    return at::bitwise_and(t.to(at::kLong), (int64_t(1) << width) - 1);
+  return at::bitwise_xor(t, std::numeric_limits<int64_t>::min());
+}
+
+/// Integer conversion with sign extension (extsi, trunci, index_cast).
+Tensor castIntSigned(const Tensor &t, at::ScalarType to) {
+  if (to == at::kBool)
+    return at::bitwise_and(t.to(at::kLong), 1).to(at::kBool);
+  if (isBool(t)) // i1 true is -1 when read as signed.
+    return at::neg(t.to(to));
+  return t.to(to);
+}
+
+/// Integer conversion with zero extension (extui, index_castui).
+Tensor castIntUnsigned(const Tensor &t, unsigned fromWidth, at::ScalarType to) {
+  if (to == at::kBool)
+    return at::bitwise_and(t.to(at::kLong), 1).to(at::kBool);
+  if (isBool(t))
+    return t.to(to);
+  if (fromWidth < 64)
+    return at::bitwise_and(t.to(at::kLong), (int64_t(1) << fromWidth) - 1)
+        .to(to);
+  return t.to(to);
+}
+
+/// Reduction combiners of linalg payloads: yield COMBINER(out, value).
+enum class Combiner { Add, Mul, MaximumF, MinimumF, MaxNumF, MinNumF, Max, Min };
+
+std::optional<Combiner> getCombiner(Operation *op) {
+  Type type = op->getNumResults() == 1 ? op->getResult(0).getType() : Type();
+  if (!type || type.isInteger(1))
+    return std::nullopt;
+  if (isa<arith::AddFOp, arith::AddIOp>(op))
+    return Combiner::Add;
+  if (isa<arith::MulFOp, arith::MulIOp>(op))
+    return Combiner::Mul;
+  if (isa<arith::MaximumFOp>(op))
+    return Combiner::MaximumF;
+  if (isa<arith::MinimumFOp>(op))
+    return Combiner::MinimumF;
+  if (isa<arith::MaxNumFOp>(op))
+    return Combiner::MaxNumF;
+  if (isa<arith::MinNumFOp>(op))
+    return Combiner::MinNumF;
+  if (isa<arith::MaxSIOp>(op))
+    return Combiner::Max;
+  if (isa<arith::MinSIOp>(op))
+    return Combiner::Min;
+  return std::nullopt;
+}
+
+/// Reduces `t` over `dims` with `combiner` (dims are dropped).
+Tensor reduce(Tensor t, ArrayRef<int64_t> dims, Combiner combiner) {
+  at::ScalarType dtype = t.scalar_type();
+  switch (combiner) {
+  case Combiner::Add:
+    return t.sum(toAt(dims), /*keepdim=*/false, dtype);
+  case Combiner::Mul:
+    for (int64_t dim : llvm::reverse(dims))
+      t = t.prod(dim, /*keepdim=*/false, dtype);
+    return t;
+  case Combiner::MaximumF:
+  case Combiner::Max:
+    return t.amax(toAt(dims));
+  case Combiner::MinimumF:
+  case Combiner::Min:
+    return t.amin(toAt(dims));
+  case Combiner::MaxNumF:
+    return t.masked_fill(at::isnan(t), -std::numeric_limits<double>::infinity())
+        .amax(toAt(dims));
+  case Combiner::MinNumF:
+    return t.masked_fill(at::isnan(t), std::numeric_limits<double>::infinity())
+        .amin(toAt(dims));
+  }
+  llvm_unreachable("unknown combiner");
+}
+
+/// Combines the initial value with the reduced value.
+Tensor combine(const Tensor &init, const Tensor &reduced, Combiner combiner) {
+  switch (combiner) {
+  case Combiner::Add:
+    return init + reduced;
+  case Combiner::Mul:
+    return init * reduced;
+  case Combiner::MaximumF:
+  case Combiner::Max:
+    return at::maximum(init, reduced);
+  case Combiner::MinimumF:
+  case Combiner::Min:
+    return at::minimum(init, reduced);
+  case Combiner::MaxNumF:
+    return at::fmax(init, reduced);
+  case Combiner::MinNumF:
+    return at::fmin(init, reduced);
+  }
+  llvm_unreachable("unknown combiner");
+}
+
+/// Broadcasts operand `t` of a linalg op to the iteration space: constant
+/// indices select, the remaining dimensions are permuted into loop order and
+/// size-1 dimensions are inserted for the loops the operand does not use. The
+/// result has one dimension per loop (size 1 where broadcast).
+Tensor toIterationSpace(Tensor t, AffineMap map, ArrayRef<int64_t> loopSizes) {
+  for (int64_t j = map.getNumResults() - 1; j >= 0; --j)
+    if (auto c = dyn_cast<AffineConstantExpr>(map.getResult(j)))
+      t = t.select(j, c.getValue());
+  SmallVector<int64_t> dims;
+  for (AffineExpr expr : map.getResults())
+    if (auto d = dyn_cast<AffineDimExpr>(expr))
+      dims.push_back(d.getPosition());
+  SmallVector<int64_t> order(dims.size());
+  std::iota(order.begin(), order.end(), 0);
+  llvm::sort(order, [&](int64_t a, int64_t b) { return dims[a] < dims[b]; });
+  t = t.permute(toAt(order));
+  SmallVector<int64_t> shape(loopSizes.size(), 1);
+  for (int64_t d : dims)
+    shape[d] = loopSizes[d];
+  return t.reshape(toAt(shape));
+}
+
+/// The payload being evaluated: its iteration space, the block arguments of
+/// reduced outputs (only their combiners may use them) and those combiners.
+struct Payload {
+  SmallVector<int64_t> loopSizes;
+  llvm::DenseSet<Value> reducedOutputs;
+  llvm::DenseSet<Operation *> combiners;
+};
+
+class Evaluator {
+public:
+  Evaluator(at::ScalarType computeType, unsigned depth)
+      : computeType(computeType), depth(depth) {}
+
+  FailureOr<SmallVector<Tensor>> run(func::FuncOp func, ArrayRef<Tensor> args);
+
+private:
+  /// Evaluates `op` (inside `payload` when not null) and records its results;
+  /// emits the diagnostic on failure.
+  LogicalResult evalOp(Operation *op, Payload *payload);
+  /// Evaluates `op`. Throws Unsupported (or a torch error) for what it cannot
+  /// evaluate; returns failure only when a nested op already emitted one.
+  LogicalResult evalOpImpl(Operation *op, Payload *payload);
+
+  void evalConstant(arith::ConstantOp op);
+  void evalArithMath(Operation *op);
+  void evalTensorOp(Operation *op, Payload *payload);
+  LogicalResult evalLinalg(linalg::LinalgOp op);
+  LogicalResult evalCall(func::CallOp op);
+
+  Tensor get(Value value) const {
+    auto it = values.find(value);
+    if (it == values.end())
+      unsupported("internal error: an operand has no value");
+    return it->second;
+  }
+  void set(Value value, const Tensor &t) { values[value] = t; }
+  /// The torch dtype of (the elements of) `type`.
+  at::ScalarType dtypeOf(Type type) const {
+    std::optional<at::ScalarType> dtype =
+        gacc::getTorchElementDType(type, computeType);
+    if (!dtype)
+      unsupported("type " + toString(type) + " has no LibTorch dtype");
+    return *dtype;
+  }
+  int64_t resolve(OpFoldResult ofr) const {
+    if (auto attr = dyn_cast<Attribute>(ofr))
+      return cast<IntegerAttr>(attr).getInt();
+    Tensor t = get(cast<Value>(ofr));
+    if (t.dim() != 0)
+      unsupported("an index operand is not a scalar");
+    return t.item<int64_t>();
+  }
+  SmallVector<int64_t> resolve(ArrayRef<OpFoldResult> ofrs) const {
+    return llvm::map_to_vector(ofrs,
+                               [&](OpFoldResult ofr) { return resolve(ofr); });
+  }
+  /// The static shape of `type` with its dynamic sizes taken from `dynamic`.
+  SmallVector<int64_t> shapeOf(ShapedType type, ValueRange dynamic) const {
+    SmallVector<int64_t> shape(type.getShape());
+    unsigned next = 0;
+    for (int64_t &size : shape)
+      if (ShapedType::isDynamic(size))
+        size = resolve(OpFoldResult(dynamic[next++]));
+    return shape;
+  }
+
+  llvm::DenseMap<Value, Tensor> values;
+  at::ScalarType computeType;
+  unsigned depth;
+};
+
+} // namespace
+
+FailureOr<SmallVector<Tensor>> Evaluator::run(func::FuncOp func,
+                                              ArrayRef<Tensor> args) {
+  if (func.isExternal())
+    return emitFail(func) << "the function has no body";
+  if (!llvm::hasSingleElement(func.getBody()))
+    return emitFail(func) << "only single-block functions are supported";
+  if (args.size() != func.getNumArguments())
+    return emitFail(func) << "the function has " << func.getNumArguments()
+                          << " arguments, but " << args.size()
+                          << " tensors were given";
+  Block &entry = func.front();
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    Type type = func.getArgumentTypes()[i];
+    std::optional<at::ScalarType> dtype =
+        gacc::getTorchElementDType(type, computeType);
+    std::optional<SmallVector<int64_t>> shape = gacc::getTorchShape(type);
+    if (!dtype || !shape)
+      return emitFail(func) << "argument #" << i << " has type " << type
+                            << ", which has no LibTorch equivalent";
+    if (!arg.defined())
+      return emitFail(func) << "argument #" << i << " is an undefined tensor";
+    Tensor t = arg;
+    bool shapeOk = t.dim() == static_cast<int64_t>(shape->size());
+    for (auto [d, size] : llvm::enumerate(*shape))
+      shapeOk = shapeOk && (ShapedType::isDynamic(size) || t.size(d) == size);
+    if (!shapeOk)
+      return emitFail(func) << "argument #" << i << " has shape "
+                            << toString(t.sizes()) << ", but the function "
+                            << "expects " << type;
+    if (t.scalar_type() != *dtype) {
+      bool bothFloat = at::isFloatingType(t.scalar_type()) &&
+                       at::isFloatingType(*dtype);
+      bool bothInt = at::isIntegralType(t.scalar_type(), false) &&
+                     at::isIntegralType(*dtype, false);
+      if (!bothFloat && !bothInt)
+        return emitFail(func)
+               << "argument #" << i << " has dtype "
+               << c10::toString(t.scalar_type()) << ", but the function "
+               << "expects " << type << " (dtype "
+               << c10::toString(*dtype) << ")";
+      t = t.to(*dtype);
+    }
+    set(entry.getArgument(i), t);
+  }
+
+  for (Operation &op : entry) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      SmallVector<Tensor> results;
+      for (Value v : ret.getOperands())
+        results.push_back(values.lookup(v));
+      return results;
+    }
+    if (failed(evalOp(&op, nullptr)))
+      return failure();
+  }
+  return emitFail(func) << "the function does not end with func.return";
+}
+
+LogicalResult Evaluator::evalOp(Operation *op, Payload *payload) {
+  try {
+    if (failed(evalOpImpl(op, payload)))
+      return failure();
+    // Guard against evaluator bugs: every result has the dtype (and, outside
+    // payloads, the shape) of its MLIR type.
+    for (OpResult result : op->getResults()) {
+      auto it = values.find(result);
+      if (it == values.end())
+        unsupported("internal error: result #" +
+                    Twine(result.getResultNumber()) + " was not computed");
+      const Tensor &t = it->second;
+      if (t.scalar_type() != dtypeOf(result.getType()) ||
+          (!payload &&
+           !gacc::matchesType(t, result.getType(), computeType)))
+        unsupported("internal error: result #" +
+                    Twine(result.getResultNumber()) + " has dtype " +
+                    c10::toString(t.scalar_type()) + " and shape " +
+                    toString(t.sizes()) + ", but its type is " +
+                    toString(result.getType()));
+    }
+    return success();
+  } catch (const Unsupported &e) {
+    return emitFail(op) << e.what();
+  } catch (const c10::Error &e) {
+    return emitFail(op) << "LibTorch error: " << e.what_without_backtrace();
+  } catch (const std::exception &e) {
+    return emitFail(op) << e.what();
+  }
+}
+
+LogicalResult Evaluator::evalOpImpl(Operation *op, Payload *payload) {
+  StringRef dialect = op->getDialect() ? op->getDialect()->getNamespace() : "";
+  if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+    evalConstant(constant);
+    return success();
+  }
+  if (dialect == "arith" || dialect == "math") {
+    evalArithMath(op);
+    return success();
+  }
+  if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+    if (!payload)
+      unsupported("linalg.index outside a linalg payload");
+    uint64_t dim = index.getDim();
+    if (dim >= payload->loopSizes.size())
+      unsupported("loop dimension out of range");
+    SmallVector<int64_t> shape(payload->loopSizes.size(), 1);
+    shape[dim] = payload->loopSizes[dim];
+    set(index.getResult(),
+        at::arange(payload->loopSizes[dim], at::TensorOptions(at::kLong))
+            .reshape(toAt(shape)));
+    return success();
+  }
+  if (dialect == "tensor") {
+    evalTensorOp(op, payload);
+    return success();
+  }
+  if (payload)
+    unsupported("operation inside a linalg payload");
+  if (auto softmax = dyn_cast<linalg::SoftmaxOp>(op)) {
+    Tensor input = get(softmax.getInput());
+    set(softmax.getResult()[0],
+        at::softmax(input, static_cast<int64_t>(softmax.getDimension()))
+            .to(dtypeOf(softmax.getResult()[0].getType())));
+    return success();
+  }
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return evalLinalg(linalgOp);
+  if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
+    // One rank: every reduction kind is the identity.
+    set(allReduce.getResult(), get(allReduce.getInput())
+                                   .to(dtypeOf(allReduce.getResult().getType())));
+    return success();
+  }
+  if (auto call = dyn_cast<func::CallOp>(op))
+    return evalCall(call);
+  unsupported("unsupported operation");
+}
+
+void Evaluator::evalConstant(arith::ConstantOp op) {
+  Type type = op.getType();
+  at::ScalarType dtype = dtypeOf(type);
+  at::TensorOptions options(dtype);
+  Attribute attr = op.getValue();
+  auto intValue = [](const APInt &v) -> int64_t {
+    if (v.getBitWidth() == 1)
+      return v.getBoolValue();
+    if (v.getBitWidth() > 64)
+      unsupported("integers wider than 64 bits are not supported");
+    return v.getSExtValue();
+  };
+  if (auto f = dyn_cast<FloatAttr>(attr)) {
+    set(op.getResult(), at::scalar_tensor(f.getValueAsDouble(), options));
+    return;
+  }
+  if (auto i = dyn_cast<IntegerAttr>(attr)) {
+    set(op.getResult(), at::scalar_tensor(intValue(i.getValue()),
+                                          at::TensorOptions(at::kLong))
+                            .to(dtype));
+    return;
+  }
+  auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr);
+  if (!dense)
+    unsupported("unsupported constant attribute " + toString(attr));
+  SmallVector<int64_t> shape(dense.getType().getShape());
+  Type elementType = dense.getElementType();
+  if (isa<FloatType>(elementType)) {
+    if (dense.isSplat()) {
+      double v = FloatAttr::getValueAsDouble(dense.getSplatValue<APFloat>());
+      set(op.getResult(), at::full(toAt(shape), v, options));
+      return;
+    }
+    std::vector<double> data;
+    for (const APFloat &v : dense.getValues<APFloat>())
+      data.push_back(FloatAttr::getValueAsDouble(v));
+    set(op.getResult(),
+        at::tensor(data, at::TensorOptions(at::kDouble))
+            .reshape(toAt(shape))
+            .to(dtype));
+    return;
+  }
+  if (!elementType.isIntOrIndex())
+    unsupported("unsupported constant element type " + toString(elementType));
+  if (dense.isSplat()) {
+    set(op.getResult(), at::full(toAt(shape), intValue(dense.getSplatValue<APInt>()),
+                                 at::TensorOptions(at::kLong))
+                            .to(dtype));
+    return;
+  }
+  std::vector<int64_t> data;
+  for (const APInt &v : dense.getValues<APInt>())
+    data.push_back(intValue(v));
+  set(op.getResult(), at::tensor(data, at::TensorOptions(at::kLong))
+                          .reshape(toAt(shape))
+                          .to(dtype));
+}
+
+void Evaluator::evalArithMath(Operation *op) {
+  if (op->getNumResults() != 1)
+    unsupported("unsupported operation");
+  SmallVector<Tensor> in =
+      llvm::map_to_vector(op->getOperands(), [&](Value v) { return get(v); });
+  Value result = op->getResult(0);
+  at::ScalarType dtype = dtypeOf(result.getType());
+  auto operandWidth = [&](unsigned i) {
+    return getIntWidth(op->getOperand(i).getType());
+  };
+
+  // i1 arithmetic is modulo 2; only the ops below support it.
+  if (!in.empty() && isBool(in[0]) &&
+      !isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::AndIOp,
+           arith::OrIOp, arith::XOrIOp, arith::CmpIOp, arith::SelectOp,
+           arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::IndexCastOp,
+           arith::IndexCastUIOp, arith::SIToFPOp, arith::UIToFPOp>(op))
+    unsupported("unsupported on i1 values");
+
+  Tensor r;
+  // Floating-point and integer arithmetic.
+  if (isa<arith::AddFOp, arith::AddIOp>(op))
+    r = isBool(in[0]) ? at::logical_xor(in[0], in[1]) : in[0] + in[1];
+  else if (isa<arith::SubFOp, arith::SubIOp>(op))
+    r = isBool(in[0]) ? at::logical_xor(in[0], in[1]) : in[0] - in[1];
+  else if (isa<arith::MulFOp, arith::MulIOp>(op))
+    r = isBool(in[0]) ? at::logical_and(in[0], in[1]) : in[0] * in[1];
+  else if (isa<arith::DivFOp>(op))
+    r = at::div(in[0], in[1]);
+  else if (isa<arith::RemFOp, arith::RemSIOp>(op))
+    r = at::fmod(in[0], in[1]);
+  else if (isa<arith::NegFOp>(op))
+    r = at::neg(in[0]);
+  else if (isa<arith::DivSIOp>(op))
+    r = at::div(in[0], in[1], "trunc");
+  else if (isa<arith::FloorDivSIOp>(op))
+    r = at::div(in[0], in[1], "floor");
+  else if (isa<arith::CeilDivSIOp>(op))
+    r = at::neg(at::div(at::neg(in[0]), in[1], "floor"));
+  else if (isa<arith::DivUIOp>(op))
+    r = at::div(asUnsigned(in[0], operandWidth(0)),
+                asUnsigned(in[1], operandWidth(1)), "trunc");
+  else if (isa<arith::RemUIOp>(op))
+    r = at::fmod(asUnsigned(in[0], operandWidth(0)),
+                 asUnsigned(in[1], operandWidth(1)));
+  else if (isa<arith::CeilDivUIOp>(op)) {
+    Tensor a = asUnsigned(in[0], operandWidth(0));
+    Tensor b = asUnsigned(in[1], operandWidth(1));
+    r = at::neg(at::div(at::neg(a), b, "floor"));
+  } else if (isa<arith::MaximumFOp, arith::MaxSIOp>(op))
+    r = at::maximum(in[0], in[1]);
+  else if (isa<arith::MinimumFOp, arith::MinSIOp>(op))
+    r = at::minimum(in[0], in[1]);
+  else if (isa<arith::MaxNumFOp>(op))
+    r = at::fmax(in[0], in[1]);
+  else if (isa<arith::MinNumFOp>(op))
+    r = at::fmin(in[0], in[1]);
+  else if (isa<arith::MaxUIOp, arith::MinUIOp>(op)) {
+    Tensor ka = unsignedOrderKey(in[0], operandWidth(0));
+    Tensor kb = unsignedOrderKey(in[1], operandWidth(1));
+    Tensor aWins = isa<arith::MaxUIOp>(op) ? at::ge(ka, kb) : at::le(ka, kb);
+    r = at::where(aWins, in[0], in[1]);
+  } else if (isa<arith::AndIOp>(op))
+    r = at::bitwise_and(in[0], in[1]);
+  else if (isa<arith::OrIOp>(op))
+    r = at::bitwise_or(in[0], in[1]);
+  else if (isa<arith::XOrIOp>(op))
+    r = at::bitwise_xor(in[0], in[1]);
+  else if (isa<arith::ShLIOp>(op))
+    r = at::bitwise_left_shift(in[0], in[1]);
+  else if (isa<arith::ShRSIOp>(op))
+    r = at::bitwise_right_shift(in[0], in[1]);
+  else if (isa<arith::ShRUIOp>(op))
+    r = at::bitwise_right_shift(asUnsigned(in[0], operandWidth(0)), in[1]);
+  // Comparisons and select.
+  else if (auto cmp = dyn_cast<arith::CmpFOp>(op)) {
+    Tensor a = in[0], b = in[1];
+    Tensor unordered = at::logical_or(at::isnan(a), at::isnan(b));
+    using P = arith::CmpFPredicate;
+    switch (cmp.getPredicate()) {
+    case P::AlwaysFalse:
+      r = at::zeros_like(at::eq(a, b));
+      break;
+    case P::AlwaysTrue:
+      r = at::ones_like(at::eq(a, b));
+      break;
+    case P::OEQ:
+      r = at::eq(a, b);
+      break;
+    case P::OGT:
+      r = at::gt(a, b);
+      break;
+    case P::OGE:
+      r = at::ge(a, b);
+      break;
+    case P::OLT:
+      r = at::lt(a, b);
+      break;
+    case P::OLE:
+      r = at::le(a, b);
+      break;
+    case P::ONE:
+      r = at::logical_and(at::ne(a, b), at::logical_not(unordered));
+      break;
+    case P::ORD:
+      r = at::logical_not(unordered);
+      break;
+    case P::UEQ:
+      r = at::logical_or(at::eq(a, b), unordered);
+      break;
+    case P::UGT:
+      r = at::logical_or(at::gt(a, b), unordered);
+      break;
+    case P::UGE:
+      r = at::logical_or(at::ge(a, b), unordered);
+      break;
+    case P::ULT:
+      r = at::logical_or(at::lt(a, b), unordered);
+      break;
+    case P::ULE:
+      r = at::logical_or(at::le(a, b), unordered);
+      break;
+    case P::UNE:
+      r = at::ne(a, b);
+      break;
+    case P::UNO:
+      r = unordered;
+      break;
+    }
+  } else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+    using P = arith::CmpIPredicate;
+    P pred = cmp.getPredicate();
+    Tensor a = in[0], b = in[1];
+    if (pred == P::ult || pred == P::ule || pred == P::ugt || pred == P::uge) {
+      a = unsignedOrderKey(a, operandWidth(0));
+      b = unsignedOrderKey(b, operandWidth(1));
+    } else if (isBool(a)) {
+      // Signed i1: true is -1.
+      a = castIntSigned(a, at::kLong);
+      b = castIntSigned(b, at::kLong);
+    }
+    switch (pred) {
+    case P::eq:
+      r = at::eq(a, b);
+      break;
+    case P::ne:
+      r = at::ne(a, b);
+      break;
+    case P::slt:
+    case P::ult:
+      r = at::lt(a, b);
+      break;
+    case P::sle:
+    case P::ule:
+      r = at::le(a, b);
+      break;
+    case P::sgt:
+    case P::ugt:
+      r = at::gt(a, b);
+      break;
+    case P::sge:
+    case P::uge:
+      r = at::ge(a, b);
+      break;
+    }
+  } else if (isa<arith::SelectOp>(op))
+    r = at::where(in[0], in[1], in[2]);
+  // Casts.
+  else if (isa<arith::ExtFOp>(op))
+    r = in[0].to(dtype);
+  else if (auto truncf = dyn_cast<arith::TruncFOp>(op)) {
+    if (truncf.getRoundingmode() &&
+        *truncf.getRoundingmode() != arith::RoundingMode::to_nearest_even)
+      unsupported("only round-to-nearest-even truncation is supported");
+    r = in[0].to(dtype);
+  } else if (isa<arith::SIToFPOp>(op))
+    r = isBool(in[0]) ? at::neg(in[0].to(dtype)) : in[0].to(dtype);
+  else if (isa<arith::UIToFPOp>(op)) {
+    unsigned width = operandWidth(0);
+    if (isBool(in[0]) || width < 64)
+      r = castIntUnsigned(in[0], width, at::kLong).to(dtype);
+    else
+      r = at::where(in[0] < 0, in[0].to(at::kDouble) + 18446744073709551616.0,
+                    in[0].to(at::kDouble))
+              .to(dtype);
+  } else if (isa<arith::FPToSIOp, arith::FPToUIOp>(op)) {
+    if (dtype == at::kBool)
+      unsupported("conversion to i1 is not supported");
+    r = in[0].to(at::kLong).to(dtype);
+  } else if (isa<arith::ExtSIOp, arith::TruncIOp, arith::IndexCastOp>(op))
+    r = castIntSigned(in[0], dtype);
+  else if (isa<arith::ExtUIOp, arith::IndexCastUIOp>(op))
+    r = castIntUnsigned(in[0], operandWidth(0), dtype);
+  else if (isa<arith::BitcastOp>(op)) {
+    if (op->getOperand(0).getType() != result.getType())
+      unsupported("bit casts between different types are not supported");
+    r = in[0];
+  }
+  // Math.
+  else if (isa<math::AbsFOp, math::AbsIOp>(op))
+    r = at::abs(in[0]);
+  else if (isa<math::ExpOp>(op))
+    r = at::exp(in[0]);
+  else if (isa<math::Exp2Op>(op))
+    r = at::exp2(in[0]);
+  else if (isa<math::ExpM1Op>(op))
+    r = at::expm1(in[0]);
+  else if (isa<math::LogOp>(op))
+    r = at::log(in[0]);
+  else if (isa<math::Log2Op>(op))
+    r = at::log2(in[0]);
+  else if (isa<math::Log10Op>(op))
+    r = at::log10(in[0]);
+  else if (isa<math::Log1pOp>(op))
+    r = at::log1p(in[0]);
+  else if (isa<math::SqrtOp>(op))
+    r = at::sqrt(in[0]);
+  else if (isa<math::RsqrtOp>(op))
+    r = at::rsqrt(in[0]);
+  else if (isa<math::CbrtOp>(op))
+    r = at::sign(in[0]) * at::pow(at::abs(in[0]), 1.0 / 3.0);
+  else if (isa<math::TanhOp>(op))
+    r = at::tanh(in[0]);
+  else if (isa<math::SinOp>(op))
+    r = at::sin(in[0]);
+  else if (isa<math::CosOp>(op))
+    r = at::cos(in[0]);
+  else if (isa<math::TanOp>(op))
+    r = at::tan(in[0]);
+  else if (isa<math::AsinOp>(op))
+    r = at::asin(in[0]);
+  else if (isa<math::AcosOp>(op))
+    r = at::acos(in[0]);
+  else if (isa<math::AtanOp>(op))
+    r = at::atan(in[0]);
+  else if (isa<math::Atan2Op>(op))
+    r = at::atan2(in[0], in[1]);
+  else if (isa<math::SinhOp>(op))
+    r = at::sinh(in[0]);
+  else if (isa<math::CoshOp>(op))
+    r = at::cosh(in[0]);
+  else if (isa<math::AsinhOp>(op))
+    r = at::asinh(in[0]);
+  else if (isa<math::AcoshOp>(op))
+    r = at::acosh(in[0]);
+  else if (isa<math::AtanhOp>(op))
+    r = at::atanh(in[0]);
+  else if (isa<math::ErfOp>(op))
+    r = at::erf(in[0]);
+  else if (isa<math::ErfcOp>(op))
+    r = at::erfc(in[0]);
+  else if (isa<math::PowFOp, math::FPowIOp, math::IPowIOp>(op))
+    r = at::pow(in[0], in[1]);
+  else if (isa<math::FloorOp>(op))
+    r = at::floor(in[0]);
+  else if (isa<math::CeilOp>(op))
+    r = at::ceil(in[0]);
+  else if (isa<math::TruncOp>(op))
+    r = at::trunc(in[0]);
+  else if (isa<math::RoundEvenOp>(op))
+    r = at::round(in[0]);
+  else if (isa<math::RoundOp>(op)) {
+    // Half away from zero: x - trunc(x) is exact.
+    Tensor t = at::trunc(in[0]);
+    Tensor halfOrMore = at::ge(at::abs(in[0] - t), 0.5);
+    r = t + at::where(halfOrMore, at::sign(in[0]), at::zeros_like(in[0]));
+  } else if (isa<math::CopySignOp>(op))
+    r = at::copysign(in[0], in[1]);
+  else if (isa<math::FmaOp>(op))
+    r = in[0] * in[1] + in[2];
+  else if (isa<math::ClampFOp>(op))
+    r = at::clamp(in[0], in[1], in[2]);
+  else if (isa<math::IsNaNOp>(op))
+    r = at::isnan(in[0]);
+  else if (isa<math::IsInfOp>(op))
+    r = at::isinf(in[0]);
+  else if (isa<math::IsFiniteOp>(op))
+    r = at::isfinite(in[0]);
+  else
+    unsupported("unsupported operation");
+  set(result, r.to(dtype));
+}
+
+void Evaluator::evalTensorOp(Operation *op, Payload *payload) {
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+    Tensor source = get(extract.getTensor());
+    c10::List<c10::optional<Tensor>> indices;
+    for (auto [d, v] : llvm::enumerate(extract.getIndices())) {
+      Tensor index = get(v);
+      if (at::any(index < 0).item<bool>() ||
+          at::any(index >= source.size(d)).item<bool>())
+        unsupported("index out of bounds in dimension " + Twine(d));
+      indices.push_back(c10::optional<Tensor>(index));
+    }
+    set(extract.getResult(),
+        indices.empty() ? source : at::index(source, indices));
+    return;
+  }
+  if (auto dim = dyn_cast<tensor::DimOp>(op)) {
+    Tensor source = get(dim.getSource());
+    int64_t d = get(dim.getIndex()).item<int64_t>();
+    if (d < 0 || d >= source.dim())
+      unsupported("dimension out of range");
+    set(dim.getResult(),
+        at::scalar_tensor(source.size(d), at::TensorOptions(at::kLong)));
+    return;
+  }
+  if (payload)
+    unsupported("operation inside a linalg payload");
+
+  if (auto empty = dyn_cast<tensor::EmptyOp>(op)) {
+    set(empty.getResult(),
+        at::zeros(toAt(resolve(empty.getMixedSizes())),
+                  at::TensorOptions(dtypeOf(empty.getType()))));
+    return;
+  }
+  if (auto castOp = dyn_cast<tensor::CastOp>(op)) {
+    Tensor source = get(castOp.getSource());
+    if (!gacc::matchesType(source, castOp.getType(), computeType))
+      unsupported("the operand of shape " + toString(source.sizes()) +
+                  " does not have type " + toString(castOp.getType()));
+    set(castOp.getResult(), source);
+    return;
+  }
+  // Slices: offsets, sizes and strides per dimension.
+  auto slice = [](Tensor t, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+                  ArrayRef<int64_t> strides) {
+    for (auto [d, offset] : llvm::enumerate(offsets)) {
+      int64_t size = sizes[d], stride = strides[d];
+      if (offset < 0 || size < 0 || stride < 1 ||
+          (size > 0 && offset + (size - 1) * stride >= t.size(d)))
+        unsupported("slice out of bounds in dimension " + Twine(d));
+      int64_t end = size ? offset + (size - 1) * stride + 1 : offset;
+      t = t.slice(d, offset, end, stride);
+    }
+    return t;
+  };
+  if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    Tensor t = slice(get(extract.getSource()),
+                     resolve(extract.getMixedOffsets()),
+                     resolve(extract.getMixedSizes()),
+                     resolve(extract.getMixedStrides()));
+    llvm::SmallBitVector dropped = extract.getDroppedDims();
+    for (int64_t d = dropped.size() - 1; d >= 0; --d)
+      if (dropped.test(d))
+        t = t.squeeze(d);
+    set(extract.getResult(), t);
+    return;
+  }
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    Tensor dest = get(insert.getDest()).clone();
+    Tensor source = get(insert.getSource());
+    SmallVector<int64_t> sizes = resolve(insert.getMixedSizes());
+    Tensor view = slice(dest, resolve(insert.getMixedOffsets()), sizes,
+                        resolve(insert.getMixedStrides()));
+    if (source.dim() < static_cast<int64_t>(sizes.size())) {
+      SmallVector<int64_t> sourceShape(source.sizes().begin(),
+                                       source.sizes().end());
+      std::optional<llvm::SmallDenseSet<unsigned>> mask =
+          computeRankReductionMask(sizes, sourceShape);
+      if (!mask)
+        unsupported("cannot match the rank-reduced source to the slice");
+      SmallVector<unsigned> droppedDims(mask->begin(), mask->end());
+      llvm::sort(droppedDims);
+      for (unsigned d : droppedDims)
+        source = source.unsqueeze(d);
+    }
+    if (!view.sizes().equals(source.sizes()))
+      unsupported("the source of shape " + toString(source.sizes()) +
+                  " does not fit the slice of shape " +
+                  toString(view.sizes()));
+    view.copy_(source.to(dest.scalar_type()));
+    set(insert.getResult(), dest);
+    return;
+  }
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+    Tensor source = get(collapse.getSrc());
+    SmallVector<int64_t> shape;
+    for (const ReassociationIndices &group :
+         collapse.getReassociationIndices()) {
+      int64_t size = 1;
+      for (int64_t d : group)
+        size *= source.size(d);
+      shape.push_back(size);
+    }
+    set(collapse.getResult(), source.reshape(toAt(shape)));
+    return;
+  }
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    Tensor source = get(expand.getSrc());
+    SmallVector<int64_t> shape = resolve(expand.getMixedOutputShape());
+    int64_t numel = 1;
+    for (int64_t size : shape)
+      numel *= size;
+    if (numel != source.numel())
+      unsupported("the output shape does not have the operand's size");
+    set(expand.getResult(), source.reshape(toAt(shape)));
+    return;
+  }
+  if (auto fromElements = dyn_cast<tensor::FromElementsOp>(op)) {
+    std::vector<Tensor> elements;
+    for (Value v : fromElements.getElements()) {
+      elements.push_back(get(v));
+      if (elements.back().dim() != 0)
+        unsupported("an element is not a scalar");
+    }
+    SmallVector<int64_t> shape(fromElements.getType().getShape());
+    set(fromElements.getResult(), at::stack(elements).reshape(toAt(shape)));
+    return;
+  }
+  if (auto splat = dyn_cast<tensor::SplatOp>(op)) {
+    SmallVector<int64_t> shape =
+        shapeOf(splat.getType(), splat.getDynamicSizes());
+    set(splat.getResult(),
+        get(splat.getInput()).expand(toAt(shape)).contiguous());
+    return;
+  }
+  if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
+    std::vector<Tensor> inputs;
+    for (Value v : concat.getInputs())
+      inputs.push_back(get(v));
+    set(concat.getResult(),
+        at::cat(inputs, static_cast<int64_t>(concat.getDim())));
+    return;
+  }
+  if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+    Value padValue = pad.getConstantPaddingValue();
+    if (!padValue)
+      unsupported("only padding with a value defined outside the region or "
+                  "by a constant is supported");
+    if (padValue.getParentRegion() == &pad.getRegion()) {
+      auto constant = padValue.getDefiningOp<arith::ConstantOp>();
+      if (!constant)
+        unsupported("unsupported padding value");
+      evalConstant(constant);
+    }
+    Tensor source = get(pad.getSource());
+    SmallVector<int64_t> low = resolve(pad.getMixedLowPad());
+    SmallVector<int64_t> high = resolve(pad.getMixedHighPad());
+    SmallVector<int64_t> shape, offsets, strides;
+    for (int64_t d = 0; d < source.dim(); ++d) {
+      if (low[d] < 0 || high[d] < 0)
+        unsupported("negative padding is not supported");
+      shape.push_back(low[d] + source.size(d) + high[d]);
+      offsets.push_back(low[d]);
+      strides.push_back(1);
+    }
+    Tensor result = get(padValue)
+                        .to(source.scalar_type())
+                        .expand(toAt(shape))
+                        .contiguous();
+    SmallVector<int64_t> sizes(source.sizes().begin(), source.sizes().end());
+    slice(result, offsets, sizes, strides).copy_(source);
+    set(pad.getResult(), result);
+    return;
+  }
+  if (auto insert = dyn_cast<tensor::InsertOp>(op)) {
+    Tensor dest = get(insert.getDest()).clone();
+    Tensor view = dest;
+    for (Value v : insert.getIndices()) {
+      int64_t index = get(v).item<int64_t>();
+      if (index < 0 || index >= view.size(0))
+        unsupported("index out of bounds");
+      view = view.select(0, index);
+    }
+    view.copy_(get(insert.getScalar()));
+    set(insert.getResult(), dest);
+    return;
+  }
+  if (auto rank = dyn_cast<tensor::RankOp>(op)) {
+    set(rank.getResult(), at::scalar_tensor(get(rank.getTensor()).dim(),
+                                            at::TensorOptions(at::kLong)));
+    return;
+  }
+  if (auto reshape = dyn_cast<tensor::ReshapeOp>(op)) {
+    Tensor shapeTensor = get(reshape.getShape()).to(at::kLong).contiguous();
+    std::vector<int64_t> shape(shapeTensor.data_ptr<int64_t>(),
+                               shapeTensor.data_ptr<int64_t>() +
+                                   shapeTensor.numel());
+    Tensor source = get(reshape.getSource());
+    int64_t numel = 1;
+    for (int64_t size : shape)
+      numel *= size;
+    if (numel != source.numel())
+      unsupported("the shape does not have the operand's size");
+    set(reshape.getResult(), source.reshape(shape));
+    return;
+  }
+  unsupported("unsupported operation");
+}
+
+LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
+  if (!op.hasPureTensorSemantics())
+    unsupported("only linalg ops on tensors are supported");
+  Block *block = op.getBlock();
+  if (!block)
+    unsupported("the op has no payload");
+  unsigned numLoops = op.getNumLoops();
+  unsigned numInputs = op.getNumDpsInputs();
+  unsigned numInits = op.getNumDpsInits();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps.size() != op->getNumOperands())
+    unsupported("the op does not have one indexing map per operand");
+
+  // Operands and the iteration space.
+  SmallVector<Tensor> operands;
+  SmallVector<int64_t> loopSizes(numLoops, -1);
+  for (OpOperand &operand : op->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    Tensor t = get(operand.get());
+    AffineMap map = maps[i];
+    if (map.getNumDims() != numLoops || map.getNumSymbols() != 0 ||
+        map.getNumResults() != t.dim())
+      unsupported("indexing map " + toString(map) + " does not fit operand #" +
+                  Twine(i));
+    llvm::SmallBitVector seen(numLoops);
+    for (auto [j, expr] : llvm::enumerate(map.getResults())) {
+      if (auto dimExpr = dyn_cast<AffineDimExpr>(expr)) {
+        unsigned d = dimExpr.getPosition();
+        if (seen.test(d))
+          unsupported("indexing map " + toString(map) + " of operand #" +
+                      Twine(i) + " uses loop dimension d" + Twine(d) +
+                      " twice (only projected permutations and constant "
+                      "indices are supported)");
+        seen.set(d);
+        if (loopSizes[d] < 0)
+          loopSizes[d] = t.size(j);
+        else if (loopSizes[d] != t.size(j))
+          unsupported("operand #" + Twine(i) + " has size " +
+                      Twine(t.size(j)) + " in dimension " + Twine(j) +
+                      ", but loop dimension d" + Twine(d) + " has size " +
+                      Twine(loopSizes[d]));
+      } else if (auto c = dyn_cast<AffineConstantExpr>(expr)) {
+        if (c.getValue() < 0 || c.getValue() >= t.size(j))
+          unsupported("constant index " + Twine(c.getValue()) +
+                      " out of bounds in indexing map " + toString(map));
+      } else {
+        unsupported("indexing map " + toString(map) + " of operand #" +
+                    Twine(i) + " is not a projected permutation (result " +
+                    toString(expr) +
+                    "; only projected permutations and constant indices are "
+                    "supported)");
+      }
+    }
+    operands.push_back(t);
+  }
+  for (auto [d, size] : llvm::enumerate(loopSizes))
+    if (size < 0)
+      unsupported("cannot infer the size of loop dimension d" + Twine(d) +
+                  " from the operands");
+
+  unsigned numArgs = block->getNumArguments();
+  if (numArgs != numInputs + numInits && numArgs != numInputs)
+    unsupported("unexpected number of payload arguments");
+  auto yield = dyn_cast<linalg::YieldOp>(block->getTerminator());
+  if (!yield || yield.getNumOperands() != numInits)
+    unsupported("the payload does not yield one value per output");
+
+  // How each output is computed.
+  struct OutputPlan {
+    SmallVector<int64_t> outDims;     // loop dim of each output dimension
+    SmallVector<int64_t> reducedDims; // loop dims not indexing the output
+    Value value;                      // elementwise: yielded; reduce: operand
+    std::optional<Combiner> combiner; // set for reductions
+    bool identity = false;            // reduction yielding the output as is
+  };
+  SmallVector<OutputPlan> plans(numInits);
+  Payload payload;
+  payload.loopSizes = loopSizes;
+  for (unsigned k = 0; k < numInits; ++k) {
+    OutputPlan &plan = plans[k];
+    AffineMap map = maps[numInputs + k];
+    llvm::SmallBitVector used(numLoops);
+    for (AffineExpr expr : map.getResults()) {
+      auto dimExpr = dyn_cast<AffineDimExpr>(expr);
+      if (!dimExpr)
+        unsupported("output indexing map " + toString(map) +
+                    " is not a projected permutation");
+      plan.outDims.push_back(dimExpr.getPosition());
+      used.set(dimExpr.getPosition());
+    }
+    for (unsigned d = 0; d < numLoops; ++d)
+      if (!used.test(d))
+        plan.reducedDims.push_back(d);
+    Value yielded = yield.getOperand(k);
+    Value outArg =
+        numArgs > numInputs + k ? block->getArgument(numInputs + k) : Value();
+    if (plan.reducedDims.empty()) {
+      plan.value = yielded;
+      continue;
+    }
+    if (outArg && yielded == outArg) {
+      plan.identity = true;
+      continue;
+    }
+    Operation *def = yielded.getDefiningOp();
+    std::optional<Combiner> combiner =
+        def && def->getBlock() == block ? getCombiner(def) : std::nullopt;
+    Value other;
+    if (combiner && outArg && def->getNumOperands() == 2 &&
+        yielded.hasOneUse()) {
+      if (def->getOperand(0) == outArg && def->getOperand(1) != outArg)
+        other = def->getOperand(1);
+      else if (def->getOperand(1) == outArg && def->getOperand(0) != outArg)
+        other = def->getOperand(0);
+    }
+    if (!other)
+      unsupported("output #" + Twine(k) +
+                  " is reduced, but the payload does not yield "
+                  "COMBINER(output, value) with a supported combiner "
+                  "(addf/addi, mulf/muli, maximumf/minimumf, maxnumf/minnumf, "
+                  "maxsi/minsi)");
+    plan.value = other;
+    plan.combiner = combiner;
+    payload.combiners.insert(def);
+    payload.reducedOutputs.insert(outArg);
+  }
+  for (const OutputPlan &plan : plans)
+    if (plan.combiner && payload.reducedOutputs.contains(plan.value))
+      unsupported("a reduction combines one output with another");
+
+  auto finish = [&](unsigned k, Tensor t) {
+    set(op->getResult(k), t.to(dtypeOf(op->getResult(k).getType())));
+  };
+
+  // Fast path: a single contraction sum(a * b) is an einsum (matmul,
+  // batch_matmul, matvec, weight gradients), which avoids materializing the
+  // iteration space.
+  if (numInits == 1 && plans[0].combiner == Combiner::Add &&
+      at::isFloatingType(operands[numInputs].scalar_type()) && numLoops <= 52 &&
+      llvm::range_size(block->without_terminator()) == 2) {
+    auto mul = plans[0].value.getDefiningOp<arith::MulFOp>();
+    auto inputArg = [&](Value v) -> std::optional<unsigned> {
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (!arg || arg.getOwner() != block || arg.getArgNumber() >= numInputs)
+        return std::nullopt;
+      return arg.getArgNumber();
+    };
+    std::optional<unsigned> a, b;
+    if (mul && mul->getBlock() == block && mul->hasOneUse()) {
+      a = inputArg(mul.getLhs());
+      b = inputArg(mul.getRhs());
+    }
+    auto letters = [&](AffineMap map) -> std::optional<std::string> {
+      std::string s;
+      for (AffineExpr expr : map.getResults()) {
+        auto dimExpr = dyn_cast<AffineDimExpr>(expr);
+        if (!dimExpr)
+          return std::nullopt;
+        unsigned d = dimExpr.getPosition();
+        s += static_cast<char>(d < 26 ? 'a' + d : 'A' + (d - 26));
+      }
+      return s;
+    };
+    if (a && b) {
+      std::optional<std::string> la = letters(maps[*a]),
+                                 lb = letters(maps[*b]),
+                                 lo = letters(maps[numInputs]);
+      llvm::SmallBitVector covered(numLoops);
+      for (unsigned i : {*a, *b})
+        for (AffineExpr expr : maps[i].getResults())
+          if (auto dimExpr = dyn_cast<AffineDimExpr>(expr))
+            covered.set(dimExpr.getPosition());
+      if (la && lb && lo && covered.all() &&
+          operands[*a].scalar_type() == operands[numInputs].scalar_type() &&
+          operands[*b].scalar_type() == operands[numInputs].scalar_type()) {
+        Tensor init = operands[numInputs];
+        Tensor product =
+            at::einsum(*la + "," + *lb + "->" + *lo,
+                       {operands[*a], operands[*b]});
+        finish(0, init + product.to(init.scalar_type()));
+        return success();
+      }
+    }
+  }
+
+  // General path: bind the payload arguments to the operands broadcast to the
+  // iteration space and evaluate the payload on whole tensors.
+  SmallVector<Value> payloadValues;
+  llvm::scope_exit cleanup([&] {
+    for (Value v : payloadValues)
+      values.erase(v);
+  });
+  for (OpOperand &operand : op->getOpOperands()) {
+    unsigned i = operand.getOperandNumber();
+    if (i >= numArgs)
+      continue;
+    BlockArgument arg = block->getArgument(i);
+    if (payload.reducedOutputs.contains(arg))
+      continue;
+    set(arg, toIterationSpace(operands[i], maps[i], loopSizes));
+    payloadValues.push_back(arg);
+  }
+  for (Operation &inner : block->without_terminator()) {
+    if (payload.combiners.contains(&inner))
+      continue;
+    for (Value v : inner.getOperands())
+      if (payload.reducedOutputs.contains(v))
+        unsupported("the payload uses a reduced output other than in its "
+                    "combiner");
+    if (inner.getNumRegions() != 0)
+      return emitFail(&inner) << "ops with regions inside a linalg payload "
+                                 "are not supported";
+    if (failed(evalOp(&inner, &payload)))
+      return failure();
+    llvm::append_range(payloadValues, inner.getResults());
+  }
+
+  for (auto [k, plan] : llvm::enumerate(plans)) {
+    Tensor init = operands[numInputs + k];
+    if (plan.identity) {
+      finish(k, init);
+      continue;
+    }
+    Tensor t = get(plan.value).expand(toAt(loopSizes));
+    if (!plan.combiner) {
+      finish(k, t.permute(toAt(plan.outDims)).contiguous());
+      continue;
+    }
+    Tensor reduced = reduce(t, plan.reducedDims, *plan.combiner);
+    // `reduced` has the remaining loop dims in increasing order; permute them
+    // into the order of the output's indexing map.
+    SmallVector<int64_t> remaining;
+    for (unsigned d = 0; d < numLoops; ++d)
+      if (!llvm::is_contained(plan.reducedDims, d))
+        remaining.push_back(d);
+    SmallVector<int64_t> perm = llvm::map_to_vector(plan.outDims, [&](int64_t d) {
+      return static_cast<int64_t>(llvm::find(remaining, d) - remaining.begin());
+    });
+    reduced = reduced.permute(toAt(perm)).to(init.scalar_type());
+    finish(k, combine(init, reduced, *plan.combiner));
+  }
+  return success();
+}
+
+LogicalResult Evaluator::evalCall(func::CallOp op) {
+  auto callee =
+      SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, op.getCalleeAttr());
+  if (!callee || callee.isExternal())
+    unsupported("the callee has no body");
+  if (depth >= 64)
+    unsupported("calls nested too deeply");
+  SmallVector<Tensor> args =
+      llvm::map_to_vector(op.getOperands(), [&](Value v) { return get(v); });
+  Evaluator nested(computeType, depth + 1);
+  FailureOr<SmallVector<Tensor>> results = nested.run(callee, args);
+  if (failed(results))
+    return failure();
+  for (auto [result, t] : llvm::zip_equal(op.getResults(), *results))
+    set(result, t);
+  return success();
+}
+
+FailureOr<SmallVector<torch::Tensor>>
+mlir::gacc::evaluateWithTorch(func::FuncOp func, ArrayRef<torch::Tensor> args,
+                              torch::ScalarType computeType) {
+  if (computeType != torch::kFloat32 && computeType != torch::kFloat64)
+    return emitFail(func) << "the compute type must be kFloat32 or kFloat64";
+  return Evaluator(computeType, 0).run(func, args);
+}

@@ -1,0 +1,281 @@
+//===- gacc-run.cpp - compile and run gradient-accumulated steps -*- C++
+//-*-===//
+//
+// gacc-run STEP.mlir --micro-batches=M [pipeline options] [--device=cpu|cuda]
+//   [--steps=K] [--input-dir=DIR] [--output-dir=DIR] [--seed=S] [--trace=FILE]
+//
+// Compiles the training step with gacc-pipeline and gacc-lower-to-cpu, runs
+// it K times (param_out/state_out feed the next step), prints the loss per
+// step and a summary. Under `mpirun -np N` every rank runs its own batch and
+// the sunk all-reduces go through MPI.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StepRunner.h"
+
+#include "gaccrt/gaccrt.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+using namespace gacc;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("gacc-run options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<step.mlir>"),
+                                      cl::Required, cl::cat(category));
+static cl::opt<std::string>
+    entry("entry", cl::desc("Name of the training-step function"), cl::init(""),
+          cl::cat(category));
+static cl::opt<int64_t> microBatches("micro-batches",
+                                     cl::desc("Number of micro-batches m"),
+                                     cl::init(1), cl::cat(category));
+static cl::list<int64_t>
+    microBatchSizes("micro-batch-sizes",
+                    cl::desc("Explicit micro-batch sizes (sum to the batch)"),
+                    cl::CommaSeparated, cl::cat(category));
+static cl::opt<bool> allowStatistics(
+    "allow-micro-batch-statistics",
+    cl::desc("Accept parameter-dependent batch statistics per micro-batch"),
+    cl::init(false), cl::cat(category));
+static cl::opt<std::string>
+    accumulateType("accumulate-type",
+                   cl::desc("Accumulator type for narrower floats (f32)"),
+                   cl::init(""), cl::cat(category));
+static cl::opt<int64_t> bucketBytes("bucket-bytes",
+                                    cl::desc("Maximum bucket size in bytes"),
+                                    cl::init(26214400), cl::cat(category));
+static cl::opt<bool>
+    skipNormalizer("test-skip-global-normalizer",
+                   cl::desc("Test only: a deliberately wrong normalizer"),
+                   cl::init(false), cl::Hidden, cl::cat(category));
+static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
+                                   cl::init("cpu"), cl::cat(category));
+static cl::opt<int64_t> steps("steps", cl::desc("Number of steps"), cl::init(1),
+                              cl::cat(category));
+static cl::opt<std::string>
+    inputDir("input-dir", cl::desc("Read arg<i>.npy (rank<r>/arg<i>.npy)"),
+             cl::init(""), cl::cat(category));
+static cl::opt<std::string>
+    outputDir("output-dir", cl::desc("Write result<j>.npy of the last step"),
+              cl::init(""), cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("Seed of random inputs"),
+                              cl::init(0), cl::cat(category));
+static cl::opt<std::string> traceFile("trace",
+                                      cl::desc("Write a Chrome trace (JSON)"),
+                                      cl::init(""), cl::cat(category));
+static cl::opt<bool> noBlas("no-blas",
+                            cl::desc("Lower matmuls to loops, not OpenBLAS"),
+                            cl::init(false), cl::cat(category));
+static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
+                           cl::init(false), cl::cat(category));
+
+/// Prints an error (with the rank under MPI) and returns exit code 1.
+static int fail(const std::string &message) {
+  if (gaccrt_world_size() > 1)
+    llvm::errs() << "gacc-run: error (rank " << gaccrt_rank()
+                 << "): " << message << "\n";
+  else
+    llvm::errs() << "gacc-run: error: " << message << "\n";
+  llvm::errs().flush();
+  if (gaccrt_world_size() > 1)
+    gaccrt_abort(message.c_str());
+  gaccrt_finalize();
+  return 1;
+}
+
+/// Reads the inputs of this rank from --input-dir.
+static bool readInputs(const CompiledStep &step, std::vector<NpyArray> &inputs,
+                       std::string &error) {
+  int rank = gaccrt_rank(), world = gaccrt_world_size();
+  std::string dir = inputDir;
+  // Per-rank folders, when present, must match the number of ranks.
+  int rankDirs = 0;
+  while (llvm::sys::fs::is_directory(dir + "/rank" + std::to_string(rankDirs)))
+    ++rankDirs;
+  if (rankDirs > 0) {
+    if (rankDirs != world) {
+      error = "'" + dir + "' has per-rank folders rank0..rank" +
+              std::to_string(rankDirs - 1) + " (" + std::to_string(rankDirs) +
+              " ranks) but gacc-run runs with " + std::to_string(world) +
+              " rank" + (world == 1 ? "" : "s");
+      return false;
+    }
+    dir += "/rank" + std::to_string(rank);
+  }
+  for (size_t i = 0; i < step.getArgs().size(); ++i) {
+    std::string path = dir + "/arg" + std::to_string(i) + ".npy";
+    std::string shared = inputDir + "/arg" + std::to_string(i) + ".npy";
+    // A file missing from the rank folder may be shared by all ranks.
+    if (!llvm::sys::fs::exists(path) && llvm::sys::fs::exists(shared))
+      path = shared;
+    if (!llvm::sys::fs::exists(path)) {
+      error = "missing input file '" + path + "' for argument #" +
+              std::to_string(i) + " (" + roleName(step.getArgs()[i].role) + ")";
+      return false;
+    }
+    NpyArray array;
+    if (!readNpy(path, array, error))
+      return false;
+    inputs.push_back(std::move(array));
+  }
+  return step.prepareInputs(inputs, error);
+}
+
+/// Formats a byte count.
+static std::string formatBytes(int64_t bytes) {
+  char buffer[64];
+  if (bytes >= (1 << 20))
+    std::snprintf(buffer, sizeof(buffer), "%.2f MiB", bytes / 1048576.0);
+  else if (bytes >= 1024)
+    std::snprintf(buffer, sizeof(buffer), "%.2f KiB", bytes / 1024.0);
+  else
+    std::snprintf(buffer, sizeof(buffer), "%lld B",
+                  static_cast<long long>(bytes));
+  return buffer;
+}
+
+/// Returns the scalar value of a rank-0 float array.
+static double scalarValue(const NpyArray &array) {
+  NpyArray f64 = convertToDType(array, DType::F64);
+  return f64.data.empty() ? NAN
+                          : *reinterpret_cast<const double *>(f64.data.data());
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "gacc-run: compile a training step with gradient accumulation and run "
+      "it\n");
+  if (gaccrt_init() != 0)
+    return 1;
+  int rank = gaccrt_rank(), world = gaccrt_world_size();
+  bool print = !quiet && rank == 0;
+
+  if (device != "cpu") {
+    if (device == "cuda")
+      return fail("--device=cuda is not available: this gacc-run was built "
+                  "without the CUDA lowering");
+    return fail("unknown --device='" + device + "' (expected cpu or cuda)");
+  }
+  if (steps < 1)
+    return fail("--steps must be at least 1");
+  if (!traceFile.empty())
+    gaccrt_trace_enable(traceFile.c_str());
+
+  StepOptions options;
+  options.entry = entry;
+  options.microBatches = microBatches;
+  options.microBatchSizes.assign(microBatchSizes.begin(),
+                                 microBatchSizes.end());
+  options.allowMicroBatchStatistics = allowStatistics;
+  options.accumulateType = accumulateType;
+  options.bucketBytes = bucketBytes;
+  options.testSkipGlobalNormalizer = skipNormalizer;
+  options.blas = !noBlas;
+  options.traceRegions = !traceFile.empty();
+
+  double compileStart = gaccrt_now_us();
+  std::string error;
+  std::unique_ptr<CompiledStep> step =
+      CompiledStep::compile(inputFile, options, error);
+  if (!step)
+    return fail(error);
+  double compileMs = (gaccrt_now_us() - compileStart) / 1000.0;
+
+  std::vector<NpyArray> inputs;
+  if (!inputDir.empty()) {
+    if (!readInputs(*step, inputs, error))
+      return fail(error);
+  } else {
+    inputs = makeRandomInputs(*step, seed, rank);
+  }
+
+  const auto &args = step->getArgs();
+  const auto &results = step->getResults();
+  int lossIndex = -1;
+  for (size_t j = 0; j < results.size(); ++j)
+    if (results[j].role == Role::Loss)
+      lossIndex = j;
+
+  if (print) {
+    llvm::outs() << "gacc-run: " << step->getName() << " from " << inputFile
+                 << ", batch " << step->getBatchSize() << " per rank, ";
+    if (!microBatchSizes.empty()) {
+      llvm::outs() << "micro-batch sizes ";
+      llvm::interleave(microBatchSizes, llvm::outs(), ",");
+    } else {
+      llvm::outs() << microBatches << " micro-batches";
+    }
+    llvm::outs() << ", " << world << " rank" << (world == 1 ? "" : "s") << " ("
+                 << gaccrt_backend_name() << "), compiled in "
+                 << llvm::format("%.0f", compileMs) << " ms\n";
+  }
+
+  std::vector<NpyArray> outputs;
+  std::vector<double> stepMs;
+  int64_t peak = 0, collectives = 0, bytesReduced = 0;
+  for (int64_t k = 0; k < steps; ++k) {
+    gaccrt_reset_stats();
+    gaccrt_reset_peak();
+    int64_t base = gaccrt_current_bytes();
+    double start = gaccrt_now_us();
+    if (!step->run(inputs, outputs, error))
+      return fail(error);
+    stepMs.push_back((gaccrt_now_us() - start) / 1000.0);
+    peak = std::max(peak, gaccrt_peak_bytes() - base);
+    collectives = gaccrt_collectives_issued();
+    bytesReduced = gaccrt_bytes_reduced();
+    if (print && lossIndex >= 0)
+      llvm::outs() << "step " << k + 1 << ": loss = "
+                   << llvm::format("%.6g", scalarValue(outputs[lossIndex]))
+                   << (world > 1 ? " (rank 0)" : "") << "\n";
+    // Updated parameters and state feed the next step.
+    for (size_t j = 0; j < results.size(); ++j)
+      if (results[j].role == Role::ParamOut ||
+          results[j].role == Role::StateOut)
+        inputs[results[j].index] = outputs[j];
+  }
+
+  if (!outputDir.empty()) {
+    std::string dir = outputDir;
+    if (world > 1)
+      dir += "/rank" + std::to_string(rank);
+    if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+      return fail("cannot create '" + dir + "': " + ec.message());
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      std::string path = dir + "/result" + std::to_string(j) + ".npy";
+      if (!writeNpy(path, outputs[j], error))
+        return fail(error);
+    }
+  }
+
+  if (print) {
+    std::vector<double> sorted = stepMs;
+    std::sort(sorted.begin(), sorted.end());
+    double median = sorted[sorted.size() / 2];
+    double mean = 0;
+    for (double ms : stepMs)
+      mean += ms;
+    mean /= stepMs.size();
+    llvm::outs() << "summary: " << steps << " step" << (steps == 1 ? "" : "s")
+                 << ", time/step median " << llvm::format("%.3f", median)
+                 << " ms (mean " << llvm::format("%.3f", mean) << " ms)"
+                 << ", peak memory " << formatBytes(peak)
+                 << " (runtime-accounted), collectives/step " << collectives
+                 << ", bytes reduced/step " << bytesReduced << "\n";
+    (void)args;
+  }
+  gaccrt_finalize();
+  return 0;
+}
