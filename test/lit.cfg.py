@@ -20,6 +20,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%mlir_lib_dir", config.mlir_lib_dir))
 config.substitutions.append(("%gacc_src_root", config.gacc_src_root))
 config.substitutions.append(("%gacc_obj_root", config.gacc_obj_root))
+config.substitutions.append(("%gacc_bin_dir", config.gacc_tools_dir))
 config.substitutions.append(("%examples", os.path.join(config.gacc_src_root,
                                                        "examples")))
 config.substitutions.append(("%cmake_generator", config.cmake_generator))
@@ -50,6 +51,9 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.gacc_tools_dir, append_path=True)
 
 tool_dirs = [config.gacc_tools_dir, config.llvm_tools_dir]
-tools = ["gacc-opt", "mlir-opt", "mlir-runner", "not",
+config.substitutions.append(
+    ("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
+
+tools = ["gacc-opt", "gacc-run", "mlir-opt", "mlir-runner", "not",
          ToolSubst("%PYTHON", sys.executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -6,7 +6,8 @@
 //   and fused, one-shot bufferization (function boundaries with identity
 //   layouts; shard.all_reduce in place on its bucket, as a runtime call),
 //   results to out-parameters, f32 matmuls to gaccrt_sgemm (beta = 0 for the
-//   first region, 1 when accumulating), buffer deallocation, loops, LLVM.
+//   first region, 1 when accumulating), deallocation after the last use,
+//   loops, LLVM.
 // Heap allocations go through MLIR's generic allocation functions, which the
 // gacc runtime implements with accounting.
 //
@@ -17,7 +18,6 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -54,7 +54,11 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createEraseGridsPass());
   if (options.blas)
     pm.addPass(createMatmulToBlasPass());
-  bufferization::buildBufferDeallocationPipeline(pm);
+  if (options.bufferizeOnly)
+    return;
+  // Free buffers after their last use (not at the end of the step, as the
+  // upstream ownership-based deallocation would).
+  pm.addPass(createDeallocateBuffersPass());
 
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

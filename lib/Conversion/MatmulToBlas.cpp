@@ -114,6 +114,9 @@ struct MatmulToBlasPass
       auto toMatrix = [&](Value v) {
         return memref::CastOp::create(builder, loc, matrixType, v).getResult();
       };
+      // Operands first, then the flags, so that beta sits right before the
+      // call in the IR.
+      Value matA = toMatrix(a), matB = toMatrix(b), matC = toMatrix(c);
       SmallVector<Value> args{
           arith::ConstantIntOp::create(builder, loc, i32, transA),
           arith::ConstantIntOp::create(builder, loc, i32, transB),
@@ -121,9 +124,9 @@ struct MatmulToBlasPass
                                          APFloat(1.0f)),
           arith::ConstantFloatOp::create(builder, loc, Float32Type::get(ctx),
                                          APFloat(beta)),
-          toMatrix(a),
-          toMatrix(b),
-          toMatrix(c)};
+          matA,
+          matB,
+          matC};
       func::CallOp::create(builder, loc, callee, args);
       op.erase();
       for (Operation *d : dead) {

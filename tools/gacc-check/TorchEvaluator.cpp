@@ -172,8 +172,7 @@ struct Unsupported : std::runtime_error {
   throw Unsupported(reason.str());
 }
 
-template <typename T>
-std::string toString(const T &value) {
+template <typename T> std::string toString(const T &value) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << value;
@@ -250,7 +249,16 @@ Tensor castIntUnsigned(const Tensor &t, unsigned fromWidth, at::ScalarType to) {
 }
 
 /// Reduction combiners of linalg payloads: yield COMBINER(out, value).
-enum class Combiner { Add, Mul, MaximumF, MinimumF, MaxNumF, MinNumF, Max, Min };
+enum class Combiner {
+  Add,
+  Mul,
+  MaximumF,
+  MinimumF,
+  MaxNumF,
+  MinNumF,
+  Max,
+  Min
+};
 
 std::optional<Combiner> getCombiner(Operation *op) {
   Type type = op->getNumResults() == 1 ? op->getResult(0).getType() : Type();
@@ -327,7 +335,7 @@ Tensor combine(const Tensor &init, const Tensor &reduced, Combiner combiner) {
 /// size-1 dimensions are inserted for the loops the operand does not use. The
 /// result has one dimension per loop (size 1 where broadcast).
 Tensor toIterationSpace(Tensor t, AffineMap map, ArrayRef<int64_t> loopSizes) {
-  for (int64_t j = map.getNumResults() - 1; j >= 0; --j)
+  for (int64_t j = static_cast<int64_t>(map.getNumResults()) - 1; j >= 0; --j)
     if (auto c = dyn_cast<AffineConstantExpr>(map.getResult(j)))
       t = t.select(j, c.getValue());
   SmallVector<int64_t> dims;
@@ -447,16 +455,16 @@ FailureOr<SmallVector<Tensor>> Evaluator::run(func::FuncOp func,
                             << toString(t.sizes()) << ", but the function "
                             << "expects " << type;
     if (t.scalar_type() != *dtype) {
-      bool bothFloat = at::isFloatingType(t.scalar_type()) &&
-                       at::isFloatingType(*dtype);
+      bool bothFloat =
+          at::isFloatingType(t.scalar_type()) && at::isFloatingType(*dtype);
       bool bothInt = at::isIntegralType(t.scalar_type(), false) &&
                      at::isIntegralType(*dtype, false);
       if (!bothFloat && !bothInt)
         return emitFail(func)
                << "argument #" << i << " has dtype "
                << c10::toString(t.scalar_type()) << ", but the function "
-               << "expects " << type << " (dtype "
-               << c10::toString(*dtype) << ")";
+               << "expects " << type << " (dtype " << c10::toString(*dtype)
+               << ")";
       t = t.to(*dtype);
     }
     set(entry.getArgument(i), t);
@@ -488,8 +496,7 @@ LogicalResult Evaluator::evalOp(Operation *op, Payload *payload) {
                     Twine(result.getResultNumber()) + " was not computed");
       const Tensor &t = it->second;
       if (t.scalar_type() != dtypeOf(result.getType()) ||
-          (!payload &&
-           !gacc::matchesType(t, result.getType(), computeType)))
+          (!payload && !gacc::matchesType(t, result.getType(), computeType)))
         unsupported("internal error: result #" +
                     Twine(result.getResultNumber()) + " has dtype " +
                     c10::toString(t.scalar_type()) + " and shape " +
@@ -507,6 +514,12 @@ LogicalResult Evaluator::evalOp(Operation *op, Payload *payload) {
 }
 
 LogicalResult Evaluator::evalOpImpl(Operation *op, Payload *payload) {
+  auto isSupportedType = [](Type type) {
+    return !isa<ShapedType>(type) || isa<RankedTensorType>(type);
+  };
+  if (!llvm::all_of(op->getOperandTypes(), isSupportedType) ||
+      !llvm::all_of(op->getResultTypes(), isSupportedType))
+    unsupported("only scalars and ranked tensors are supported");
   StringRef dialect = op->getDialect() ? op->getDialect()->getNamespace() : "";
   if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
     evalConstant(constant);
@@ -546,8 +559,8 @@ LogicalResult Evaluator::evalOpImpl(Operation *op, Payload *payload) {
     return evalLinalg(linalgOp);
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
     // One rank: every reduction kind is the identity.
-    set(allReduce.getResult(), get(allReduce.getInput())
-                                   .to(dtypeOf(allReduce.getResult().getType())));
+    set(allReduce.getResult(),
+        get(allReduce.getInput()).to(dtypeOf(allReduce.getResult().getType())));
     return success();
   }
   if (auto call = dyn_cast<func::CallOp>(op))
@@ -572,9 +585,9 @@ void Evaluator::evalConstant(arith::ConstantOp op) {
     return;
   }
   if (auto i = dyn_cast<IntegerAttr>(attr)) {
-    set(op.getResult(), at::scalar_tensor(intValue(i.getValue()),
-                                          at::TensorOptions(at::kLong))
-                            .to(dtype));
+    set(op.getResult(),
+        at::scalar_tensor(intValue(i.getValue()), at::TensorOptions(at::kLong))
+            .to(dtype));
     return;
   }
   auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr);
@@ -591,18 +604,18 @@ void Evaluator::evalConstant(arith::ConstantOp op) {
     std::vector<double> data;
     for (const APFloat &v : dense.getValues<APFloat>())
       data.push_back(FloatAttr::getValueAsDouble(v));
-    set(op.getResult(),
-        at::tensor(data, at::TensorOptions(at::kDouble))
-            .reshape(toAt(shape))
-            .to(dtype));
+    set(op.getResult(), at::tensor(data, at::TensorOptions(at::kDouble))
+                            .reshape(toAt(shape))
+                            .to(dtype));
     return;
   }
   if (!elementType.isIntOrIndex())
     unsupported("unsupported constant element type " + toString(elementType));
   if (dense.isSplat()) {
-    set(op.getResult(), at::full(toAt(shape), intValue(dense.getSplatValue<APInt>()),
-                                 at::TensorOptions(at::kLong))
-                            .to(dtype));
+    set(op.getResult(),
+        at::full(toAt(shape), intValue(dense.getSplatValue<APInt>()),
+                 at::TensorOptions(at::kLong))
+            .to(dtype));
     return;
   }
   std::vector<int64_t> data;
@@ -951,12 +964,11 @@ void Evaluator::evalTensorOp(Operation *op, Payload *payload) {
     return t;
   };
   if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
-    Tensor t = slice(get(extract.getSource()),
-                     resolve(extract.getMixedOffsets()),
-                     resolve(extract.getMixedSizes()),
-                     resolve(extract.getMixedStrides()));
+    Tensor t = slice(
+        get(extract.getSource()), resolve(extract.getMixedOffsets()),
+        resolve(extract.getMixedSizes()), resolve(extract.getMixedStrides()));
     llvm::SmallBitVector dropped = extract.getDroppedDims();
-    for (int64_t d = dropped.size() - 1; d >= 0; --d)
+    for (int64_t d = static_cast<int64_t>(dropped.size()) - 1; d >= 0; --d)
       if (dropped.test(d))
         t = t.squeeze(d);
     set(extract.getResult(), t);
@@ -982,8 +994,7 @@ void Evaluator::evalTensorOp(Operation *op, Payload *payload) {
     }
     if (!view.sizes().equals(source.sizes()))
       unsupported("the source of shape " + toString(source.sizes()) +
-                  " does not fit the slice of shape " +
-                  toString(view.sizes()));
+                  " does not fit the slice of shape " + toString(view.sizes()));
     view.copy_(source.to(dest.scalar_type()));
     set(insert.getResult(), dest);
     return;
@@ -1060,10 +1071,8 @@ void Evaluator::evalTensorOp(Operation *op, Payload *payload) {
       offsets.push_back(low[d]);
       strides.push_back(1);
     }
-    Tensor result = get(padValue)
-                        .to(source.scalar_type())
-                        .expand(toAt(shape))
-                        .contiguous();
+    Tensor result =
+        get(padValue).to(source.scalar_type()).expand(toAt(shape)).contiguous();
     SmallVector<int64_t> sizes(source.sizes().begin(), source.sizes().end());
     slice(result, offsets, sizes, strides).copy_(source);
     set(pad.getResult(), result);
@@ -1141,10 +1150,9 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
         if (loopSizes[d] < 0)
           loopSizes[d] = t.size(j);
         else if (loopSizes[d] != t.size(j))
-          unsupported("operand #" + Twine(i) + " has size " +
-                      Twine(t.size(j)) + " in dimension " + Twine(j) +
-                      ", but loop dimension d" + Twine(d) + " has size " +
-                      Twine(loopSizes[d]));
+          unsupported("operand #" + Twine(i) + " has size " + Twine(t.size(j)) +
+                      " in dimension " + Twine(j) + ", but loop dimension d" +
+                      Twine(d) + " has size " + Twine(loopSizes[d]));
       } else if (auto c = dyn_cast<AffineConstantExpr>(expr)) {
         if (c.getValue() < 0 || c.getValue() >= t.size(j))
           unsupported("constant index " + Twine(c.getValue()) +
@@ -1231,8 +1239,9 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
     payload.reducedOutputs.insert(outArg);
   }
   for (const OutputPlan &plan : plans)
-    if (plan.combiner && payload.reducedOutputs.contains(plan.value))
-      unsupported("a reduction combines one output with another");
+    if (!plan.identity && payload.reducedOutputs.contains(plan.value))
+      unsupported("the payload uses a reduced output other than in its "
+                  "combiner");
 
   auto finish = [&](unsigned k, Tensor t) {
     set(op->getResult(k), t.to(dtypeOf(op->getResult(k).getType())));
@@ -1268,8 +1277,7 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
       return s;
     };
     if (a && b) {
-      std::optional<std::string> la = letters(maps[*a]),
-                                 lb = letters(maps[*b]),
+      std::optional<std::string> la = letters(maps[*a]), lb = letters(maps[*b]),
                                  lo = letters(maps[numInputs]);
       llvm::SmallBitVector covered(numLoops);
       for (unsigned i : {*a, *b})
@@ -1280,9 +1288,8 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
           operands[*a].scalar_type() == operands[numInputs].scalar_type() &&
           operands[*b].scalar_type() == operands[numInputs].scalar_type()) {
         Tensor init = operands[numInputs];
-        Tensor product =
-            at::einsum(*la + "," + *lb + "->" + *lo,
-                       {operands[*a], operands[*b]});
+        Tensor product = at::einsum(*la + "," + *lb + "->" + *lo,
+                                    {operands[*a], operands[*b]});
         finish(0, init + product.to(init.scalar_type()));
         return success();
       }
@@ -1339,9 +1346,11 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
     for (unsigned d = 0; d < numLoops; ++d)
       if (!llvm::is_contained(plan.reducedDims, d))
         remaining.push_back(d);
-    SmallVector<int64_t> perm = llvm::map_to_vector(plan.outDims, [&](int64_t d) {
-      return static_cast<int64_t>(llvm::find(remaining, d) - remaining.begin());
-    });
+    SmallVector<int64_t> perm =
+        llvm::map_to_vector(plan.outDims, [&](int64_t d) {
+          return static_cast<int64_t>(llvm::find(remaining, d) -
+                                      remaining.begin());
+        });
     reduced = reduced.permute(toAt(perm)).to(init.scalar_type());
     finish(k, combine(init, reduced, *plan.combiner));
   }
@@ -1349,8 +1358,8 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
 }
 
 LogicalResult Evaluator::evalCall(func::CallOp op) {
-  auto callee =
-      SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, op.getCalleeAttr());
+  auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+      op, op.getCalleeAttr());
   if (!callee || callee.isExternal())
     unsupported("the callee has no body");
   if (depth >= 64)

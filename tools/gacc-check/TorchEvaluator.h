@@ -1,4 +1,5 @@
-//===- TorchEvaluator.h - evaluate a training step with LibTorch -*- C++ -*-===//
+//===- TorchEvaluator.h - evaluate a training step with LibTorch -*- C++
+//-*-===//
 //
 // Evaluates an untransformed gacc training-step function op by op with
 // LibTorch. This is the reference gacc-check compares compiled steps against:

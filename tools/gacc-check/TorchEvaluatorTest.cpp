@@ -81,8 +81,7 @@ bool argHas(func::FuncOp f, unsigned i, StringRef name) {
   return f.getArgAttr(i, name) != nullptr;
 }
 
-std::optional<int64_t> resultIndex(func::FuncOp f, unsigned j,
-                                   StringRef name) {
+std::optional<int64_t> resultIndex(func::FuncOp f, unsigned j, StringRef name) {
   if (auto attr = f.getResultAttrOfType<IntegerAttr>(j, name))
     return attr.getInt();
   return std::nullopt;
@@ -246,8 +245,8 @@ TEST_F(EvaluatorTest, BadBackwardCheckCase) {
   func::FuncOp f = loadExample("bad_backward.mlir");
   ASSERT_TRUE(f);
   Tensor x = torch::tensor({1.0, 2.0, 3.0, 4.0}, torch::kDouble);
-  std::vector<Tensor> r =
-      evaluate(f, {torch::zeros({}, torch::kDouble), x, 2 * x}, torch::kFloat64);
+  std::vector<Tensor> r = evaluate(
+      f, {torch::zeros({}, torch::kDouble), x, 2 * x}, torch::kFloat64);
   ASSERT_EQ(r.size(), 2u);
   EXPECT_DOUBLE_EQ(r[0].item<double>(), 30.0);
   EXPECT_DOUBLE_EQ(r[1].item<double>(), -15.0);
@@ -256,16 +255,15 @@ TEST_F(EvaluatorTest, BadBackwardCheckCase) {
 TEST_F(EvaluatorTest, Bf16LinearCheckCase) {
   func::FuncOp f = loadExample("bf16_linear.mlir");
   ASSERT_TRUE(f);
-  Tensor x = torch::tensor({{1.0, 0.0, 0.0}, {0.0, 1.0, 0.0}, {0.0, 0.0, 1.0},
-                            {1.0, 1.0, 1.0}});
+  Tensor x = torch::tensor(
+      {{1.0, 0.0, 0.0}, {0.0, 1.0, 0.0}, {0.0, 0.0, 1.0}, {1.0, 1.0, 1.0}});
   Tensor y = torch::tensor({1.0, 2.0, 3.0, 4.0});
   for (auto computeType : {torch::kFloat32, torch::kFloat64}) {
     // In float32 mode the graph computes in bf16 (its own type).
-    auto dtype = computeType == torch::kFloat32 ? torch::kBFloat16
-                                                : torch::kFloat64;
-    std::vector<Tensor> r =
-        evaluate(f, {torch::zeros({3}, dtype), x.to(dtype), y.to(dtype)},
-                 computeType);
+    auto dtype =
+        computeType == torch::kFloat32 ? torch::kBFloat16 : torch::kFloat64;
+    std::vector<Tensor> r = evaluate(
+        f, {torch::zeros({3}, dtype), x.to(dtype), y.to(dtype)}, computeType);
     ASSERT_EQ(r.size(), 2u);
     EXPECT_EQ(r[0].scalar_type(), dtype);
     EXPECT_EQ(r[1].scalar_type(), dtype);
@@ -289,8 +287,7 @@ TEST(FixtureList, KnownFixturesArePresent) {
        {"linear_regression.mlir", "bad_backward.mlir", "mlp.mlir",
         "lm_head_masked.mlir", "batchnorm.mlir", "tied_weights.mlir",
         "adamw_clip.mlir", "bf16_linear.mlir"})
-    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end())
-        << name;
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
 }
 
 TEST_P(FixtureTest, Float32AgreesWithFloat64) {
@@ -388,15 +385,16 @@ TEST_P(FixtureTest, GraphGradientsMatchAutograd) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Examples, FixtureTest, ::testing::ValuesIn(listFixtures()),
-    [](const ::testing::TestParamInfo<std::string> &info) {
-      std::string s = info.param.substr(0, info.param.find('.'));
-      for (char &c : s)
-        if (!std::isalnum(static_cast<unsigned char>(c)))
-          c = '_';
-      return s;
-    });
+INSTANTIATE_TEST_SUITE_P(Examples, FixtureTest,
+                         ::testing::ValuesIn(listFixtures()),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                           std::string s =
+                               info.param.substr(0, info.param.find('.'));
+                           for (char &c : s)
+                             if (!std::isalnum(static_cast<unsigned char>(c)))
+                               c = '_';
+                           return s;
+                         });
 
 //===----------------------------------------------------------------------===//
 // Optimizers inside the graph: param_out from the autograd gradient
@@ -443,7 +441,9 @@ TEST_F(EvaluatorTest, AdamWUpdateMatchesAutograd) {
     evaluateWithAutograd(f, scaled, results, grads);
     ASSERT_EQ(results.size(), 5u);
     // The graph's constants are float32: use the same values.
-    auto c = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+    auto c = [](double v) {
+      return static_cast<double>(static_cast<float>(v));
+    };
     Tensor g = grads[0];
     Tensor norm = g.pow(2).sum().sqrt();
     Tensor gc =
@@ -579,9 +579,8 @@ func.func @slices(%a: tensor<4x6xf32>)
   std::vector<Tensor> r = evaluate(f, {a}, torch::kFloat32);
   ASSERT_EQ(r.size(), 13u);
   EXPECT_TRUE(torch::equal(r[0], a[1]));
-  EXPECT_TRUE(torch::equal(
-      r[1], a.index({torch::indexing::Slice(0, 4, 2),
-                     torch::indexing::Slice(1, 6, 2)})));
+  EXPECT_TRUE(torch::equal(r[1], a.index({torch::indexing::Slice(0, 4, 2),
+                                          torch::indexing::Slice(1, 6, 2)})));
   Tensor ins = torch::zeros({4, 6});
   ins[3] = a[1];
   EXPECT_TRUE(torch::equal(r[2], ins));
@@ -596,8 +595,8 @@ func.func @slices(%a: tensor<4x6xf32>)
   EXPECT_EQ(r[9].dim(), 0);
   EXPECT_TRUE(torch::equal(r[10], torch::cat({r[1], r[1]}, 1)));
   Tensor padded = torch::ones({5, 7});
-  padded.index_put_({torch::indexing::Slice(1, 5), torch::indexing::Slice(0, 6)},
-                    a);
+  padded.index_put_(
+      {torch::indexing::Slice(1, 5), torch::indexing::Slice(0, 6)}, a);
   EXPECT_TRUE(torch::equal(r[11], padded));
   EXPECT_TRUE(torch::equal(
       r[12], torch::tensor({{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}})));
@@ -606,9 +605,8 @@ func.func @slices(%a: tensor<4x6xf32>)
   Tensor ag = a.to(torch::kDouble).requires_grad_(true);
   std::vector<Tensor> rg = evaluate(f, {ag}, torch::kFloat64);
   ASSERT_EQ(rg.size(), 13u);
-  Tensor g = torch::autograd::grad({rg[2].sum() + 2 * rg[1].sum() +
-                                    rg[7] + rg[11].sum()},
-                                   {ag})[0];
+  Tensor g = torch::autograd::grad(
+      {rg[2].sum() + 2 * rg[1].sum() + rg[7] + rg[11].sum()}, {ag})[0];
   Tensor expected = torch::ones({4, 6}, torch::kDouble); // pad
   expected[1] += 1.0;                                    // inserted row
   expected.index({torch::indexing::Slice(0, 4, 2),
@@ -715,9 +713,8 @@ func.func @structured(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>,
   EXPECT_LE(relError(r[4], m.exp()), 1e-15);
   Tensor ij = torch::arange(3, torch::kDouble).unsqueeze(1) * 10 +
               torch::arange(4, torch::kDouble);
-  EXPECT_TRUE(torch::equal(r[5], m.index({torch::indexing::Slice(), 0})
-                                         .unsqueeze(1) +
-                                     ij));
+  EXPECT_TRUE(torch::equal(
+      r[5], m.index({torch::indexing::Slice(), 0}).unsqueeze(1) + ij));
   EXPECT_LE(relError(r[6], m.matmul(v)), 1e-14);
   EXPECT_TRUE(torch::equal(r[7], m));
   EXPECT_LE(relError(r[8], m.exp().matmul(v) + 1), 1e-14);
@@ -725,15 +722,69 @@ func.func @structured(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>,
   EXPECT_TRUE(torch::equal(r[10], 2 * m));
 
   // The same in float32 agrees.
-  std::vector<Tensor> r32 =
-      evaluate(f, {a.to(torch::kFloat), b.to(torch::kFloat),
-                   m.to(torch::kFloat), v.to(torch::kFloat)},
-               torch::kFloat32);
+  std::vector<Tensor> r32 = evaluate(f,
+                                     {a.to(torch::kFloat), b.to(torch::kFloat),
+                                      m.to(torch::kFloat), v.to(torch::kFloat)},
+                                     torch::kFloat32);
   ASSERT_EQ(r32.size(), 11u);
   for (unsigned j = 0; j < 11; ++j) {
     EXPECT_EQ(r32[j].scalar_type(), torch::kFloat);
     EXPECT_LE(relError(r32[j], r[j]), 1e-5) << "result #" << j;
   }
+}
+
+TEST_F(EvaluatorTest, NamedElementwiseAndContractionOps) {
+  func::FuncOp f = parse(R"mlir(
+func.func @named(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>, %bt: tensor<5x4xf32>)
+    -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>,
+        tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>,
+        tensor<3x5xf32>, tensor<3x4xf32>, tensor<3x4xf32>) {
+  %e = tensor.empty() : tensor<3x4xf32>
+  %sub = linalg.sub ins(%a, %b : tensor<3x4xf32>, tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %mul = linalg.mul ins(%a, %b : tensor<3x4xf32>, tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %div = linalg.div ins(%a, %b : tensor<3x4xf32>, tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %max = linalg.max ins(%a, %b : tensor<3x4xf32>, tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %min = linalg.min ins(%a, %b : tensor<3x4xf32>, tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %neg = linalg.negf ins(%a : tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %abs = linalg.abs ins(%a : tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %log = linalg.log ins(%abs : tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e35 = tensor.empty() : tensor<3x5xf32>
+  %z35 = linalg.fill ins(%zero : f32) outs(%e35 : tensor<3x5xf32>) -> tensor<3x5xf32>
+  %mm = linalg.matmul
+      indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                       affine_map<(d0, d1, d2) -> (d1, d2)>,
+                       affine_map<(d0, d1, d2) -> (d0, d1)>]
+      ins(%a, %bt : tensor<3x4xf32>, tensor<5x4xf32>)
+      outs(%z35 : tensor<3x5xf32>) -> tensor<3x5xf32>
+  %sm = linalg.softmax dimension(1) ins(%a : tensor<3x4xf32>)
+          outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %ew = linalg.elementwise kind=#linalg.elementwise_kind<exp>
+          ins(%a : tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %sub, %mul, %div, %max, %min, %neg, %abs, %log, %mm, %sm, %ew
+      : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>,
+        tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>,
+        tensor<3x5xf32>, tensor<3x4xf32>, tensor<3x4xf32>
+}
+)mlir");
+  ASSERT_TRUE(f);
+  torch::manual_seed(7);
+  Tensor a = torch::randn({3, 4}, torch::kDouble);
+  Tensor b = torch::randn({3, 4}, torch::kDouble);
+  Tensor bt = torch::randn({5, 4}, torch::kDouble);
+  std::vector<Tensor> r = evaluate(f, {a, b, bt}, torch::kFloat64);
+  ASSERT_EQ(r.size(), 11u);
+  EXPECT_TRUE(torch::equal(r[0], a - b));
+  EXPECT_TRUE(torch::equal(r[1], a * b));
+  EXPECT_TRUE(torch::equal(r[2], a / b));
+  EXPECT_TRUE(torch::equal(r[3], torch::maximum(a, b)));
+  EXPECT_TRUE(torch::equal(r[4], torch::minimum(a, b)));
+  EXPECT_TRUE(torch::equal(r[5], -a));
+  EXPECT_TRUE(torch::equal(r[6], a.abs()));
+  EXPECT_TRUE(torch::equal(r[7], a.abs().log()));
+  EXPECT_LE(relError(r[8], a.matmul(bt.t())), 1e-14);
+  EXPECT_LE(relError(r[9], torch::softmax(a, 1)), 1e-14);
+  EXPECT_LE(relError(r[10], a.exp()), 1e-15);
 }
 
 TEST_F(EvaluatorTest, ReductionCombiners) {
@@ -901,23 +952,31 @@ func.func @elementwise(%x: tensor<6xf32>, %y: tensor<6xf32>,
   auto same = [](const Tensor &a, const Tensor &b) {
     return torch::allclose(a, b, 1e-6, 1e-6, /*equal_nan=*/true);
   };
-  EXPECT_TRUE(same(r[6], torch::tensor({1.5f, 2.0f, nan, nan, 3.0f, 1.2345678f})));
-  EXPECT_TRUE(same(r[7], torch::tensor({1.5f, 2.0f, 1.0f, 0.25f, 3.0f, 1.2345678f})));
+  EXPECT_TRUE(
+      same(r[6], torch::tensor({1.5f, 2.0f, nan, nan, 3.0f, 1.2345678f})));
+  EXPECT_TRUE(
+      same(r[7], torch::tensor({1.5f, 2.0f, 1.0f, 0.25f, 3.0f, 1.2345678f})));
   EXPECT_TRUE(same(r[8], torch::tensor({1.5f, -2.0f, nan, nan, -1.7f, -0.5f})));
-  EXPECT_TRUE(same(r[9], torch::tensor({1.5f, -2.0f, 1.0f, 0.25f, -1.7f, -0.5f})));
-  EXPECT_TRUE(same(r[10], torch::tensor({1.5f, 2.0f, 1.0f, nan, 3.0f, 1.2345678f})));
-  EXPECT_TRUE(torch::equal(r[11], torch::tensor({3, -3, -3, 3, 0, 0}, torch::kInt)));
-  EXPECT_TRUE(torch::equal(r[12], torch::tensor({1, -1, 1, -1, 0, -3}, torch::kInt)));
-  EXPECT_TRUE(torch::equal(r[13], torch::tensor({3, -4, -4, 3, 0, -1}, torch::kInt)));
-  EXPECT_TRUE(torch::equal(r[14], torch::tensor({4, -3, -3, 4, 0, 0}, torch::kInt)));
+  EXPECT_TRUE(
+      same(r[9], torch::tensor({1.5f, -2.0f, 1.0f, 0.25f, -1.7f, -0.5f})));
+  EXPECT_TRUE(
+      same(r[10], torch::tensor({1.5f, 2.0f, 1.0f, nan, 3.0f, 1.2345678f})));
+  EXPECT_TRUE(
+      torch::equal(r[11], torch::tensor({3, -3, -3, 3, 0, 0}, torch::kInt)));
+  EXPECT_TRUE(
+      torch::equal(r[12], torch::tensor({1, -1, 1, -1, 0, -3}, torch::kInt)));
+  EXPECT_TRUE(
+      torch::equal(r[13], torch::tensor({3, -4, -4, 3, 0, -1}, torch::kInt)));
+  EXPECT_TRUE(
+      torch::equal(r[14], torch::tensor({4, -3, -3, 4, 0, 0}, torch::kInt)));
   // Unsigned: -7 and -3 are huge.
   EXPECT_TRUE(torch::equal(r[15], bools({0, 0, 1, 1, 1, 0})));
   EXPECT_TRUE(torch::equal(r[16], bools({0, 1, 0, 1, 1, 1})));
   EXPECT_TRUE(torch::equal(r[17], i.to(torch::kFloat)));
-  Tensor uf = torch::tensor({7.0, 4294967289.0, 7.0, 4294967289.0, 0.0,
-                             4294967293.0},
-                            torch::kDouble)
-                  .to(torch::kFloat);
+  Tensor uf =
+      torch::tensor({7.0, 4294967289.0, 7.0, 4294967289.0, 0.0, 4294967293.0},
+                    torch::kDouble)
+          .to(torch::kFloat);
   EXPECT_TRUE(torch::equal(r[18], uf));
   // fptosi of NaN is poison: compare the defined lanes only.
   EXPECT_TRUE(torch::equal(r[19].index({torch::indexing::Slice(0, 3)}),
@@ -926,9 +985,9 @@ func.func @elementwise(%x: tensor<6xf32>, %y: tensor<6xf32>,
                            torch::tensor({-1, 0}, torch::kInt)));
   EXPECT_TRUE(same(r[20], x.to(torch::kBFloat16).to(torch::kFloat)));
   EXPECT_FALSE(torch::equal(r[20].index({5}), x.index({5})));
-  EXPECT_TRUE(torch::equal(
-      r[21], torch::tensor(std::vector<int64_t>{7, 4294967289, 7, 4294967289,
-                                                0, 4294967293})));
+  EXPECT_TRUE(
+      torch::equal(r[21], torch::tensor(std::vector<int64_t>{
+                              7, 4294967289, 7, 4294967289, 0, 4294967293})));
   Tensor ax = x.abs();
   Tensor er = torch::erf(torch::exp2(torch::tanh(ax)));
   EXPECT_TRUE(same(r[22], ax.sqrt() + ax.rsqrt() + ax.log1p()));
@@ -1116,13 +1175,14 @@ TEST_F(EvaluatorTest, BadArgumentsAreErrors) {
       f, {w, torch::zeros({4}, torch::kLong), torch::zeros({4})},
       torch::kFloat32);
   EXPECT_NE(diag.find("argument #1 has dtype"), std::string::npos) << diag;
-  diag = evaluateExpectingFailure(
-      f, {w, torch::zeros({4}), torch::zeros({4})}, torch::kFloat16);
+  diag = evaluateExpectingFailure(f, {w, torch::zeros({4}), torch::zeros({4})},
+                                  torch::kFloat16);
   EXPECT_NE(diag.find("compute type"), std::string::npos) << diag;
   // Float arguments of another float dtype are converted.
   std::vector<Tensor> r =
-      evaluate(f, {w.to(torch::kDouble), torch::ones({4}, torch::kDouble),
-                   torch::ones({4})},
+      evaluate(f,
+               {w.to(torch::kDouble), torch::ones({4}, torch::kDouble),
+                torch::ones({4})},
                torch::kFloat32);
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].scalar_type(), torch::kFloat);

@@ -77,6 +77,10 @@ static cl::opt<bool> noBlas("no-blas",
                             cl::init(false), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
                            cl::init(false), cl::cat(category));
+static cl::opt<bool>
+    printResults("print-results",
+                 cl::desc("Print every result of the last step (rank 0)"),
+                 cl::init(false), cl::cat(category));
 
 /// Prints an error (with the rank under MPI) and returns exit code 1.
 static int fail(const std::string &message) {
@@ -201,7 +205,6 @@ int main(int argc, char **argv) {
     inputs = makeRandomInputs(*step, seed, rank);
   }
 
-  const auto &args = step->getArgs();
   const auto &results = step->getResults();
   int lossIndex = -1;
   for (size_t j = 0; j < results.size(); ++j)
@@ -233,6 +236,9 @@ int main(int argc, char **argv) {
     if (!step->run(inputs, outputs, error))
       return fail(error);
     stepMs.push_back((gaccrt_now_us() - start) / 1000.0);
+    if (int64_t leaked = gaccrt_current_bytes() - base)
+      return fail("the compiled step leaked " + std::to_string(leaked) +
+                  " bytes");
     peak = std::max(peak, gaccrt_peak_bytes() - base);
     collectives = gaccrt_collectives_issued();
     bytesReduced = gaccrt_bytes_reduced();
@@ -260,6 +266,17 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (printResults && rank == 0)
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      NpyArray f64 = convertToDType(outputs[j], DType::F64);
+      const auto *values = reinterpret_cast<const double *>(f64.data.data());
+      llvm::outs() << "result " << j << " (" << roleName(results[j].role)
+                   << "): [";
+      for (int64_t k = 0, n = f64.numElements(); k < n; ++k)
+        llvm::outs() << (k ? ", " : "") << llvm::format("%.6g", values[k]);
+      llvm::outs() << "]\n";
+    }
+
   if (print) {
     std::vector<double> sorted = stepMs;
     std::sort(sorted.begin(), sorted.end());
@@ -274,7 +291,6 @@ int main(int argc, char **argv) {
                  << ", peak memory " << formatBytes(peak)
                  << " (runtime-accounted), collectives/step " << collectives
                  << ", bytes reduced/step " << bytesReduced << "\n";
-    (void)args;
   }
   gaccrt_finalize();
   return 0;

@@ -38,6 +38,11 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       *this, "trace-regions",
       llvm::cl::desc("Mark micro-batch regions with runtime trace calls"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> bufferizeOnly{
+      *this, "bufferize-only",
+      llvm::cl::desc("Stop after bufferization, bucket placement and the "
+                     "BLAS calls (to inspect the buffers)"),
+      llvm::cl::init(false)};
 };
 
 /// Adds the CPU lowering of a gradient-accumulated step (after

@@ -40,6 +40,20 @@ def PlaceBucketsPass : Pass<"gacc-place-buckets", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def DeallocateBuffersPass : Pass<"gacc-deallocate-buffers", "ModuleOp"> {
+  let summary = "Free each buffer right after its last use";
+  let description = [{
+    Runs after bufferization on the straight-line steps gacc produces. Each
+    `memref.alloc` whose uses (through views) all lie in its own block and
+    that does not escape (returned, yielded, stored) gets a `memref.dealloc`
+    after the last op in the block that uses it. This frees a micro-batch's
+    activations when its region ends, so peak memory follows b, not B (the
+    upstream ownership-based deallocation frees at the end of the block). A
+    buffer that escapes its block is an error, never a silent leak.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def EraseGridsPass : Pass<"gacc-erase-grids", "ModuleOp"> {
   let summary = "Erase shard.grid symbols no collective refers to any more";
   let description = [{
