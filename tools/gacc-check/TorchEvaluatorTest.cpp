@@ -738,7 +738,8 @@ TEST_F(EvaluatorTest, NamedElementwiseAndContractionOps) {
 func.func @named(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>, %bt: tensor<5x4xf32>)
     -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>,
         tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>,
-        tensor<3x5xf32>, tensor<3x4xf32>, tensor<3x4xf32>) {
+        tensor<3x5xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>,
+        tensor<3x5xf32>) {
   %e = tensor.empty() : tensor<3x4xf32>
   %sub = linalg.sub ins(%a, %b : tensor<3x4xf32>, tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
   %mul = linalg.mul ins(%a, %b : tensor<3x4xf32>, tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
@@ -761,10 +762,20 @@ func.func @named(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>, %bt: tensor<5x4xf32>)
           outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
   %ew = linalg.elementwise kind=#linalg.elementwise_kind<exp>
           ins(%a : tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
-  return %sub, %mul, %div, %max, %min, %neg, %abs, %log, %mm, %sm, %ew
+  %map = linalg.map { arith.addf } ins(%a, %b : tensor<3x4xf32>, tensor<3x4xf32>)
+           outs(%e : tensor<3x4xf32>)
+  %ct = linalg.contract
+      indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>,
+                       affine_map<(d0, d1, d2) -> (d1, d2)>,
+                       affine_map<(d0, d1, d2) -> (d0, d1)>]
+      ins(%a, %bt : tensor<3x4xf32>, tensor<5x4xf32>)
+      outs(%z35 : tensor<3x5xf32>) -> tensor<3x5xf32>
+  return %sub, %mul, %div, %max, %min, %neg, %abs, %log, %mm, %sm, %ew, %map,
+         %ct
       : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>,
         tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>,
-        tensor<3x5xf32>, tensor<3x4xf32>, tensor<3x4xf32>
+        tensor<3x5xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>,
+        tensor<3x5xf32>
 }
 )mlir");
   ASSERT_TRUE(f);
@@ -773,7 +784,7 @@ func.func @named(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>, %bt: tensor<5x4xf32>)
   Tensor b = torch::randn({3, 4}, torch::kDouble);
   Tensor bt = torch::randn({5, 4}, torch::kDouble);
   std::vector<Tensor> r = evaluate(f, {a, b, bt}, torch::kFloat64);
-  ASSERT_EQ(r.size(), 11u);
+  ASSERT_EQ(r.size(), 13u);
   EXPECT_TRUE(torch::equal(r[0], a - b));
   EXPECT_TRUE(torch::equal(r[1], a * b));
   EXPECT_TRUE(torch::equal(r[2], a / b));
@@ -785,6 +796,38 @@ func.func @named(%a: tensor<3x4xf32>, %b: tensor<3x4xf32>, %bt: tensor<5x4xf32>)
   EXPECT_LE(relError(r[8], a.matmul(bt.t())), 1e-14);
   EXPECT_LE(relError(r[9], torch::softmax(a, 1)), 1e-14);
   EXPECT_LE(relError(r[10], a.exp()), 1e-15);
+  EXPECT_TRUE(torch::equal(r[11], a + b));
+  EXPECT_LE(relError(r[12], a.matmul(bt.t())), 1e-14);
+}
+
+TEST_F(EvaluatorTest, MoreTensorOps) {
+  func::FuncOp f = parse(R"mlir(
+func.func @more(%s: f32, %a: tensor<2x3xi64>, %n: index)
+    -> (tensor<2x?xf32>, tensor<2x3xi64>, tensor<3x2xi64>, index) {
+  %sp = tensor.splat %s[%n] : tensor<2x?xf32>
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %v = arith.constant 42 : i64
+  %ins = tensor.insert %v into %a[%c1, %c2] : tensor<2x3xi64>
+  %shape = arith.constant dense<[3, 2]> : tensor<2xi64>
+  %rs = tensor.reshape %a(%shape) : (tensor<2x3xi64>, tensor<2xi64>) -> tensor<3x2xi64>
+  %rk = tensor.rank %a : tensor<2x3xi64>
+  return %sp, %ins, %rs, %rk : tensor<2x?xf32>, tensor<2x3xi64>, tensor<3x2xi64>, index
+}
+)mlir");
+  ASSERT_TRUE(f);
+  Tensor a = torch::arange(6, torch::kLong).reshape({2, 3});
+  std::vector<Tensor> r = evaluate(
+      f, {torch::tensor(2.5f), a, torch::tensor(int64_t(4))}, torch::kFloat32);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_TRUE(torch::equal(r[0], torch::full({2, 4}, 2.5f)));
+  Tensor ins = a.clone();
+  ins[1][2] = 42;
+  EXPECT_TRUE(torch::equal(r[1], ins));
+  EXPECT_TRUE(torch::equal(a, torch::arange(6, torch::kLong).reshape({2, 3})))
+      << "inputs are not modified";
+  EXPECT_TRUE(torch::equal(r[2], a.reshape({3, 2})));
+  EXPECT_EQ(r[3].item<int64_t>(), 2);
 }
 
 TEST_F(EvaluatorTest, ReductionCombiners) {
