@@ -61,6 +61,10 @@ static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
                                    cl::init("cpu"), cl::cat(category));
 static cl::opt<int64_t> steps("steps", cl::desc("Number of steps"), cl::init(1),
                               cl::cat(category));
+static cl::opt<int64_t>
+    warmup("warmup",
+           cl::desc("Leave the first N steps out of the timing summary"),
+           cl::init(0), cl::cat(category));
 static cl::opt<std::string>
     inputDir("input-dir", cl::desc("Read arg<i>.npy (rank<r>/arg<i>.npy)"),
              cl::init(""), cl::cat(category));
@@ -174,6 +178,8 @@ int main(int argc, char **argv) {
   }
   if (steps < 1)
     return fail("--steps must be at least 1");
+  if (warmup < 0 || warmup >= steps)
+    return fail("--warmup must be between 0 and --steps - 1");
   if (!traceFile.empty())
     gaccrt_trace_enable(traceFile.c_str());
 
@@ -235,7 +241,9 @@ int main(int argc, char **argv) {
     double start = gaccrt_now_us();
     if (!step->run(inputs, outputs, error))
       return fail(error);
-    stepMs.push_back((gaccrt_now_us() - start) / 1000.0);
+    double ms = (gaccrt_now_us() - start) / 1000.0;
+    if (k >= warmup)
+      stepMs.push_back(ms);
     if (int64_t leaked = gaccrt_current_bytes() - base)
       return fail("the compiled step leaked " + std::to_string(leaked) +
                   " bytes");
@@ -286,6 +294,7 @@ int main(int argc, char **argv) {
       mean += ms;
     mean /= stepMs.size();
     llvm::outs() << "summary: " << steps << " step" << (steps == 1 ? "" : "s")
+                 << (warmup ? " (" + std::to_string(warmup) + " warm-up)" : "")
                  << ", time/step median " << llvm::format("%.3f", median)
                  << " ms (mean " << llvm::format("%.3f", mean) << " ms)"
                  << ", peak memory " << formatBytes(peak)

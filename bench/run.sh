@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# MLP benchmark: gacc-run (CPU, OpenBLAS) against LibTorch eager gradient
+# accumulation (loss / m, backward, step, zero_grad) of the same MLP, same
+# thread count, same B and m, in this run. Prints a Markdown table.
+#
+#   bench/run.sh [THREADS]      (default 1)
+#
+# Environment: GACC_BUILD_DIR (default build), BENCH_DIMS (default
+# 512,512,512,512,10), BENCH_BATCH (default 256), BENCH_MS (default "1 4 8"),
+# BENCH_STEPS (default 20, after 3 warm-up steps).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+THREADS=${1:-1}
+BUILD=${GACC_BUILD_DIR:-build}
+DIMS=${BENCH_DIMS:-512,512,512,512,10}
+BATCH=${BENCH_BATCH:-256}
+MS=${BENCH_MS:-1 4 8}
+STEPS=${BENCH_STEPS:-20}
+WARMUP=3
+cmake --build "$BUILD" --target gacc-run gacc-bench-torch-mlp > /dev/null
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 bench/gen_mlp.py --batch "$BATCH" --dims "$DIMS" > "$tmp/mlp.mlir"
+export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
+
+blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || echo unknown)
+echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas"
+echo "median of $STEPS steps after $WARMUP warm-up steps; RSS = peak resident set of the whole process (/usr/bin/time -v)"
+echo
+echo "| m | b | gacc ms/step | torch ms/step | gacc / torch | gacc peak RSS | torch peak RSS | gacc accounted peak |"
+echo "|---|---|---|---|---|---|---|---|"
+for m in $MS; do
+  /usr/bin/time -v -o "$tmp/gacc.time" "$BUILD/bin/gacc-run" "$tmp/mlp.mlir" \
+    --micro-batches="$m" --steps=$((STEPS + WARMUP)) --warmup=$WARMUP > "$tmp/gacc.out"
+  /usr/bin/time -v -o "$tmp/torch.time" "$BUILD/bin/gacc-bench-torch-mlp" \
+    --batch "$BATCH" --dims "$DIMS" --micro-batches "$m" --steps "$STEPS" \
+    --warmup $WARMUP --threads "$THREADS" > "$tmp/torch.out"
+  g=$(sed -n 's/.*time\/step median \([0-9.]*\) ms.*/\1/p' "$tmp/gacc.out")
+  t=$(sed -n 's/.*time\/step median \([0-9.]*\) ms.*/\1/p' "$tmp/torch.out")
+  acc=$(sed -n 's/.*peak memory \([0-9.]* [A-Za-z]*\) .*/\1/p' "$tmp/gacc.out")
+  grss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$tmp/gacc.time")
+  trss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$tmp/torch.time")
+  ratio=$(python3 -c "print(f'{$g / $t:.2f}')")
+  echo "| $m | $((BATCH / m)) | $g | $t | $ratio | $((grss / 1024)) MiB | $((trss / 1024)) MiB | $acc |"
+done
