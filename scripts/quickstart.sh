@@ -14,3 +14,22 @@ grep -v '^//' "$EXAMPLE" | sed '/^$/N;/^\n$/D'
 echo
 echo "=== gacc-opt --gacc-pipeline=\"$OPTIONS\" ==="
 build/bin/gacc-opt "$EXAMPLE" --gacc-pipeline="$OPTIONS"
+echo
+echo "=== gacc-run (w = 0, x = (1,2,3,4), y = 2x): loss 30, gradient -30 ==="
+inputs=$(mktemp -d)
+trap 'rm -rf "$inputs"' EXIT
+python3 - "$inputs" <<'PY'
+import struct, sys
+def save(path, values, shape):
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % (
+        "()" if not shape else "(%d,)" % shape[0])
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<%df" % len(values), *values))
+d = sys.argv[1]
+save(d + "/arg0.npy", [0.0], ())
+save(d + "/arg1.npy", [1, 2, 3, 4], (4,))
+save(d + "/arg2.npy", [2, 4, 6, 8], (4,))
+PY
+build/bin/gacc-run "$EXAMPLE" --micro-batch-sizes=3,1 --input-dir="$inputs" --print-results

@@ -82,6 +82,8 @@ public:
   }
 
   LogicalResult build(ArrayRef<int64_t> sizes);
+  /// Builds the step for `size` samples as a new function `name`.
+  FailureOr<func::FuncOp> buildForBatchSize(int64_t size, StringRef name);
 
 private:
   BatchClass kindOf(Value v) const { return analysis.getClass(v); }
@@ -121,6 +123,8 @@ private:
   /// Slices of values that are not per-sample, per region: (value, dim).
   DenseMap<std::pair<Value, int64_t>, Value> slices;
   int64_t offset = 0, size = 0;
+  /// buildForBatchSize: the whole step runs at the new size.
+  bool wholeStepAtSize = false;
 };
 } // namespace
 
@@ -144,7 +148,7 @@ Value MicroBatchBuilder::sliceInvariant(Value v, int64_t dim, int64_t factor) {
              fill && fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>()) {
     Value empty =
         tensor::EmptyOp::create(builder, loc, shape, type.getElementType());
-    Value scalar = outer.lookupOrDefault(fill.getInputs()[0]);
+    Value scalar = lookupInRegion(fill.getInputs()[0]);
     result = linalg::FillOp::create(builder, loc, scalar, empty).getResult(0);
   } else if (auto cst = dyn_cast_or_null<arith::ConstantOp>(def);
              cst && isa<SplatElementsAttr>(cst.getValue())) {
@@ -152,9 +156,10 @@ Value MicroBatchBuilder::sliceInvariant(Value v, int64_t dim, int64_t factor) {
     result = arith::ConstantOp::create(builder, loc, newType,
                                        splat.resizeSplat(newType));
   } else {
-    Value source = kindOf(v) == BatchClass::MicroBatchStatistic
-                       ? inner.lookup(v)
-                       : outer.lookupOrDefault(v);
+    // Batch arguments are sliced from the argument itself; other values
+    // from their copy outside (or, for statistics, inside) the region.
+    Value source = kindOf(v) == BatchClass::PerSample ? outer.lookupOrDefault(v)
+                                                      : lookupInRegion(v);
     SmallVector<OpFoldResult> offsets(type.getRank(), builder.getIndexAttr(0));
     SmallVector<OpFoldResult> sizes,
         strides(type.getRank(), builder.getIndexAttr(1));
@@ -342,7 +347,7 @@ Operation *MicroBatchBuilder::cloneIntoRegion(Operation *op) {
   if (skipGlobalNormalizer)
     rescaleSampleCounts(clone);
   if (kindOf(op) == BatchClass::MicroBatchStatistic &&
-      !opInfo.combiners.empty())
+      !opInfo.combiners.empty() && !wholeStepAtSize)
     rescaleStatistic(op, clone, opInfo);
   return clone;
 }
@@ -552,6 +557,66 @@ LogicalResult MicroBatchBuilder::build(ArrayRef<int64_t> sizes) {
   }
   eraseDeadOps(body);
   return success();
+}
+
+FailureOr<func::FuncOp> MicroBatchBuilder::buildForBatchSize(int64_t newSize,
+                                                             StringRef name) {
+  wholeStepAtSize = true;
+  size = newSize;
+  offset = 0;
+  auto retype = [&](Value v, Type type) -> Type {
+    const BatchValueInfo &vi = analysis.getInfo(v);
+    if (vi.kind != BatchClass::PerSample)
+      return type;
+    auto tensor = cast<RankedTensorType>(type);
+    SmallVector<int64_t> shape(tensor.getShape());
+    shape[vi.dim] = newSize * vi.factor;
+    return RankedTensorType::get(shape, tensor.getElementType());
+  };
+  SmallVector<Type> argTypes, resultTypes;
+  for (BlockArgument arg : func.getArguments())
+    argTypes.push_back(retype(arg, arg.getType()));
+  auto oldReturn = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (Value v : oldReturn.getOperands())
+    resultTypes.push_back(retype(v, v.getType()));
+
+  OpBuilder moduleBuilder(func);
+  moduleBuilder.setInsertionPointAfter(func);
+  auto newFunc = func::FuncOp::create(
+      moduleBuilder, func.getLoc(), name,
+      moduleBuilder.getFunctionType(argTypes, resultTypes));
+  newFunc.setAllArgAttrs(func.getAllArgAttrs());
+  newFunc.setAllResultAttrs(func.getAllResultAttrs());
+  Block *entry = newFunc.addEntryBlock();
+  for (auto [oldArg, newArg] :
+       llvm::zip(func.getArguments(), entry->getArguments())) {
+    inner.map(oldArg, newArg);
+    outer.map(oldArg, newArg);
+  }
+  builder.setInsertionPointToStart(entry);
+  for (Operation &op : func.getBody().front().without_terminator())
+    cloneIntoRegion(&op);
+  SmallVector<Value> results;
+  for (Value v : oldReturn.getOperands())
+    results.push_back(lookupInRegion(v));
+  func::ReturnOp::create(builder, oldReturn.getLoc(), results);
+  // A user's step for b samples normalizes by b: sample counts follow.
+  rescaleSampleCounts(newFunc);
+  eraseDeadOps(*entry);
+  return newFunc;
+}
+
+FailureOr<func::FuncOp>
+mlir::gacc::buildStepForBatchSize(func::FuncOp func,
+                                  const BatchAnalysis &analysis, int64_t size,
+                                  StringRef name) {
+  if (size < 1 || size > analysis.getBatchSize()) {
+    func.emitOpError() << "expected a batch size between 1 and "
+                       << analysis.getBatchSize() << ", got " << size;
+    return failure();
+  }
+  MicroBatchBuilder builder(func, analysis, /*skipGlobalNormalizer=*/false);
+  return builder.buildForBatchSize(size, name);
 }
 
 namespace {

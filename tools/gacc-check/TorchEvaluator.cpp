@@ -366,6 +366,14 @@ public:
       : computeType(computeType), depth(depth) {}
 
   FailureOr<SmallVector<Tensor>> run(func::FuncOp func, ArrayRef<Tensor> args);
+  /// Checks and records the arguments of `func` (the first half of run).
+  LogicalResult bind(func::FuncOp func, ArrayRef<Tensor> args);
+  /// Evaluates one top-level op.
+  LogicalResult step(Operation *op) { return evalOp(op, nullptr); }
+  /// The value computed for `value` (after bind/step).
+  Tensor valueOf(Value value) const { return get(value); }
+  void setValue(Value value, const Tensor &t) { set(value, t); }
+  at::ScalarType dtypeOfType(Type type) const { return dtypeOf(type); }
 
 private:
   /// Evaluates `op` (inside `payload` when not null) and records its results;
@@ -425,8 +433,7 @@ private:
 
 } // namespace
 
-FailureOr<SmallVector<Tensor>> Evaluator::run(func::FuncOp func,
-                                              ArrayRef<Tensor> args) {
+LogicalResult Evaluator::bind(func::FuncOp func, ArrayRef<Tensor> args) {
   if (func.isExternal())
     return emitFail(func) << "the function has no body";
   if (!llvm::hasSingleElement(func.getBody()))
@@ -469,7 +476,14 @@ FailureOr<SmallVector<Tensor>> Evaluator::run(func::FuncOp func,
     }
     set(entry.getArgument(i), t);
   }
+  return success();
+}
 
+FailureOr<SmallVector<Tensor>> Evaluator::run(func::FuncOp func,
+                                              ArrayRef<Tensor> args) {
+  if (failed(bind(func, args)))
+    return failure();
+  Block &entry = func.front();
   for (Operation &op : entry) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       SmallVector<Tensor> results;
@@ -1381,4 +1395,77 @@ mlir::gacc::evaluateWithTorch(func::FuncOp func, ArrayRef<torch::Tensor> args,
   if (computeType != torch::kFloat32 && computeType != torch::kFloat64)
     return emitFail(func) << "the compute type must be kFloat32 or kFloat64";
   return Evaluator(computeType, 0).run(func, args);
+}
+
+FailureOr<SmallVector<SmallVector<torch::Tensor>>>
+mlir::gacc::evaluateWithTorchOnRanks(
+    func::FuncOp func, ArrayRef<SmallVector<torch::Tensor>> rankArgs,
+    torch::ScalarType computeType) {
+  if (computeType != torch::kFloat32 && computeType != torch::kFloat64)
+    return emitFail(func) << "the compute type must be kFloat32 or kFloat64";
+  if (rankArgs.empty())
+    return emitFail(func) << "expected the arguments of at least one rank";
+  // One evaluator per rank, in lockstep over the function's ops; a
+  // collective combines the ranks' operands like the data-parallel run does.
+  std::vector<std::unique_ptr<Evaluator>> ranks;
+  for (ArrayRef<torch::Tensor> args : rankArgs) {
+    ranks.push_back(std::make_unique<Evaluator>(computeType, 0));
+    if (failed(ranks.back()->bind(func, args)))
+      return failure();
+  }
+  for (Operation &op : func.front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      SmallVector<SmallVector<torch::Tensor>> results;
+      for (auto &rank : ranks) {
+        SmallVector<torch::Tensor> values;
+        for (Value v : ret.getOperands())
+          values.push_back(rank->valueOf(v));
+        results.push_back(std::move(values));
+      }
+      return results;
+    }
+    auto allReduce = dyn_cast<shard::AllReduceOp>(op);
+    if (!allReduce) {
+      for (auto &rank : ranks)
+        if (failed(rank->step(&op)))
+          return failure();
+      continue;
+    }
+    try {
+      std::vector<torch::Tensor> inputs;
+      for (auto &rank : ranks)
+        inputs.push_back(rank->valueOf(allReduce.getInput()));
+      torch::Tensor stacked = torch::stack(inputs);
+      torch::Tensor combined;
+      switch (allReduce.getReduction()) {
+      case shard::ReductionKind::Sum:
+        combined = stacked.sum(0);
+        break;
+      case shard::ReductionKind::Average:
+        combined = stacked.mean(0);
+        break;
+      case shard::ReductionKind::Max:
+        combined = std::get<0>(stacked.max(0));
+        break;
+      case shard::ReductionKind::Min:
+        combined = std::get<0>(stacked.min(0));
+        break;
+      case shard::ReductionKind::Product:
+        combined = stacked.prod(0);
+        break;
+      default:
+        return emitFail(&op)
+               << "reduction '"
+               << shard::stringifyReductionKind(allReduce.getReduction())
+               << "' across ranks is not supported";
+      }
+      for (auto &rank : ranks)
+        rank->setValue(
+            allReduce.getResult(),
+            combined.to(rank->dtypeOfType(allReduce.getResult().getType())));
+    } catch (const std::exception &e) {
+      return emitFail(&op) << e.what();
+    }
+  }
+  return emitFail(func) << "the function does not end with func.return";
 }

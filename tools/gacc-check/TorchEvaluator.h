@@ -56,6 +56,15 @@ evaluateWithTorch(func::FuncOp func, ArrayRef<torch::Tensor> args,
 /// type to kDouble; kFloat32 keeps f16/bf16/f32/f64). Integers map to the
 /// signed torch integer of their width (i1 -> kBool, index -> kLong). Returns
 /// std::nullopt for types torch cannot hold.
+/// Evaluates `func` on several data-parallel ranks at once, in lockstep: one
+/// argument list per rank; a `shard.all_reduce` combines the ranks' operands
+/// (sum, average, max, min, product) as the data-parallel run would. With
+/// one rank this is evaluateWithTorch. Returns the results of every rank.
+FailureOr<SmallVector<SmallVector<torch::Tensor>>>
+evaluateWithTorchOnRanks(func::FuncOp func,
+                         ArrayRef<SmallVector<torch::Tensor>> rankArgs,
+                         torch::ScalarType computeType);
+
 std::optional<torch::ScalarType>
 getTorchDType(Type type, torch::ScalarType computeType = torch::kFloat32);
 

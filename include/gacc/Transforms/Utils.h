@@ -50,6 +50,15 @@ Value extractFlatSlice(OpBuilder &builder, Location loc, Value source,
 Value insertFlatSlice(OpBuilder &builder, Location loc, Value source,
                       Value dest, int64_t offset);
 
+/// Builds, next to `func`, the same step written for `size` samples (the
+/// "eager" view of one micro-batch): batch arguments and per-sample values
+/// have `size` samples, and the sample-count constants B and 1/B become size
+/// and 1/size, as a user's step for that batch would normalize. Used by
+/// gacc-check for the eager "loss ÷ m" recipe.
+FailureOr<func::FuncOp> buildStepForBatchSize(func::FuncOp func,
+                                              const BatchAnalysis &analysis,
+                                              int64_t size, StringRef name);
+
 } // namespace mlir::gacc
 
 #endif // GACC_TRANSFORMS_UTILS_H
