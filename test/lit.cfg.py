@@ -54,6 +54,6 @@ tool_dirs = [config.gacc_tools_dir, config.llvm_tools_dir]
 config.substitutions.append(
     ("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
 
-tools = ["gacc-opt", "gacc-run", "mlir-opt", "mlir-runner", "not",
+tools = ["gacc-opt", "gacc-run", "gacc-check", "mlir-opt", "mlir-runner", "not",
          ToolSubst("%PYTHON", sys.executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
