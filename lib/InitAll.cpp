@@ -19,6 +19,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 void mlir::gacc::registerGaccDialects(DialectRegistry &registry) {
   registry.insert<GaccDialect, func::FuncDialect, arith::ArithDialect,
@@ -32,11 +33,14 @@ void mlir::gacc::registerAllGaccPasses() {
   registerGaccPipeline();
   registerGaccConversionPasses();
   registerLowerToCPUPipeline();
+  registerLowerToCUDAPipeline();
 }
 
 void mlir::gacc::registerAllGacc(DialectRegistry &registry) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
+  // gpu-module-to-binary translates kernels to LLVM IR in-process.
+  registerAllToLLVMIRTranslations(registry);
   registerAllPasses();
   registerGaccDialects(registry);
   registerAllGaccPasses();

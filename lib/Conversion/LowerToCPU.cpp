@@ -28,10 +28,10 @@
 using namespace mlir;
 using namespace mlir::gacc;
 
-void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
-                                         const LowerToCPUOptions &options) {
+void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
+                                             bool traceRegions) {
   InlineMicroBatchesPassOptions inlineOptions;
-  inlineOptions.traceRegions = options.traceRegions;
+  inlineOptions.traceRegions = traceRegions;
   pm.addPass(createInlineMicroBatchesPass(inlineOptions));
   pm.addPass(createStripRolesPass());
   pm.addPass(createConvertElementwiseToLinalgPass());
@@ -52,6 +52,11 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createPlaceBucketsPass());
   pm.addPass(createEraseGridsPass());
+}
+
+void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
+                                         const LowerToCPUOptions &options) {
+  buildBufferizedStepPipeline(pm, options.traceRegions);
   if (options.blas)
     pm.addPass(createMatmulToBlasPass());
   if (options.bufferizeOnly)

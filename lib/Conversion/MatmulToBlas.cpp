@@ -71,6 +71,8 @@ static linalg::TransposeOp getPrivateTranspose(Value operand, Operation *user) {
 namespace {
 struct MatmulToBlasPass
     : public gacc::impl::MatmulToBlasPassBase<MatmulToBlasPass> {
+  using MatmulToBlasPassBase::MatmulToBlasPassBase;
+
   void runOnOperation() override {
     SmallVector<linalg::MatmulOp> matmuls;
     getOperation().walk([&](linalg::MatmulOp op) {
@@ -106,8 +108,8 @@ struct MatmulToBlasPass
         beta = 0.0f;
         dead.push_back(fill);
       }
-      func::FuncOp callee = getOrDeclareRuntimeFunction(
-          op, "gaccrt_sgemm",
+      func::FuncOp function = getOrDeclareRuntimeFunction(
+          op, callee,
           FunctionType::get(
               ctx, {i32, i32, f32, f32, matrixType, matrixType, matrixType},
               {}));
@@ -127,7 +129,7 @@ struct MatmulToBlasPass
           matA,
           matB,
           matC};
-      func::CallOp::create(builder, loc, callee, args);
+      func::CallOp::create(builder, loc, function, args);
       op.erase();
       for (Operation *d : dead) {
         Value alloc = isa<linalg::TransposeOp>(d)

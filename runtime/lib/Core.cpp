@@ -330,3 +330,8 @@ void gaccrt_reset_stats(void) {
   collectivesIssued = 0;
   bytesReduced = 0;
 }
+
+void gaccrt_internal_count_collective(int64_t bytes) {
+  collectivesIssued.fetch_add(1, std::memory_order_relaxed);
+  bytesReduced.fetch_add(bytes, std::memory_order_relaxed);
+}

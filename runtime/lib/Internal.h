@@ -11,9 +11,18 @@
 #ifndef GACCRT_LIB_INTERNAL_H
 #define GACCRT_LIB_INTERNAL_H
 
+#include "gaccrt/gaccrt.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
+
+extern "C" {
+/// Counts one collective of `bytes` bytes in gaccrt_collectives_issued and
+/// gaccrt_bytes_reduced: how libgaccrt_cuda's device all-reduce shares the
+/// statistics. Exported (gaccrt_* prefix) but not part of the public API.
+GACCRT_API void gaccrt_internal_count_collective(int64_t bytes);
+}
 
 namespace gaccrt {
 

@@ -45,6 +45,43 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::init(false)};
 };
 
+/// Options of `gacc-lower-to-cuda`.
+struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("GPU architecture of the kernels"),
+      llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX features (PTX ISA version)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::ListOption<int64_t> tileSizes{
+      *this, "tile-sizes",
+      llvm::cl::desc("Threads per block along the innermost parallel loop "
+                     "dimensions (default 32,8)")};
+  PassOptions::Option<bool> traceRegions{
+      *this, "trace-regions",
+      llvm::cl::desc("Mark micro-batch regions with runtime trace calls"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> kernelsOnly{
+      *this, "kernels-only",
+      llvm::cl::desc("Stop once kernels are outlined, before NVVM and LLVM "
+                     "(to inspect launches and runtime calls)"),
+      llvm::cl::init(false)};
+};
+
+/// Adds the common first half of both lowerings: regions inlined, tensor
+/// work fused, one-shot bufferization with in-place accumulators in their
+/// buckets, results as out-parameters.
+void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions);
+
+/// Adds the CUDA lowering of a gradient-accumulated step (after
+/// gacc-pipeline): cuBLAS GEMMs, GPU kernels compiled to PTX for the chip,
+/// NCCL collectives, host code in the LLVM dialect.
+void buildLowerToCUDAPipeline(OpPassManager &pm,
+                              const LowerToCUDAOptions &options);
+
+/// Registers `gacc-lower-to-cuda`.
+void registerLowerToCUDAPipeline();
+
 /// Adds the CPU lowering of a gradient-accumulated step (after
 /// gacc-pipeline) down to the LLVM dialect.
 void buildLowerToCPUPipeline(OpPassManager &pm,

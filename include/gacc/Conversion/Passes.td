@@ -20,6 +20,10 @@ def MatmulToBlasPass : Pass<"gacc-matmul-to-blas", "ModuleOp"> {
     private result of a 2-D `linalg.transpose` is read through the transpose
     flag instead of the copy.
   }];
+  let options = [
+    Option<"callee", "callee", "std::string", /*default=*/"\"gaccrt_sgemm\"",
+           "Runtime function to call (gaccrt_cuda_sgemm for cuBLAS)">,
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
@@ -61,6 +65,31 @@ def EraseGridsPass : Pass<"gacc-erase-grids", "ModuleOp"> {
     they named have no lowering and go away (a grid still referenced is an
     error).
   }];
+}
+
+def GpuPreparePass : Pass<"gacc-gpu-prepare", "ModuleOp"> {
+  let summary = "Prepare a bufferized step for the GPU";
+  let description = [{
+    Runs after bufferization, BLAS calls and deallocation, before linalg is
+    lowered to parallel loops and GPU kernels: buffers become device
+    allocations (`gpu.alloc`/`gpu.dealloc`), copies become `gpu.memcpy`,
+    and collectives call the CUDA runtime (`gaccrt_cuda_all_reduce`, NCCL).
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def GpuSerialKernelsPass : Pass<"gacc-gpu-serial-kernels", "ModuleOp"> {
+  let summary = "Run host loops and scalar code on device memory as kernels";
+  let description = [{
+    After linalg is lowered to loops: every run of host code that reads or
+    writes memory (the serial loops of full reductions, rank-0 updates) is
+    moved into a one-iteration `scf.parallel`, which becomes a one-thread
+    GPU kernel, so that no host code touches device memory.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 #endif // GACC_CONVERSION_PASSES_TD

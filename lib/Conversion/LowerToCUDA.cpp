@@ -1,0 +1,107 @@
+//===- LowerToCUDA.cpp - the gacc-lower-to-cuda pipeline --------*- C++ -*-===//
+//
+// Lowers a gradient-accumulated step (the output of gacc-pipeline) for an
+// NVIDIA GPU:
+//   the bufferized step of the CPU path (in-place accumulators in buckets),
+//   f32 GEMMs as cuBLAS calls (gaccrt_cuda_sgemm: beta = 0 in the first
+//   region, 1 when accumulating), deallocation after the last use, device
+//   allocations and copies, the sunk collectives as NCCL all-reduces per
+//   bucket (gaccrt_cuda_all_reduce), the remaining linalg work as parallel
+//   loops tiled into thread blocks and outlined as GPU kernels, the kernels
+//   through NVVM to PTX for the chip (LLVM's NVPTX back end; ptxas assembles
+//   it), and the host code to the LLVM dialect calling the MLIR GPU runtime
+//   ABI (mgpu*), which gaccrt_cuda implements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::gacc;
+
+void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
+                                          const LowerToCUDAOptions &options) {
+  buildBufferizedStepPipeline(pm, options.traceRegions);
+  MatmulToBlasPassOptions blas;
+  blas.callee = "gaccrt_cuda_sgemm";
+  pm.addPass(createMatmulToBlasPass(blas));
+  pm.addPass(createDeallocateBuffersPass());
+  pm.addPass(createGpuPreparePass());
+
+  // Kernels: parallel loops, tiled into blocks of threads, mapped, outlined.
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createGpuSerialKernelsPass());
+  SmallVector<int64_t> tileSizes(options.tileSizes.begin(),
+                                 options.tileSizes.end());
+  if (tileSizes.empty())
+    tileSizes = {32, 8};
+  // Guards instead of min bounds: launch sizes stay constant.
+  pm.addPass(createParallelLoopTilingPass(tileSizes, /*noMinMaxBounds=*/true));
+  pm.addPass(createGpuMapParallelLoopsPass());
+  pm.addPass(createConvertParallelLoopToGpuPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  if (options.kernelsOnly)
+    return;
+
+  // As upstream's gpu-lower-to-nvvm-pipeline, with the host allocations of
+  // the CPU path (the runtime's accounted allocator is not used: buffers are
+  // gpu.alloc'ed).
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(arith::createArithExpandOpsPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addNestedPass<gpu::GPUModuleOp>(LLVM::createNVVMOptimizeForTargetPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa"; // PTX; the driver JIT-compiles it.
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
+  memrefOptions.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::gacc::registerLowerToCUDAPipeline() {
+  PassPipelineRegistration<LowerToCUDAOptions>(
+      "gacc-lower-to-cuda",
+      "Lower a gradient-accumulated step for an NVIDIA GPU: cuBLAS GEMMs, "
+      "PTX kernels, NCCL collectives, host code in LLVM",
+      buildLowerToCUDAPipeline);
+}

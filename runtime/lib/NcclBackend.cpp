@@ -1,0 +1,308 @@
+//===- NcclBackend.cpp - The NCCL collective backend on device memory -----===//
+//
+// gaccrt_cuda_all_reduce: one ncclAllReduce per accumulator bucket on the
+// communication stream, which first waits (through an event) for the work
+// already issued on the compute stream. The communicator is created on the
+// first multi-rank call: rank 0's ncclGetUniqueId travels to the other ranks
+// through gaccrt's own MPI broadcast. NCCL errors never hang or pass
+// silently: synchronous results are checked, asynchronous ones are polled
+// whenever the host waits for the device (CudaRuntime.cpp), and a failing
+// communicator is aborted with ncclCommAbort before every rank is. One rank
+// needs no NCCL: the data is left as it is, but the call is still validated,
+// counted and traced. Built without NCCL, more than one rank is an error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gaccrt/gaccrt_cuda.h"
+
+#include "CudaInternal.h"
+#include "Internal.h"
+
+#if GACCRT_HAVE_NCCL
+#include <nccl.h>
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 10, 0)
+#error "gaccrt needs NCCL 2.10 or newer (ncclAvg, ncclBfloat16)"
+#endif
+#endif
+
+#include <string>
+
+using namespace gaccrt;
+
+namespace {
+
+const char *const kCaller = "gaccrt_cuda_all_reduce";
+
+const char *dtypeName(int32_t dtype) {
+  switch (dtype) {
+  case GACCRT_F32:
+    return "f32";
+  case GACCRT_F64:
+    return "f64";
+  case GACCRT_BF16:
+    return "bf16";
+  case GACCRT_F16:
+    return "f16";
+  case GACCRT_I32:
+    return "i32";
+  case GACCRT_I64:
+    return "i64";
+  default:
+    return nullptr;
+  }
+}
+
+int64_t dtypeBytes(int32_t dtype) {
+  switch (dtype) {
+  case GACCRT_F64:
+  case GACCRT_I64:
+    return 8;
+  case GACCRT_BF16:
+  case GACCRT_F16:
+    return 2;
+  default:
+    return 4;
+  }
+}
+
+std::string bucketText(int64_t bucket) {
+  return "bucket " + std::to_string(bucket);
+}
+
+/// Aborts unless [data, data + bytes) lies in one device allocation, so a
+/// host pointer or an overrun becomes a message rather than a fault.
+void checkDeviceBuffer(void *data, int64_t bytes, int64_t bucket) {
+  CUdeviceptr pointer = reinterpret_cast<CUdeviceptr>(data);
+  unsigned int memoryType = 0;
+  CUresult result = gCuda.cuPointerGetAttribute(
+      &memoryType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pointer);
+  if (result != CUDA_SUCCESS || memoryType == CU_MEMORYTYPE_HOST)
+    cudaFatal(std::string(kCaller) + ": " + bucketText(bucket) +
+              " is not in device memory (cuPointerGetAttribute: " +
+              (result != CUDA_SUCCESS ? cudaResultText(result)
+                                      : std::string("host memory")) +
+              ")");
+  CUdeviceptr rangeStart = 0;
+  size_t rangeSize = 0;
+  if (gCuda.cuPointerGetAttribute(&rangeStart,
+                                  CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                  pointer) == CUDA_SUCCESS &&
+      gCuda.cuPointerGetAttribute(&rangeSize, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                  pointer) == CUDA_SUCCESS &&
+      rangeSize > 0 &&
+      pointer - rangeStart + static_cast<uint64_t>(bytes) > rangeSize)
+    cudaFatal(std::string(kCaller) + ": " + bucketText(bucket) + " (" +
+              std::to_string(bytes) + " bytes at offset " +
+              std::to_string(pointer - rangeStart) +
+              ") overruns its device allocation of " +
+              std::to_string(rangeSize) + " bytes");
+}
+
+#if GACCRT_HAVE_NCCL
+
+struct NcclState {
+  ncclComm_t comm = nullptr;
+  int rank = 0;
+};
+
+NcclState &ncclState() {
+  static NcclState *state = new NcclState(); // never destroyed
+  return *state;
+}
+
+std::string ncclText(ncclResult_t result, ncclComm_t comm) {
+  std::string text = ncclGetErrorString(result);
+  const char *last = ncclGetLastError(comm);
+  if (last && *last)
+    text += std::string(": ") + last;
+  return text;
+}
+
+/// Aborts the communicator (if any) and all ranks unless `result` is
+/// success.
+void checkNccl(ncclResult_t result, const char *call, const char *caller) {
+  if (result == ncclSuccess)
+    return;
+  NcclState &state = ncclState();
+  abortCollectives(std::string(caller) + ": " + call + " failed on rank " +
+                   std::to_string(state.rank) + ": " +
+                   ncclText(result, state.comm));
+}
+
+ncclDataType_t toNccl(int32_t dtype) {
+  switch (dtype) {
+  case GACCRT_F64:
+    return ncclFloat64;
+  case GACCRT_BF16:
+    return ncclBfloat16;
+  case GACCRT_F16:
+    return ncclFloat16;
+  case GACCRT_I32:
+    return ncclInt32;
+  case GACCRT_I64:
+    return ncclInt64;
+  default:
+    return ncclFloat32;
+  }
+}
+
+/// The communicator over all ranks, created on first use: a collective call,
+/// so every rank gets here in the same all-reduce.
+ncclComm_t communicator(int rank, int worldSize) {
+  NcclState &state = ncclState();
+  if (state.comm)
+    return state.comm;
+  state.rank = rank;
+  ncclUniqueId id{};
+  if (rank == 0)
+    checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId", kCaller);
+  gaccrt_broadcast(&id, static_cast<int64_t>(sizeof(id)), 0);
+  ncclComm_t comm = nullptr;
+  checkNccl(ncclCommInitRank(&comm, worldSize, id, rank), "ncclCommInitRank",
+            kCaller);
+  state.comm = comm;
+  return comm;
+}
+
+#endif // GACCRT_HAVE_NCCL
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Hooks for the waits (CudaInternal.h)
+//===----------------------------------------------------------------------===//
+
+namespace gaccrt {
+
+#if GACCRT_HAVE_NCCL
+
+bool collectiveCommunicatorActive() { return ncclState().comm != nullptr; }
+
+void checkCollectiveErrors(const char *caller) {
+  NcclState &state = ncclState();
+  if (!state.comm)
+    return;
+  ncclResult_t asyncError = ncclSuccess;
+  ncclResult_t result = ncclCommGetAsyncError(state.comm, &asyncError);
+  if (result != ncclSuccess)
+    abortCollectives(std::string(caller) +
+                     ": ncclCommGetAsyncError failed on rank " +
+                     std::to_string(state.rank) + ": " +
+                     ncclText(result, state.comm));
+  if (asyncError != ncclSuccess && asyncError != ncclInProgress)
+    abortCollectives(std::string(caller) +
+                     ": NCCL reported an asynchronous error on rank " +
+                     std::to_string(state.rank) + ": " +
+                     ncclText(asyncError, state.comm) +
+                     "; the communicator was aborted");
+}
+
+void abortCollectives(const std::string &message) {
+  NcclState &state = ncclState();
+  if (ncclComm_t comm = state.comm) {
+    state.comm = nullptr; // the waits stop polling it
+    ncclCommAbort(comm);
+  }
+  cudaFatal(message);
+}
+
+void finalizeCollectives() {
+  NcclState &state = ncclState();
+  if (!state.comm)
+    return;
+  ncclComm_t comm = state.comm;
+  checkNccl(ncclCommDestroy(comm), "ncclCommDestroy", "gaccrt_cuda_finalize");
+  state.comm = nullptr;
+}
+
+#else
+
+bool collectiveCommunicatorActive() { return false; }
+void checkCollectiveErrors(const char *) {}
+void abortCollectives(const std::string &message) { cudaFatal(message); }
+void finalizeCollectives() {}
+
+#endif // GACCRT_HAVE_NCCL
+
+} // namespace gaccrt
+
+//===----------------------------------------------------------------------===//
+// The all-reduce
+//===----------------------------------------------------------------------===//
+
+void gaccrt_cuda_all_reduce(void *device_data, int64_t count, int32_t dtype,
+                            int32_t kind, int64_t bucket) {
+  const char *typeName = dtypeName(dtype);
+  if (!typeName)
+    cudaFatal(std::string(kCaller) + ": unknown dtype " +
+              std::to_string(dtype) + " for " + bucketText(bucket) +
+              " (expected 0=f32, 1=f64, 2=bf16, 3=f16, 4=i32, 5=i64)");
+  if (kind != GACCRT_SUM && kind != GACCRT_AVERAGE)
+    cudaFatal(std::string(kCaller) + ": unknown reduction kind " +
+              std::to_string(kind) + " for " + bucketText(bucket) +
+              " (expected 0=sum, 1=average)");
+  if (count < 0 || (count > 0 && !device_data))
+    cudaFatal(std::string(kCaller) + ": invalid buffer for " +
+              bucketText(bucket) + " (" + std::to_string(count) +
+              " elements at " + (device_data ? "a valid pointer" : "NULL") +
+              ")");
+  bool average = kind == GACCRT_AVERAGE;
+  if (average && (dtype == GACCRT_I32 || dtype == GACCRT_I64))
+    cudaFatal(std::string(kCaller) + ": average of an integer (" + typeName +
+              ") " + bucketText(bucket) + " is not supported; use sum");
+
+  CudaState &cuda = requireCuda(kCaller);
+  int64_t bytes = count * dtypeBytes(dtype);
+  if (count > 0)
+    checkDeviceBuffer(device_data, bytes, bucket);
+  // gaccrt_world_size initializes the core (which resets the statistics)
+  // before this call is counted.
+  const int worldSize = gaccrt_world_size();
+  const int rank = gaccrt_rank();
+  gaccrt_internal_count_collective(bytes);
+
+  bool tracing = gaccrt_trace_enabled() != 0;
+  std::string name = "all-reduce " + bucketText(bucket);
+  std::string args = "{\"bytes\": " + std::to_string(bytes) +
+                     ", \"count\": " + std::to_string(count) +
+                     ", \"kind\": \"" + (average ? "average" : "sum") +
+                     "\", \"dtype\": \"" + typeName +
+                     "\", \"device\": \"cuda\"}";
+  if (worldSize == 1 || count == 0) {
+    if (tracing)
+      gaccrt_trace_complete(name.c_str(), "collective", gaccrt_now_us(), 0.0,
+                            args.c_str());
+    return;
+  }
+
+#if GACCRT_HAVE_NCCL
+  ncclComm_t comm = communicator(rank, worldSize);
+  // The reduction must see everything issued on the compute stream so far.
+  checkCu(gCuda.cuEventRecord(cuda.computeReady, cuda.compute),
+          "cuEventRecord", kCaller);
+  checkCu(gCuda.cuStreamWaitEvent(cuda.comm, cuda.computeReady, 0),
+          "cuStreamWaitEvent", kCaller);
+  CUevent start = nullptr;
+  if (tracing) {
+    start = acquireTimingEvent(kCaller);
+    checkCu(gCuda.cuEventRecord(start, cuda.comm), "cuEventRecord", kCaller);
+  }
+  checkNccl(ncclAllReduce(device_data, device_data, static_cast<size_t>(count),
+                          toNccl(dtype), average ? ncclAvg : ncclSum, comm,
+                          cuda.comm),
+            "ncclAllReduce", kCaller);
+  cuda.collectivesPending = true;
+  if (tracing) {
+    CUevent end = acquireTimingEvent(kCaller);
+    checkCu(gCuda.cuEventRecord(end, cuda.comm), "cuEventRecord", kCaller);
+    addPendingTraceEvent({name, "collective", args, start, end}, kCaller);
+  }
+  checkCollectiveErrors(kCaller);
+#else
+  (void)cuda;
+  (void)rank;
+  cudaFatal(std::string(kCaller) + ": " + bucketText(bucket) +
+            " must be reduced over " + std::to_string(worldSize) +
+            " ranks, but libgaccrt_cuda was built without NCCL");
+#endif
+}
