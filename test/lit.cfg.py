@@ -54,6 +54,15 @@ tool_dirs = [config.gacc_tools_dir, config.llvm_tools_dir]
 config.substitutions.append(
     ("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
 
+# CUDA checks run where the toolkit is (CUDA_HOME or /usr/local/cuda).
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+ptxas = os.path.join(cuda_home, "bin", "ptxas")
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+else:
+    lit_config.note("ptxas not found under %s: CUDA checks are skipped" % cuda_home)
+
 tools = ["gacc-opt", "gacc-run", "gacc-check", "mlir-opt", "mlir-runner", "not",
          ToolSubst("%PYTHON", sys.executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -28,9 +28,21 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::gacc;
+
+/// The CUDA toolkit: the option, else $CUDA_HOME, else /usr/local/cuda.
+static std::string getCudaPath(const LowerToCUDAOptions &options) {
+  if (!options.cudaPath.empty())
+    return options.cudaPath;
+  if (const char *home = std::getenv("CUDA_HOME"))
+    return home;
+  return "/usr/local/cuda";
+}
 
 void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
                                           const LowerToCUDAOptions &options) {
@@ -70,6 +82,11 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   target.chip = options.chip;
   target.features = options.features;
   target.optLevel = 3;
+  // Math functions in kernels call libdevice (__nv_expf, ...).
+  std::string libdevice =
+      getCudaPath(options) + "/nvvm/libdevice/libdevice.10.bc";
+  if (llvm::sys::fs::exists(libdevice))
+    target.linkLibs.push_back(libdevice);
   pm.addPass(createGpuNVVMAttachTarget(target));
   pm.addPass(createLowerAffinePass());
   pm.addPass(createArithToLLVMConversionPass());
@@ -85,7 +102,8 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
 
   pm.addPass(createGpuToLLVMConversionPass());
   GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = "isa"; // PTX; the driver JIT-compiles it.
+  binary.toolkitPath = getCudaPath(options);
+  binary.compilationTarget = options.format;
   pm.addPass(createGpuModuleToBinaryPass(binary));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

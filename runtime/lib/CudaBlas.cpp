@@ -31,8 +31,8 @@ std::string shapeText(int64_t rows, int64_t cols) {
 
 int toInt(int64_t value, const char *what) {
   if (value > INT_MAX || value < INT_MIN)
-    cudaFatal(std::string(kCaller) + ": " + what + " " +
-              std::to_string(value) + " exceeds cuBLAS's 32-bit range");
+    cudaFatal(std::string(kCaller) + ": " + what + " " + std::to_string(value) +
+              " exceeds cuBLAS's 32-bit range");
   return static_cast<int>(value);
 }
 
@@ -49,12 +49,12 @@ struct Temporary {
   }
   float *allocate(int64_t elements, CUstream onStream) {
     stream = onStream;
-    checkCu(gCuda.cuMemAllocAsync(
-                &pointer,
-                static_cast<size_t>(std::max<int64_t>(elements, 1)) *
-                    sizeof(float),
-                stream),
-            "cuMemAllocAsync", kCaller);
+    checkCu(
+        gCuda.cuMemAllocAsync(
+            &pointer,
+            static_cast<size_t>(std::max<int64_t>(elements, 1)) * sizeof(float),
+            stream),
+        "cuMemAllocAsync", kCaller);
     return reinterpret_cast<float *>(pointer);
   }
 };
@@ -68,24 +68,22 @@ void copyView(cublasHandle_t blas, float *view, int64_t rows, int64_t cols,
     for (int64_t i = 0; i < rows; ++i) {
       float *strided = view + i * stride0;
       float *packed = contiguous + i * cols;
-      checkBlas(toContiguous
-                    ? cublasScopy(blas, toInt(cols, "size"), strided,
-                                  toInt(stride1, "stride"), packed, 1)
-                    : cublasScopy(blas, toInt(cols, "size"), packed, 1,
-                                  strided, toInt(stride1, "stride")),
+      checkBlas(toContiguous ? cublasScopy(blas, toInt(cols, "size"), strided,
+                                           toInt(stride1, "stride"), packed, 1)
+                             : cublasScopy(blas, toInt(cols, "size"), packed, 1,
+                                           strided, toInt(stride1, "stride")),
                 "cublasScopy", kCaller);
     }
   } else {
     for (int64_t j = 0; j < cols; ++j) {
       float *strided = view + j * stride1;
       float *packed = contiguous + j;
-      checkBlas(toContiguous
-                    ? cublasScopy(blas, toInt(rows, "size"), strided,
-                                  toInt(stride0, "stride"), packed,
-                                  toInt(cols, "size"))
-                    : cublasScopy(blas, toInt(rows, "size"), packed,
-                                  toInt(cols, "size"), strided,
-                                  toInt(stride0, "stride")),
+      checkBlas(toContiguous ? cublasScopy(blas, toInt(rows, "size"), strided,
+                                           toInt(stride0, "stride"), packed,
+                                           toInt(cols, "size"))
+                             : cublasScopy(blas, toInt(rows, "size"), packed,
+                                           toInt(cols, "size"), strided,
+                                           toInt(stride0, "stride")),
                 "cublasScopy", kCaller);
     }
   }

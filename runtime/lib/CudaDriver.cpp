@@ -68,8 +68,8 @@ bool loadDriver(std::string &error) {
   library.handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!library.handle) {
     const char *reason = dlerror();
-    library.error = std::string("cannot load the CUDA driver library ") +
-                    path + " (" + (reason ? reason : "unknown error") +
+    library.error = std::string("cannot load the CUDA driver library ") + path +
+                    " (" + (reason ? reason : "unknown error") +
                     "); is the NVIDIA driver installed?";
     error = library.error;
     return false;
@@ -87,11 +87,10 @@ bool loadDriver(std::string &error) {
 #undef GACCRT_RESOLVE_REQUIRED
 #undef GACCRT_RESOLVE_OPTIONAL
   if (!missing.empty()) {
-    library.error = std::string("the CUDA driver library ") + path +
-                    " lacks " + missing + " (a driver for CUDA " +
-                    std::to_string(CUDA_VERSION / 1000) + "." +
-                    std::to_string(CUDA_VERSION % 1000 / 10) +
-                    " or newer is needed)";
+    library.error =
+        std::string("the CUDA driver library ") + path + " lacks " + missing +
+        " (a driver for CUDA " + std::to_string(CUDA_VERSION / 1000) + "." +
+        std::to_string(CUDA_VERSION % 1000 / 10) + " or newer is needed)";
     error = library.error;
     return false;
   }
@@ -103,10 +102,42 @@ bool loadDriver(std::string &error) {
 std::string cudaResultText(CUresult result) {
   const char *name = nullptr;
   const char *text = nullptr;
-  if (gCuda.cuGetErrorName)
-    gCuda.cuGetErrorName(result, &name);
-  if (gCuda.cuGetErrorString)
-    gCuda.cuGetErrorString(result, &text);
+  if (gCuda.cuGetErrorName &&
+      gCuda.cuGetErrorName(result, &name) != CUDA_SUCCESS)
+    name = nullptr;
+  if (gCuda.cuGetErrorString &&
+      gCuda.cuGetErrorString(result, &text) != CUDA_SUCCESS)
+    text = nullptr;
+  if (!name) {
+    // A driver that cannot describe its own errors (the stub library, a
+    // broken installation): name the ones that stop initialization here.
+    struct Known {
+      CUresult result;
+      const char *name;
+      const char *text;
+    };
+    static const Known known[] = {
+        {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", nullptr},
+        {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", nullptr},
+        {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", nullptr},
+        {CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY",
+         "the CUDA driver is the toolkit's stub library, not a real driver"},
+        {CUDA_ERROR_DEVICE_UNAVAILABLE, "CUDA_ERROR_DEVICE_UNAVAILABLE",
+         nullptr},
+        {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE",
+         "no CUDA-capable device is detected"},
+        {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", nullptr},
+        {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+         nullptr},
+        {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", nullptr},
+    };
+    for (const Known &entry : known)
+      if (entry.result == result) {
+        name = entry.name;
+        if (!text)
+          text = entry.text;
+      }
+  }
   std::string message =
       name ? name : "CUDA error " + std::to_string(static_cast<int>(result));
   if (text)

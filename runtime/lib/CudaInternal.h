@@ -11,8 +11,8 @@
 #ifndef GACCRT_LIB_CUDAINTERNAL_H
 #define GACCRT_LIB_CUDAINTERNAL_H
 
-#include <cuda.h>
 #include <cublas_v2.h>
+#include <cuda.h>
 
 #include <cstdint>
 #include <mutex>
@@ -127,9 +127,9 @@ struct PendingTraceEvent {
 
 struct CudaState {
   std::mutex initMutex;
-  bool attempted = false;  // an initialization was tried since finalize
-  bool ready = false;      // ... and succeeded
-  std::string unavailable; // why it failed
+  bool attempted = false;   // an initialization was tried since finalize
+  bool ready = false;       // ... and succeeded
+  std::string unavailable;  // why it failed
   int requestedDevice = -1; // mgpuSetDefaultDevice, for lazy initialization
   uint64_t generation = 0;  // incremented by every successful init
 

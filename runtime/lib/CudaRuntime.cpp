@@ -110,8 +110,8 @@ bool recordEpoch(CudaState &state, std::string &error) {
   if (result == CUDA_SUCCESS)
     result = gCuda.cuEventSynchronize(state.epoch);
   if (result != CUDA_SUCCESS) {
-    error = "cuEventRecord/cuEventSynchronize failed: " +
-            cudaResultText(result);
+    error =
+        "cuEventRecord/cuEventSynchronize failed: " + cudaResultText(result);
     return false;
   }
   state.epochUs = gaccrt_now_us();
@@ -157,9 +157,8 @@ bool initialize(CudaState &state, int requested, std::string &error) {
   };
   if ((result = gCuda.cuDeviceGet(&state.cuDevice, ordinal)) != CUDA_SUCCESS)
     return fail("cuDeviceGet", result);
-  if ((result = gCuda.cuDevicePrimaryCtxRetain(&state.context,
-                                               state.cuDevice)) !=
-      CUDA_SUCCESS) {
+  if ((result = gCuda.cuDevicePrimaryCtxRetain(
+           &state.context, state.cuDevice)) != CUDA_SUCCESS) {
     state.context = nullptr;
     return fail("cuDevicePrimaryCtxRetain", result);
   }
@@ -171,8 +170,8 @@ bool initialize(CudaState &state, int requested, std::string &error) {
            CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
            state.cuDevice)) != CUDA_SUCCESS)
     return fail("cuDeviceGetAttribute", result);
-  if ((result = gCuda.cuStreamCreate(&state.compute,
-                                     CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS)
+  if ((result = gCuda.cuStreamCreate(&state.compute, CU_STREAM_NON_BLOCKING)) !=
+      CUDA_SUCCESS)
     return fail("cuStreamCreate", result);
   if ((result = gCuda.cuStreamCreate(&state.comm, CU_STREAM_NON_BLOCKING)) !=
       CUDA_SUCCESS)
@@ -182,11 +181,9 @@ bool initialize(CudaState &state, int requested, std::string &error) {
         CUDA_SUCCESS)
       return fail("cuEventCreate", result);
   for (CUevent *event : {&state.mark, &state.syncEnd, &state.epoch})
-    if ((result = gCuda.cuEventCreate(event, CU_EVENT_DEFAULT)) !=
-        CUDA_SUCCESS)
+    if ((result = gCuda.cuEventCreate(event, CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
       return fail("cuEventCreate", result);
-  if ((result = gCuda.cuEventRecord(state.mark, state.compute)) !=
-      CUDA_SUCCESS)
+  if ((result = gCuda.cuEventRecord(state.mark, state.compute)) != CUDA_SUCCESS)
     return fail("cuEventRecord", result);
   if (!recordEpoch(state, error)) {
     releaseResources(state);
@@ -234,8 +231,7 @@ void pollUntilDone(Query query, const char *queryName, const char *caller) {
     if (result != CUDA_ERROR_NOT_READY)
       checkCu(result, queryName, caller);
     checkCollectiveErrors(caller);
-    double waited =
-        std::chrono::duration<double>(Clock::now() - start).count();
+    double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (timeout > 0 && waited > timeout)
       abortCollectives(std::string(caller) +
                        ": the device did not finish within " +
@@ -292,15 +288,15 @@ void synchronizeAll(CudaState &state, const char *caller) {
 
 void checkBytes(int64_t bytes, const char *caller) {
   if (bytes < 0)
-    cudaFatal(std::string(caller) + ": negative size " +
-              std::to_string(bytes));
+    cudaFatal(std::string(caller) + ": negative size " + std::to_string(bytes));
 }
 
 void checkPointers(const void *dst, const void *src, int64_t bytes,
                    const char *caller) {
   if (bytes > 0 && (!dst || !src))
-    cudaFatal(std::string(caller) + ": NULL " + (dst ? "source" : "destination") +
-              " for " + std::to_string(bytes) + " bytes");
+    cudaFatal(std::string(caller) + ": NULL " +
+              (dst ? "source" : "destination") + " for " +
+              std::to_string(bytes) + " bytes");
 }
 
 /// Enqueues a copy on the compute stream; waits for it when `wait`.
@@ -424,8 +420,8 @@ void *accountedAlloc(int64_t bytes, bool managed, const char *caller) {
                std::to_string(totalBytes) + " bytes free";
     cudaFatal(std::string(caller) + ": " +
               (managed ? "cuMemAllocManaged" : "cuMemAlloc") + " of " +
-              std::to_string(bytes) + " bytes failed: " +
-              cudaResultText(result) + " (" +
+              std::to_string(bytes) +
+              " bytes failed: " + cudaResultText(result) + " (" +
               std::to_string(gaccrt_cuda_current_bytes()) +
               " bytes allocated through gaccrt" + memory + ")");
   }

@@ -73,10 +73,10 @@ void *loadModule(void *data, int optLevel, const char *caller) {
   CUresult result =
       gCuda.cuModuleLoadDataEx(&module, data, optionCount, options, values);
   if (result != CUDA_SUCCESS)
-    cudaFatal(std::string(caller) + ": cuModuleLoadDataEx failed: " +
-              cudaResultText(result) +
-              (errorLog[0] ? std::string("; JIT log:\n") + errorLog
-                           : std::string()));
+    cudaFatal(
+        std::string(caller) +
+        ": cuModuleLoadDataEx failed: " + cudaResultText(result) +
+        (errorLog[0] ? std::string("; JIT log:\n") + errorLog : std::string()));
   return module;
 }
 
@@ -121,11 +121,11 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   CudaState &state = requireCuda(caller);
   CUfunction kernel = asFunction(function);
   auto configuration = [&] {
-    return "kernel " + kernelName(kernel) + " (grid " +
-           std::to_string(gridX) + "x" + std::to_string(gridY) + "x" +
-           std::to_string(gridZ) + ", block " + std::to_string(blockX) + "x" +
-           std::to_string(blockY) + "x" + std::to_string(blockZ) + ", " +
-           std::to_string(smem) + " bytes of dynamic shared memory)";
+    return "kernel " + kernelName(kernel) + " (grid " + std::to_string(gridX) +
+           "x" + std::to_string(gridY) + "x" + std::to_string(gridZ) +
+           ", block " + std::to_string(blockX) + "x" + std::to_string(blockY) +
+           "x" + std::to_string(blockZ) + ", " + std::to_string(smem) +
+           " bytes of dynamic shared memory)";
   };
   for (intptr_t dimension : {gridX, gridY, gridZ, blockX, blockY, blockZ})
     if (dimension <= 0 || static_cast<uint64_t>(dimension) > UINT_MAX)
@@ -156,9 +156,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   }
 }
 
-void *mgpuStreamCreate(void) {
-  return requireCuda("mgpuStreamCreate").compute;
-}
+void *mgpuStreamCreate(void) { return requireCuda("mgpuStreamCreate").compute; }
 
 void mgpuStreamDestroy(void *stream) {
   const char *caller = "mgpuStreamDestroy";
@@ -176,17 +174,17 @@ void mgpuStreamSynchronize(void *stream) {
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
   const char *caller = "mgpuStreamWaitEvent";
-  checkCu(gCuda.cuStreamWaitEvent(resolveStream(stream, caller),
-                                  asEvent(event), 0),
-          "cuStreamWaitEvent", caller);
+  checkCu(
+      gCuda.cuStreamWaitEvent(resolveStream(stream, caller), asEvent(event), 0),
+      "cuStreamWaitEvent", caller);
 }
 
 void *mgpuEventCreate(void) {
   const char *caller = "mgpuEventCreate";
   requireCuda(caller);
   CUevent event = nullptr;
-  checkCu(gCuda.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
-          "cuEventCreate", caller);
+  checkCu(gCuda.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate",
+          caller);
   return event;
 }
 
@@ -243,8 +241,7 @@ void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
           "cuMemsetD32Async", caller);
 }
 
-void mgpuMemset16(void *dst, unsigned short value, size_t count,
-                  void *stream) {
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
   const char *caller = "mgpuMemset16";
   CUstream onStream = resolveStream(stream, caller);
   if (count == 0)

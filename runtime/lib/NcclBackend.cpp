@@ -185,16 +185,14 @@ void checkCollectiveErrors(const char *caller) {
   ncclResult_t asyncError = ncclSuccess;
   ncclResult_t result = ncclCommGetAsyncError(state.comm, &asyncError);
   if (result != ncclSuccess)
-    abortCollectives(std::string(caller) +
-                     ": ncclCommGetAsyncError failed on rank " +
-                     std::to_string(state.rank) + ": " +
-                     ncclText(result, state.comm));
+    abortCollectives(
+        std::string(caller) + ": ncclCommGetAsyncError failed on rank " +
+        std::to_string(state.rank) + ": " + ncclText(result, state.comm));
   if (asyncError != ncclSuccess && asyncError != ncclInProgress)
-    abortCollectives(std::string(caller) +
-                     ": NCCL reported an asynchronous error on rank " +
-                     std::to_string(state.rank) + ": " +
-                     ncclText(asyncError, state.comm) +
-                     "; the communicator was aborted");
+    abortCollectives(
+        std::string(caller) + ": NCCL reported an asynchronous error on rank " +
+        std::to_string(state.rank) + ": " + ncclText(asyncError, state.comm) +
+        "; the communicator was aborted");
 }
 
 void abortCollectives(const std::string &message) {
@@ -278,8 +276,8 @@ void gaccrt_cuda_all_reduce(void *device_data, int64_t count, int32_t dtype,
 #if GACCRT_HAVE_NCCL
   ncclComm_t comm = communicator(rank, worldSize);
   // The reduction must see everything issued on the compute stream so far.
-  checkCu(gCuda.cuEventRecord(cuda.computeReady, cuda.compute),
-          "cuEventRecord", kCaller);
+  checkCu(gCuda.cuEventRecord(cuda.computeReady, cuda.compute), "cuEventRecord",
+          kCaller);
   checkCu(gCuda.cuStreamWaitEvent(cuda.comm, cuda.computeReady, 0),
           "cuStreamWaitEvent", kCaller);
   CUevent start = nullptr;

@@ -36,6 +36,7 @@
 #endif
 
 int gaccrtCudaSkippedDeviceTests = 0;
+extern "C" int gaccrtCudaTestCallFromC(void);
 
 namespace {
 
@@ -141,6 +142,10 @@ TEST(CudaWithoutDevice, QueriesNeedNoDevice) {
       testing::ExitedWithCode(0), "");
 }
 
+TEST(CudaWithoutDevice, HeaderWorksFromC) {
+  EXPECT_EQ(gaccrtCudaTestCallFromC(), 0);
+}
+
 /// A call that needs a device and the function its message must name.
 struct DeviceCall {
   const char *function;
@@ -166,8 +171,8 @@ std::vector<DeviceCall> deviceCalls() {
        [] { gaccrt_cuda_elapsed_ms_since_mark(); }},
       {"gaccrt_cuda_sgemm",
        [=] {
-         gaccrt_cuda_sgemm(0, 0, 1.0f, 0.0f, f, f, 0, 2, 2, 2, 1, f, f, 0, 2,
-                           2, 2, 1, f, f, 0, 2, 2, 2, 1);
+         gaccrt_cuda_sgemm(0, 0, 1.0f, 0.0f, f, f, 0, 2, 2, 2, 1, f, f, 0, 2, 2,
+                           2, 1, f, f, 0, 2, 2, 2, 1);
        }},
       {"gaccrt_cuda_all_reduce",
        [=] { gaccrt_cuda_all_reduce(fake, 4, GACCRT_F32, GACCRT_SUM, 0); }},
@@ -183,8 +188,8 @@ std::vector<DeviceCall> deviceCalls() {
        [=] { mgpuModuleGetFunction(fake, "gaccrt_test_axpy"); }},
       {"mgpuLaunchKernel",
        [=] {
-         mgpuLaunchKernel(fake, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr,
-                          nullptr, 0);
+         mgpuLaunchKernel(fake, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr,
+                          0);
        }},
       {"mgpuStreamCreate", [] { mgpuStreamCreate(); }},
       {"mgpuStreamDestroy", [=] { mgpuStreamDestroy(fake); }},
@@ -251,7 +256,8 @@ TEST(CudaWithoutDevice, InvalidArgumentsAreReportedFirst) {
                           3, 1, f, f, 0, 2, 3, 3, 1);
       },
       "gaccrt: error: gaccrt_cuda_sgemm: shapes do not agree for C = op\\(A\\) "
-      "\\* op\\(B\\): A is 2x3; B is 2x3; C is 2x3 \\(expected 2x3 from op\\(A\\) "
+      "\\* op\\(B\\): A is 2x3; B is 2x3; C is 2x3 \\(expected 2x3 from "
+      "op\\(A\\) "
       "2x3 and op\\(B\\) 2x3\\)");
   EXPECT_DEATH(
       {
@@ -374,7 +380,7 @@ TEST_F(CudaDevice, CopiesRoundTripAndAreAccounted) {
 enum class Layout { Contiguous, SubView, ColumnMajor, Strided };
 
 struct Matrix {
-  int64_t rows, cols, offset, stride0, stride1;
+  int64_t rows, cols, offset = 0, stride0 = 0, stride1 = 0;
   std::vector<float> storage;
   Matrix(int64_t r, int64_t c, Layout layout, std::mt19937 &random)
       : rows(r), cols(c) {
@@ -478,8 +484,8 @@ TEST_F(CudaDevice, SgemmWithEmptyInnerDimensionScalesC) {
                           4.0f};
   DeviceBuffer dc(c.data(), 16);
   float *none = nullptr;
-  gaccrt_cuda_sgemm(0, 0, 1.0f, 0.0f, none, none, 0, 2, 0, 0, 1, none, none,
-                    0, 0, 2, 2, 1, dc.floats(), dc.floats(), 0, 2, 2, 2, 1);
+  gaccrt_cuda_sgemm(0, 0, 1.0f, 0.0f, none, none, 0, 2, 0, 0, 1, none, none, 0,
+                    0, 2, 2, 1, dc.floats(), dc.floats(), 0, 2, 2, 2, 1);
   EXPECT_EQ(dc.read<float>(4), std::vector<float>(4, 0.0f));
 }
 
@@ -532,8 +538,8 @@ TEST_F(CudaDevice, AllReduceOnOneRankIsIdentityButCountedAndTraced) {
   gaccrt_cuda_all_reduce(di64.pointer, n, GACCRT_I64, GACCRT_SUM, 6);
   gaccrt_cuda_all_reduce(nullptr, 0, GACCRT_F32, GACCRT_SUM, 7);
   EXPECT_EQ(gaccrt_collectives_issued(), 8);
-  EXPECT_EQ(gaccrt_bytes_reduced(), 2 * n * 4 + n * 8 + 2 * n * 2 + n * 4 +
-                                        n * 8);
+  EXPECT_EQ(gaccrt_bytes_reduced(),
+            2 * n * 4 + n * 8 + 2 * n * 2 + n * 4 + n * 8);
   EXPECT_EQ(d32.read<float>(n), f32);
   EXPECT_EQ(d64.read<double>(n), f64);
   EXPECT_EQ(dbf.read<uint16_t>(n), bf16);
@@ -667,7 +673,8 @@ TEST_F(CudaDevice, MgpuFailuresNameTheCall) {
       },
       "gaccrt: error: mgpuModuleGetFunction: cuModuleGetFunction of kernel "
       "'no_such_kernel' failed: CUDA_ERROR_");
-  EXPECT_DEATH(launchAxpyWithTooLargeBlock(),
+  EXPECT_DEATH(
+      launchAxpyWithTooLargeBlock(),
       "gaccrt: error: mgpuLaunchKernel: cuLaunchKernel of kernel "
       "'gaccrt_test_axpy' \\(grid 1x1x1, block 4096x1x1, 0 bytes of dynamic "
       "shared memory\\) failed: CUDA_ERROR_");

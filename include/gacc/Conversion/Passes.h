@@ -53,6 +53,16 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
   PassOptions::Option<std::string> features{
       *this, "features", llvm::cl::desc("PTX features (PTX ISA version)"),
       llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> cudaPath{
+      *this, "cuda-path",
+      llvm::cl::desc("CUDA toolkit (libdevice for math functions, ptxas for "
+                     "format=bin); default $CUDA_HOME or /usr/local/cuda"),
+      llvm::cl::init("")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Kernel binary format: isa (PTX, JIT-compiled by the "
+                     "driver) or bin (cubin, assembled by ptxas)"),
+      llvm::cl::init("isa")};
   PassOptions::ListOption<int64_t> tileSizes{
       *this, "tile-sizes",
       llvm::cl::desc("Threads per block along the innermost parallel loop "

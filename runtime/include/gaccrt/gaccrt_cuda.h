@@ -164,11 +164,10 @@ GACCRT_API void *mgpuModuleLoad(void *data, size_t gpuBlobSize);
 GACCRT_API void *mgpuModuleLoadJIT(void *data, int optLevel);
 GACCRT_API void mgpuModuleUnload(void *module);
 GACCRT_API void *mgpuModuleGetFunction(void *module, const char *name);
-GACCRT_API void mgpuLaunchKernel(void *function, intptr_t gridX,
-                                 intptr_t gridY, intptr_t gridZ,
-                                 intptr_t blockX, intptr_t blockY,
-                                 intptr_t blockZ, int32_t smem, void *stream,
-                                 void **params, void **extra,
+GACCRT_API void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                                 intptr_t gridZ, intptr_t blockX,
+                                 intptr_t blockY, intptr_t blockZ, int32_t smem,
+                                 void *stream, void **params, void **extra,
                                  size_t paramsCount);
 GACCRT_API void *mgpuStreamCreate(void);
 GACCRT_API void mgpuStreamDestroy(void *stream);

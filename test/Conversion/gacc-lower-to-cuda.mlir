@@ -1,0 +1,40 @@
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda="kernels-only" | FileCheck %s
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=4" --gacc-lower-to-cuda | FileCheck %s --check-prefix=PTX
+
+// The CUDA lowering of linear-step.mlir (B = 8, m = 2): the bucket and every
+// buffer in device memory; the weight-gradient GEMM as cuBLAS with beta = 0
+// in region 0 and beta = 1 in region 1; the rest as kernels with real launch
+// configurations (32 x 8 threads for 2-D loops); exactly one NCCL all-reduce
+// of the bucket after the final region; no host code touching device memory.
+
+// CHECK-LABEL: func.func @linear
+// CHECK:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:         %[[BUCKET:.*]] = gpu.alloc () : memref<32xi8>
+// CHECK-NOT:     memref.alloc
+// CHECK-NOT:     memref.load
+// CHECK:         call @gaccrt_trace_region_begin
+// CHECK:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ZERO]],
+// CHECK:         gpu.launch_func @linear_kernel{{.*}} blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c32, %c8, %c1)
+// CHECK:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ZERO]],
+// CHECK:         call @gaccrt_trace_region_end
+// CHECK:         call @gaccrt_trace_region_begin
+// CHECK:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ZERO]],
+// CHECK:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ONE]],
+// CHECK:         call @gaccrt_trace_region_end
+// CHECK-NOT:     call @gaccrt_cuda_all_reduce
+// CHECK:         call @gaccrt_cuda_all_reduce(%{{.*}}, %c8_i64, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i32, i32, i64) -> ()
+// CHECK-NOT:     call @gaccrt_cuda_all_reduce
+// CHECK-NOT:     memref.load
+// CHECK:         gpu.memcpy
+// CHECK:         return
+// CHECK:       gpu.module @linear_kernel
+// CHECK:         gpu.func @linear_kernel({{.*}}) kernel
+
+// Fully lowered: host code in LLVM, kernels as PTX for sm_90.
+// PTX:     llvm.func @linear
+// PTX:     llvm.call @gaccrt_cuda_sgemm
+// PTX:     gpu.launch_func
+// PTX:     llvm.call @gaccrt_cuda_all_reduce
+// PTX-NOT: llvm.call @gaccrt_cuda_all_reduce
+// PTX:     gpu.binary @linear_kernel {{.*}}#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80"{{.*}}assembly = "{{.*}}.target sm_90
