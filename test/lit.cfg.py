@@ -63,6 +63,14 @@ if os.path.exists(ptxas):
 else:
     lit_config.note("ptxas not found under %s: CUDA checks are skipped" % cuda_home)
 
+if config.gacc_have_cuda_runtime:
+    config.available_features.add("gaccrt-cuda")
+# A usable NVIDIA device (the driver's device node) for the GPU-only checks.
+if os.path.exists("/dev/nvidia0"):
+    config.available_features.add("cuda-device")
+if config.gacc_build_check:
+    config.available_features.add("gacc-check")
+
 tools = ["gacc-opt", "gacc-run", "gacc-check", "mlir-opt", "mlir-runner", "not",
          ToolSubst("%PYTHON", sys.executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -182,6 +182,9 @@ void waitForEvent(CUevent event, const char *caller);
 /// Timing events for device-side trace events.
 CUevent acquireTimingEvent(const char *caller);
 void addPendingTraceEvent(PendingTraceEvent event, const char *caller);
+/// Adds the pending trace events that have completed to the trace; call it
+/// right after waiting for the compute stream (it may re-anchor the epoch).
+void flushTraceEvents(const char *caller);
 
 /// Accounted allocation and free (gaccrt_cuda_alloc, mgpuMemAlloc).
 void *accountedAlloc(int64_t bytes, bool managed, const char *caller);

@@ -274,6 +274,10 @@ void resolveTraceEvents(CudaState &state, size_t count, const char *caller) {
                                static_cast<std::ptrdiff_t>(count));
 }
 
+/// Re-anchors the epoch at most this often outside gaccrt_cuda_synchronize,
+/// so that the float milliseconds of event times stay precise in long runs.
+constexpr double kEpochRefreshUs = 1e6;
+
 /// Waits for both streams, then resolves the trace events and re-anchors the
 /// epoch on the now idle device.
 void synchronizeAll(CudaState &state, const char *caller) {
@@ -312,8 +316,11 @@ void copy(void *dst, const void *src, int64_t bytes, bool wait,
                               reinterpret_cast<CUdeviceptr>(src),
                               static_cast<size_t>(bytes), stream),
           "cuMemcpyAsync", caller);
-  if (wait)
+  if (wait) {
     waitForStream(stream, caller);
+    if (!cudaState().pendingTrace.empty())
+      flushTraceEvents(caller);
+  }
 }
 
 } // namespace
@@ -400,6 +407,23 @@ void addPendingTraceEvent(PendingTraceEvent event, const char *caller) {
   state.pendingTrace.push_back(std::move(event));
   if (state.pendingTrace.size() > kMaxPendingTraceEvents)
     resolveTraceEvents(state, kMaxPendingTraceEvents / 2, caller);
+}
+
+void flushTraceEvents(const char *caller) {
+  CudaState &state = cudaState();
+  size_t done = 0;
+  while (done < state.pendingTrace.size() &&
+         gCuda.cuEventQuery(state.pendingTrace[done].end) == CUDA_SUCCESS)
+    ++done;
+  resolveTraceEvents(state, done, caller);
+  if (state.pendingTrace.empty() &&
+      gaccrt_now_us() - state.epochUs > kEpochRefreshUs) {
+    // No event refers to the old epoch any more, and the compute stream is
+    // idle (the caller just waited for it).
+    std::string error;
+    if (!recordEpoch(state, error))
+      cudaFatal(std::string(caller) + ": " + error);
+  }
 }
 
 void *accountedAlloc(int64_t bytes, bool managed, const char *caller) {

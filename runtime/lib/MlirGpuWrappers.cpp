@@ -169,7 +169,13 @@ void mgpuStreamDestroy(void *stream) {
 
 void mgpuStreamSynchronize(void *stream) {
   const char *caller = "mgpuStreamSynchronize";
-  waitForStream(resolveStream(stream, caller), caller);
+  CUstream onStream = resolveStream(stream, caller);
+  waitForStream(onStream, caller);
+  // The compiled step ends by waiting here: its device trace events are
+  // complete now.
+  CudaState &state = cudaState();
+  if (onStream == state.compute && !state.pendingTrace.empty())
+    flushTraceEvents(caller);
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {

@@ -513,6 +513,22 @@ TEST_F(CudaDevice, SgemmIsTracedWithDeviceTimes) {
       << trace;
 }
 
+TEST_F(CudaDevice, TraceEventsAreAddedWhenTheStepWaits) {
+  // Compiled steps end with mgpuStreamSynchronize, not with
+  // gaccrt_cuda_synchronize: completed events are added there too.
+  std::string path = testing::TempDir() + "gaccrt-cuda-stream-trace.json";
+  gaccrt_trace_enable(path.c_str());
+  std::vector<float> ones(4, 1.0f);
+  DeviceBuffer a(ones.data(), 16), b(ones.data(), 16), c(nullptr, 16);
+  gaccrt_cuda_sgemm(0, 0, 1.0f, 0.0f, a.floats(), a.floats(), 0, 2, 2, 2, 1,
+                    b.floats(), b.floats(), 0, 2, 2, 2, 1, c.floats(),
+                    c.floats(), 0, 2, 2, 2, 1);
+  mgpuStreamSynchronize(mgpuStreamCreate());
+  ASSERT_EQ(gaccrt_trace_write(), 0);
+  gaccrt_trace_enable(nullptr);
+  EXPECT_NE(readFile(path).find("\"name\":\"sgemm 2x2x2\""), std::string::npos);
+}
+
 TEST_F(CudaDevice, AllReduceOnOneRankIsIdentityButCountedAndTraced) {
   std::string path = testing::TempDir() + "gaccrt-cuda-allreduce-trace.json";
   gaccrt_trace_enable(path.c_str());

@@ -16,6 +16,9 @@
 #include "gacc/InitAll.h"
 #include "gacc/Transforms/Passes.h"
 #include "gaccrt/gaccrt.h"
+#ifdef GACC_HAVE_CUDA
+#include "gaccrt/gaccrt_cuda.h"
+#endif
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -38,6 +41,22 @@
 using namespace mlir;
 
 namespace gacc {
+
+bool isCudaBuilt() {
+#ifdef GACC_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+void finalizeRuntime() {
+#ifdef GACC_HAVE_CUDA
+  if (gaccrt_cuda_available())
+    gaccrt_cuda_finalize();
+#endif
+  gaccrt_finalize();
+}
 
 const char *roleName(Role role) {
   switch (role) {
@@ -306,10 +325,29 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
   pipeline.bucketBytes = options.bucketBytes;
   pipeline.testSkipGlobalNormalizer = options.testSkipGlobalNormalizer;
   mlir::gacc::buildGaccPipeline(pm, pipeline);
-  mlir::gacc::LowerToCPUOptions lowering;
-  lowering.blas = options.blas;
-  lowering.traceRegions = options.traceRegions;
-  mlir::gacc::buildLowerToCPUPipeline(pm, lowering);
+  if (options.device == "cuda") {
+#ifdef GACC_HAVE_CUDA
+    if (gaccrt_cuda_init(-1) != 0) {
+      error = "--device=cuda: no usable CUDA device (see the message above)";
+      return nullptr;
+    }
+    step->cuda = true;
+    mlir::gacc::LowerToCUDAOptions lowering;
+    lowering.traceRegions = options.traceRegions;
+    mlir::gacc::buildLowerToCUDAPipeline(pm, lowering);
+#else
+    error = "--device=cuda is not available: gacc was built without CUDA";
+    return nullptr;
+#endif
+  } else if (options.device == "cpu") {
+    mlir::gacc::LowerToCPUOptions lowering;
+    lowering.blas = options.blas;
+    lowering.traceRegions = options.traceRegions;
+    mlir::gacc::buildLowerToCPUPipeline(pm, lowering);
+  } else {
+    error = "unknown device '" + options.device + "' (expected cpu or cuda)";
+    return nullptr;
+  }
   if (failed(pm.run(module))) {
     error = "compiling '" + path + "' failed";
     return nullptr;
@@ -345,6 +383,35 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
             reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc));
         add("_mlir_memref_to_llvm_free",
             reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
+#ifdef GACC_HAVE_CUDA
+        add("gaccrt_cuda_sgemm", reinterpret_cast<void *>(&gaccrt_cuda_sgemm));
+        add("gaccrt_cuda_all_reduce",
+            reinterpret_cast<void *>(&gaccrt_cuda_all_reduce));
+        add("mgpuModuleLoad", reinterpret_cast<void *>(&mgpuModuleLoad));
+        add("mgpuModuleLoadJIT", reinterpret_cast<void *>(&mgpuModuleLoadJIT));
+        add("mgpuModuleUnload", reinterpret_cast<void *>(&mgpuModuleUnload));
+        add("mgpuModuleGetFunction",
+            reinterpret_cast<void *>(&mgpuModuleGetFunction));
+        add("mgpuLaunchKernel", reinterpret_cast<void *>(&mgpuLaunchKernel));
+        add("mgpuStreamCreate", reinterpret_cast<void *>(&mgpuStreamCreate));
+        add("mgpuStreamDestroy", reinterpret_cast<void *>(&mgpuStreamDestroy));
+        add("mgpuStreamSynchronize",
+            reinterpret_cast<void *>(&mgpuStreamSynchronize));
+        add("mgpuStreamWaitEvent",
+            reinterpret_cast<void *>(&mgpuStreamWaitEvent));
+        add("mgpuEventCreate", reinterpret_cast<void *>(&mgpuEventCreate));
+        add("mgpuEventDestroy", reinterpret_cast<void *>(&mgpuEventDestroy));
+        add("mgpuEventSynchronize",
+            reinterpret_cast<void *>(&mgpuEventSynchronize));
+        add("mgpuEventRecord", reinterpret_cast<void *>(&mgpuEventRecord));
+        add("mgpuMemAlloc", reinterpret_cast<void *>(&mgpuMemAlloc));
+        add("mgpuMemFree", reinterpret_cast<void *>(&mgpuMemFree));
+        add("mgpuMemcpy", reinterpret_cast<void *>(&mgpuMemcpy));
+        add("mgpuMemset32", reinterpret_cast<void *>(&mgpuMemset32));
+        add("mgpuMemset16", reinterpret_cast<void *>(&mgpuMemset16));
+        add("mgpuSetDefaultDevice",
+            reinterpret_cast<void *>(&mgpuSetDefaultDevice));
+#endif
         return symbols;
       });
   return step;
@@ -413,6 +480,17 @@ bool CompiledStep::run(const std::vector<NpyArray> &inputs,
     addBuffer(args[i].shape, dtypeSize(args[i].dtype), inputs[i].data.data());
   for (const TensorInfo &result : results)
     addBuffer(result.shape, dtypeSize(result.dtype), nullptr);
+  // On the GPU the step takes device buffers: copy the host ones over.
+  std::vector<void *> hostData;
+#ifdef GACC_HAVE_CUDA
+  if (cuda)
+    for (auto &buffer : buffers) {
+      hostData.push_back(buffer->data);
+      void *device = gaccrt_cuda_alloc(std::max<int64_t>(buffer->bytes, 1));
+      gaccrt_cuda_memcpy_h2d(device, buffer->data, buffer->bytes);
+      buffer->data = device;
+    }
+#endif
 
   // Descriptor fields: allocated, aligned, offset, sizes, strides.
   std::vector<int64_t> fields;
@@ -453,10 +531,50 @@ bool CompiledStep::run(const std::vector<NpyArray> &inputs,
   for (size_t j = 0; j < results.size(); ++j) {
     const Buffer &buffer = *buffers[args.size() + j];
     NpyArray out = makeArray(results[j].dtype, results[j].shape);
+#ifdef GACC_HAVE_CUDA
+    if (cuda) {
+      gaccrt_cuda_memcpy_d2h(out.data.data(), buffer.data, buffer.bytes);
+      outputs.push_back(std::move(out));
+      continue;
+    }
+#endif
     std::memcpy(out.data.data(), buffer.data, buffer.bytes);
     outputs.push_back(std::move(out));
   }
+#ifdef GACC_HAVE_CUDA
+  if (cuda)
+    for (auto [buffer, host] : llvm::zip(buffers, hostData)) {
+      gaccrt_cuda_free(buffer->data);
+      buffer->data = host;
+    }
+#endif
   return true;
+}
+
+int64_t CompiledStep::currentBytes() const {
+#ifdef GACC_HAVE_CUDA
+  if (cuda)
+    return gaccrt_cuda_current_bytes();
+#endif
+  return gaccrt_current_bytes();
+}
+
+int64_t CompiledStep::peakBytes() const {
+#ifdef GACC_HAVE_CUDA
+  if (cuda)
+    return gaccrt_cuda_peak_bytes();
+#endif
+  return gaccrt_peak_bytes();
+}
+
+void CompiledStep::resetPeak() const {
+#ifdef GACC_HAVE_CUDA
+  if (cuda) {
+    gaccrt_cuda_reset_peak();
+    return;
+  }
+#endif
+  gaccrt_reset_peak();
 }
 
 std::vector<NpyArray> makeRandomInputs(const CompiledStep &step, uint64_t seed,

@@ -61,7 +61,16 @@ struct StepOptions {
   bool testSkipGlobalNormalizer = false;
   bool blas = true;
   bool traceRegions = true;
+  /// "cpu" or "cuda".
+  std::string device = "cpu";
 };
+
+/// Returns true when this build has the CUDA lowering and runtime.
+bool isCudaBuilt();
+
+/// Finalizes the runtime: the CUDA backend (NCCL communicator, device trace
+/// events) when it was used, then gaccrt (trace file, MPI).
+void finalizeRuntime();
 
 /// A step compiled for the host.
 class CompiledStep {
@@ -85,6 +94,13 @@ public:
   /// with a message naming the argument when they do not fit.
   bool prepareInputs(std::vector<NpyArray> &inputs, std::string &error) const;
 
+  /// Memory accounting of the device the step runs on: the runtime-accounted
+  /// heap of the compiled code on the CPU, device memory on CUDA.
+  int64_t currentBytes() const;
+  int64_t peakBytes() const;
+  void resetPeak() const;
+  bool isCuda() const { return cuda; }
+
   /// Runs one step. `inputs` must have been prepared.
   bool run(const std::vector<NpyArray> &inputs, std::vector<NpyArray> &outputs,
            std::string &error);
@@ -94,6 +110,7 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl;
   std::string name;
+  bool cuda = false;
   std::vector<TensorInfo> args, results;
   int64_t batchSize = 0;
 };

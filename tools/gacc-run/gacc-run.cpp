@@ -96,7 +96,7 @@ static int fail(const std::string &message) {
   llvm::errs().flush();
   if (gaccrt_world_size() > 1)
     gaccrt_abort(message.c_str());
-  gaccrt_finalize();
+  finalizeRuntime();
   return 1;
 }
 
@@ -170,12 +170,8 @@ int main(int argc, char **argv) {
   int rank = gaccrt_rank(), world = gaccrt_world_size();
   bool print = !quiet && rank == 0;
 
-  if (device != "cpu") {
-    if (device == "cuda")
-      return fail("--device=cuda is not available: this gacc-run was built "
-                  "without the CUDA lowering");
+  if (device != "cpu" && device != "cuda")
     return fail("unknown --device='" + device + "' (expected cpu or cuda)");
-  }
   if (steps < 1)
     return fail("--steps must be at least 1");
   if (warmup < 0 || warmup >= steps)
@@ -194,6 +190,7 @@ int main(int argc, char **argv) {
   options.testSkipGlobalNormalizer = skipNormalizer;
   options.blas = !noBlas;
   options.traceRegions = !traceFile.empty();
+  options.device = device;
 
   double compileStart = gaccrt_now_us();
   std::string error;
@@ -236,18 +233,18 @@ int main(int argc, char **argv) {
   int64_t peak = 0, collectives = 0, bytesReduced = 0;
   for (int64_t k = 0; k < steps; ++k) {
     gaccrt_reset_stats();
-    gaccrt_reset_peak();
-    int64_t base = gaccrt_current_bytes();
+    step->resetPeak();
+    int64_t base = step->currentBytes();
     double start = gaccrt_now_us();
     if (!step->run(inputs, outputs, error))
       return fail(error);
     double ms = (gaccrt_now_us() - start) / 1000.0;
     if (k >= warmup)
       stepMs.push_back(ms);
-    if (int64_t leaked = gaccrt_current_bytes() - base)
+    if (int64_t leaked = step->currentBytes() - base)
       return fail("the compiled step leaked " + std::to_string(leaked) +
                   " bytes");
-    peak = std::max(peak, gaccrt_peak_bytes() - base);
+    peak = std::max(peak, step->peakBytes() - base);
     collectives = gaccrt_collectives_issued();
     bytesReduced = gaccrt_bytes_reduced();
     if (print && lossIndex >= 0)
@@ -298,9 +295,11 @@ int main(int argc, char **argv) {
                  << ", time/step median " << llvm::format("%.3f", median)
                  << " ms (mean " << llvm::format("%.3f", mean) << " ms)"
                  << ", peak memory " << formatBytes(peak)
-                 << " (runtime-accounted), collectives/step " << collectives
+                 << (step->isCuda() ? " (device, with inputs and results)"
+                                    : " (runtime-accounted)")
+                 << ", collectives/step " << collectives
                  << ", bytes reduced/step " << bytesReduced << "\n";
   }
-  gaccrt_finalize();
+  finalizeRuntime();
   return 0;
 }

@@ -102,9 +102,11 @@ GACCRT_API void gaccrt_cuda_reset_peak(void);
 /*===--- Synchronization and timing ---------------------------------------===*/
 
 /** Waits until the communication and compute streams are idle (polling
- *  NCCL's asynchronous errors while waiting), then adds the device-side trace
- *  events recorded since the last synchronization (GEMMs and all-reduces,
- *  with the times they ran on the device) to the trace. */
+ *  NCCL's asynchronous errors while waiting), then adds the pending
+ *  device-side trace events (GEMMs and all-reduces, with the times they ran
+ *  on the device) to the trace. (Events already complete are also added
+ *  whenever the host waits for the compute stream: mgpuStreamSynchronize,
+ *  blocking copies.) */
 GACCRT_API void gaccrt_cuda_synchronize(void);
 /** Records the timing mark on the compute stream (gaccrt_cuda_init sets the
  *  first one). */
