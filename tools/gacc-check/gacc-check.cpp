@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PipelineFlags.h"
 #include "StepRunner.h"
 #include "TorchEvaluator.h"
 
@@ -49,39 +50,12 @@ using ::gacc::DType;
 using ::gacc::NpyArray;
 using ::gacc::Role;
 
-static cl::OptionCategory category("gacc-check options");
+static cl::OptionCategory &category = ::gacc::getToolFlagCategory();
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<step.mlir>"),
                                       cl::Required, cl::cat(category));
-static cl::opt<std::string>
-    entry("entry", cl::desc("Name of the training-step function"), cl::init(""),
-          cl::cat(category));
-static cl::opt<int64_t> microBatches("micro-batches",
-                                     cl::desc("Number of micro-batches m"),
-                                     cl::init(1), cl::cat(category));
-static cl::list<int64_t>
-    microBatchSizes("micro-batch-sizes",
-                    cl::desc("Explicit micro-batch sizes (sum to the batch)"),
-                    cl::CommaSeparated, cl::cat(category));
-static cl::opt<bool> allowStatistics(
-    "allow-micro-batch-statistics",
-    cl::desc("Accept parameter-dependent batch statistics per micro-batch"),
-    cl::init(false), cl::cat(category));
-static cl::opt<std::string>
-    accumulateType("accumulate-type",
-                   cl::desc("Accumulator type for narrower floats (f32)"),
-                   cl::init(""), cl::cat(category));
-static cl::opt<int64_t> bucketBytes("bucket-bytes",
-                                    cl::desc("Maximum bucket size in bytes"),
-                                    cl::init(26214400), cl::cat(category));
-static cl::opt<bool> skipNormalizer(
-    "test-skip-global-normalizer",
-    cl::desc("Test only: compile with a deliberately wrong normalizer"),
-    cl::init(false), cl::cat(category));
 static cl::opt<int> ranks("ranks",
                           cl::desc("Run the compiled step on N MPI ranks"),
                           cl::init(1), cl::cat(category));
-static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
-                                   cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string>
     inputDir("input-dir", cl::desc("Read arg<i>.npy (rank<r>/arg<i>.npy)"),
              cl::init(""), cl::cat(category));
@@ -177,17 +151,6 @@ static std::string preview(const torch::Tensor &t) {
   return flat.numel() == 1 ? s : s + "]";
 }
 
-/// The micro-batch sizes the compiler uses (gacc-micro-batch's rule).
-static std::vector<int64_t> microBatchSizesFor(int64_t batch) {
-  if (!microBatchSizes.empty())
-    return {microBatchSizes.begin(), microBatchSizes.end()};
-  int64_t m = std::max<int64_t>(1, std::min<int64_t>(microBatches, batch));
-  std::vector<int64_t> sizes(m, batch / m);
-  for (int64_t k = 0; k < batch % m; ++k)
-    ++sizes[k];
-  return sizes;
-}
-
 /// Runs the compiled step as `ranks` MPI ranks of gacc-run on `inputs`.
 static bool runOnRanks(const char *argv0,
                        const std::vector<std::vector<NpyArray>> &inputs,
@@ -226,25 +189,9 @@ static bool runOnRanks(const char *argv0,
                                 inputFile,
                                 "--input-dir=" + (dir + "/in").str(),
                                 "--output-dir=" + (dir + "/out").str(),
-                                "--bucket-bytes=" + std::to_string(bucketBytes),
-                                "--device=" + device,
                                 "--quiet"};
-  if (!entry.empty())
-    args.push_back("--entry=" + entry);
-  if (!microBatchSizes.empty()) {
-    std::string list;
-    for (int64_t s : microBatchSizes)
-      list += (list.empty() ? "" : ",") + std::to_string(s);
-    args.push_back("--micro-batch-sizes=" + list);
-  } else {
-    args.push_back("--micro-batches=" + std::to_string(microBatches));
-  }
-  if (allowStatistics)
-    args.push_back("--allow-micro-batch-statistics");
-  if (!accumulateType.empty())
-    args.push_back("--accumulate-type=" + accumulateType);
-  if (skipNormalizer)
-    args.push_back("--test-skip-global-normalizer");
+  for (const std::string &flag : ::gacc::getPipelineFlagArguments())
+    args.push_back(flag);
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*mpirun, argRefs, std::nullopt, {}, 0, 0,
@@ -276,24 +223,16 @@ int main(int argc, char **argv) {
       argc, argv,
       "gacc-check: compare a compiled gradient-accumulated step with "
       "LibTorch\n");
-  if (device != "cpu" && device != "cuda")
-    return fail("unknown --device='" + device + "' (expected cpu or cuda)");
   if (ranks < 1)
     return fail("--ranks must be at least 1");
   torch::set_num_threads(1);
 
   // The compiled step (single rank: in process).
-  ::gacc::StepOptions options;
-  options.entry = entry;
-  options.microBatches = microBatches;
-  options.microBatchSizes.assign(microBatchSizes.begin(),
-                                 microBatchSizes.end());
-  options.allowMicroBatchStatistics = allowStatistics;
-  options.accumulateType = accumulateType;
-  options.bucketBytes = bucketBytes;
-  options.testSkipGlobalNormalizer = skipNormalizer;
+  ::gacc::StepOptions options = ::gacc::getStepOptionsFromFlags();
   options.traceRegions = false;
-  options.device = device;
+  const std::string &device = options.device;
+  if (device != "cpu" && device != "cuda")
+    return fail("unknown --device='" + device + "' (expected cpu or cuda)");
   std::string error;
   std::unique_ptr<::gacc::CompiledStep> step =
       ::gacc::CompiledStep::compile(inputFile, options, error);
@@ -317,7 +256,7 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return fail("cannot parse '" + inputFile + "'");
-  func::FuncOp func = mlir::gacc::findTrainingStep(*module, entry);
+  func::FuncOp func = mlir::gacc::findTrainingStep(*module, options.entry);
   if (!func)
     return fail("no training step");
 
@@ -379,7 +318,7 @@ int main(int argc, char **argv) {
   // The eager recipe: the graph run per micro-batch (normalizing by b),
   // loss and gradients divided by m and summed.
   int64_t batch = step->getBatchSize();
-  std::vector<int64_t> sizes = microBatchSizesFor(batch);
+  std::vector<int64_t> sizes = ::gacc::getMicroBatchSizesFromFlags(batch);
   int64_t m = sizes.size();
   std::vector<std::vector<torch::Tensor>> eager(
       ranks, std::vector<torch::Tensor>(resultInfo.size()));
@@ -387,7 +326,8 @@ int main(int argc, char **argv) {
   std::string eagerProblem;
   {
     mlir::gacc::BatchAnalysisOptions analysisOptions;
-    analysisOptions.allowMicroBatchStatistics = allowStatistics;
+    analysisOptions.allowMicroBatchStatistics =
+        options.allowMicroBatchStatistics;
     // Keep the first problem for the report instead of printing it.
     ScopedDiagnosticHandler quiet(&context, [&](Diagnostic &diag) {
       if (eagerProblem.empty() &&

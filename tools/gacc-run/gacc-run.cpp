@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PipelineFlags.h"
 #include "StepRunner.h"
 
 #include "gaccrt/gaccrt.h"
@@ -29,36 +30,9 @@
 using namespace gacc;
 namespace cl = llvm::cl;
 
-static cl::OptionCategory category("gacc-run options");
+static cl::OptionCategory &category = getToolFlagCategory();
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<step.mlir>"),
                                       cl::Required, cl::cat(category));
-static cl::opt<std::string>
-    entry("entry", cl::desc("Name of the training-step function"), cl::init(""),
-          cl::cat(category));
-static cl::opt<int64_t> microBatches("micro-batches",
-                                     cl::desc("Number of micro-batches m"),
-                                     cl::init(1), cl::cat(category));
-static cl::list<int64_t>
-    microBatchSizes("micro-batch-sizes",
-                    cl::desc("Explicit micro-batch sizes (sum to the batch)"),
-                    cl::CommaSeparated, cl::cat(category));
-static cl::opt<bool> allowStatistics(
-    "allow-micro-batch-statistics",
-    cl::desc("Accept parameter-dependent batch statistics per micro-batch"),
-    cl::init(false), cl::cat(category));
-static cl::opt<std::string>
-    accumulateType("accumulate-type",
-                   cl::desc("Accumulator type for narrower floats (f32)"),
-                   cl::init(""), cl::cat(category));
-static cl::opt<int64_t> bucketBytes("bucket-bytes",
-                                    cl::desc("Maximum bucket size in bytes"),
-                                    cl::init(26214400), cl::cat(category));
-static cl::opt<bool>
-    skipNormalizer("test-skip-global-normalizer",
-                   cl::desc("Test only: a deliberately wrong normalizer"),
-                   cl::init(false), cl::Hidden, cl::cat(category));
-static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
-                                   cl::init("cpu"), cl::cat(category));
 static cl::opt<int64_t> steps("steps", cl::desc("Number of steps"), cl::init(1),
                               cl::cat(category));
 static cl::opt<int64_t>
@@ -170,8 +144,10 @@ int main(int argc, char **argv) {
   int rank = gaccrt_rank(), world = gaccrt_world_size();
   bool print = !quiet && rank == 0;
 
-  if (device != "cpu" && device != "cuda")
-    return fail("unknown --device='" + device + "' (expected cpu or cuda)");
+  if (getStepOptionsFromFlags().device != "cpu" &&
+      getStepOptionsFromFlags().device != "cuda")
+    return fail("unknown --device='" + getStepOptionsFromFlags().device +
+                "' (expected cpu or cuda)");
   if (steps < 1)
     return fail("--steps must be at least 1");
   if (warmup < 0 || warmup >= steps)
@@ -179,18 +155,9 @@ int main(int argc, char **argv) {
   if (!traceFile.empty())
     gaccrt_trace_enable(traceFile.c_str());
 
-  StepOptions options;
-  options.entry = entry;
-  options.microBatches = microBatches;
-  options.microBatchSizes.assign(microBatchSizes.begin(),
-                                 microBatchSizes.end());
-  options.allowMicroBatchStatistics = allowStatistics;
-  options.accumulateType = accumulateType;
-  options.bucketBytes = bucketBytes;
-  options.testSkipGlobalNormalizer = skipNormalizer;
+  StepOptions options = getStepOptionsFromFlags();
   options.blas = !noBlas;
   options.traceRegions = !traceFile.empty();
-  options.device = device;
 
   double compileStart = gaccrt_now_us();
   std::string error;
@@ -217,11 +184,11 @@ int main(int argc, char **argv) {
   if (print) {
     llvm::outs() << "gacc-run: " << step->getName() << " from " << inputFile
                  << ", batch " << step->getBatchSize() << " per rank, ";
-    if (!microBatchSizes.empty()) {
+    if (!options.microBatchSizes.empty()) {
       llvm::outs() << "micro-batch sizes ";
-      llvm::interleave(microBatchSizes, llvm::outs(), ",");
+      llvm::interleave(options.microBatchSizes, llvm::outs(), ",");
     } else {
-      llvm::outs() << microBatches << " micro-batches";
+      llvm::outs() << options.microBatches << " micro-batches";
     }
     llvm::outs() << ", " << world << " rank" << (world == 1 ? "" : "s") << " ("
                  << gaccrt_backend_name() << "), compiled in "

@@ -1,0 +1,95 @@
+//===- PipelineFlags.cpp - gacc-pipeline options as tool flags --*- C++ -*-===//
+//
+// Defines the flags of PipelineFlags.h once for both tools.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PipelineFlags.h"
+
+#include <algorithm>
+
+namespace cl = llvm::cl;
+
+llvm::cl::OptionCategory &gacc::getToolFlagCategory() {
+  static cl::OptionCategory category("gacc tool options");
+  return category;
+}
+
+static cl::opt<std::string>
+    entry("entry", cl::desc("Name of the training-step function"), cl::init(""),
+          cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<int64_t> microBatches("micro-batches",
+                                     cl::desc("Number of micro-batches m"),
+                                     cl::init(1),
+                                     cl::cat(gacc::getToolFlagCategory()));
+static cl::list<int64_t>
+    microBatchSizes("micro-batch-sizes",
+                    cl::desc("Explicit micro-batch sizes (sum to the batch)"),
+                    cl::CommaSeparated, cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<bool> allowStatistics(
+    "allow-micro-batch-statistics",
+    cl::desc("Accept parameter-dependent batch statistics per micro-batch"),
+    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<std::string>
+    accumulateType("accumulate-type",
+                   cl::desc("Accumulator type for narrower floats (f32)"),
+                   cl::init(""), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<int64_t> bucketBytes("bucket-bytes",
+                                    cl::desc("Maximum bucket size in bytes"),
+                                    cl::init(26214400),
+                                    cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<bool>
+    skipNormalizer("test-skip-global-normalizer",
+                   cl::desc("Test only: a deliberately wrong normalizer"),
+                   cl::init(false), cl::Hidden,
+                   cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
+                                   cl::init("cpu"),
+                                   cl::cat(gacc::getToolFlagCategory()));
+
+gacc::StepOptions gacc::getStepOptionsFromFlags() {
+  StepOptions options;
+  options.entry = entry;
+  options.microBatches = microBatches;
+  options.microBatchSizes.assign(microBatchSizes.begin(),
+                                 microBatchSizes.end());
+  options.allowMicroBatchStatistics = allowStatistics;
+  options.accumulateType = accumulateType;
+  options.bucketBytes = bucketBytes;
+  options.testSkipGlobalNormalizer = skipNormalizer;
+  options.device = device;
+  return options;
+}
+
+std::vector<std::string> gacc::getPipelineFlagArguments() {
+  std::vector<std::string> args;
+  if (!entry.empty())
+    args.push_back("--entry=" + entry);
+  if (!microBatchSizes.empty()) {
+    std::string list;
+    for (int64_t size : microBatchSizes)
+      list += (list.empty() ? "" : ",") + std::to_string(size);
+    args.push_back("--micro-batch-sizes=" + list);
+  } else {
+    args.push_back("--micro-batches=" + std::to_string(microBatches));
+  }
+  if (allowStatistics)
+    args.push_back("--allow-micro-batch-statistics");
+  if (!accumulateType.empty())
+    args.push_back("--accumulate-type=" + accumulateType);
+  args.push_back("--bucket-bytes=" + std::to_string(bucketBytes));
+  if (skipNormalizer)
+    args.push_back("--test-skip-global-normalizer");
+  args.push_back("--device=" + device);
+  return args;
+}
+
+std::vector<int64_t> gacc::getMicroBatchSizesFromFlags(int64_t batch) {
+  if (!microBatchSizes.empty())
+    return {microBatchSizes.begin(), microBatchSizes.end()};
+  int64_t m = std::max<int64_t>(1, std::min<int64_t>(microBatches, batch));
+  std::vector<int64_t> sizes(m, batch / m);
+  for (int64_t k = 0; k < batch % m; ++k)
+    ++sizes[k];
+  return sizes;
+}

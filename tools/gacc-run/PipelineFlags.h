@@ -1,0 +1,39 @@
+//===- PipelineFlags.h - gacc-pipeline options as tool flags ----*- C++ -*-===//
+//
+// The command-line flags that gacc-run and gacc-check share: every
+// gacc-pipeline option under its own name, plus the entry function and the
+// device (DESIGN.md §5).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GACC_TOOLS_GACCRUN_PIPELINEFLAGS_H
+#define GACC_TOOLS_GACCRUN_PIPELINEFLAGS_H
+
+#include "StepRunner.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <string>
+#include <vector>
+
+namespace gacc {
+
+/// The category that holds the shared flags; tools put their own flags in it
+/// too so that --help lists them together.
+llvm::cl::OptionCategory &getToolFlagCategory();
+
+/// The step options the shared flags select.
+StepOptions getStepOptionsFromFlags();
+
+/// The shared flags as arguments for another gacc tool (gacc-check starting
+/// gacc-run under mpirun).
+std::vector<std::string> getPipelineFlagArguments();
+
+/// The micro-batch sizes the flags select for a batch of `batch` samples
+/// (the rule of gacc-micro-batch: explicit sizes, or sizes that differ by at
+/// most one, the larger first).
+std::vector<int64_t> getMicroBatchSizesFromFlags(int64_t batch);
+
+} // namespace gacc
+
+#endif // GACC_TOOLS_GACCRUN_PIPELINEFLAGS_H
