@@ -16,9 +16,7 @@
 #include "gacc/InitAll.h"
 #include "gacc/Transforms/Passes.h"
 #include "gaccrt/gaccrt.h"
-#ifdef GACC_HAVE_CUDA
-#include "gaccrt/gaccrt_cuda.h"
-#endif
+#include <dlfcn.h>
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -50,11 +48,77 @@ bool isCudaBuilt() {
 #endif
 }
 
+namespace {
+/// libgaccrt_cuda, opened only for --device=cuda so that CPU runs do not
+/// load cuBLAS and NCCL.
+struct CudaApi {
+  void *handle = nullptr;
+  int (*init)(int) = nullptr;
+  int (*available)() = nullptr;
+  void (*finalize)() = nullptr;
+  void *(*alloc)(int64_t) = nullptr;
+  void (*free)(void *) = nullptr;
+  void (*h2d)(void *, const void *, int64_t) = nullptr;
+  void (*d2h)(void *, const void *, int64_t) = nullptr;
+  int64_t (*current)() = nullptr;
+  int64_t (*peak)() = nullptr;
+  void (*resetPeak)() = nullptr;
+};
+CudaApi cudaApi;
+
+/// Opens libgaccrt_cuda (next to the other gacc libraries) once.
+bool loadCudaApi(std::string &error) {
+  if (cudaApi.handle)
+    return true;
+  void *handle = dlopen("libgaccrt_cuda.so", RTLD_NOW | RTLD_GLOBAL);
+  if (!handle) {
+    const char *why = dlerror();
+    error = std::string("cannot load libgaccrt_cuda.so: ") +
+            (why ? why : "unknown error");
+    return false;
+  }
+  auto get = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(handle, name));
+    if (!fn)
+      error = std::string("libgaccrt_cuda.so lacks ") + name;
+    return fn != nullptr;
+  };
+  CudaApi api;
+  api.handle = handle;
+  if (!get(api.init, "gaccrt_cuda_init") ||
+      !get(api.available, "gaccrt_cuda_available") ||
+      !get(api.finalize, "gaccrt_cuda_finalize") ||
+      !get(api.alloc, "gaccrt_cuda_alloc") ||
+      !get(api.free, "gaccrt_cuda_free") ||
+      !get(api.h2d, "gaccrt_cuda_memcpy_h2d") ||
+      !get(api.d2h, "gaccrt_cuda_memcpy_d2h") ||
+      !get(api.current, "gaccrt_cuda_current_bytes") ||
+      !get(api.peak, "gaccrt_cuda_peak_bytes") ||
+      !get(api.resetPeak, "gaccrt_cuda_reset_peak"))
+    return false;
+  cudaApi = api;
+  return true;
+}
+
+/// The functions lowered CUDA host code calls.
+const char *const kCudaSymbols[] = {
+    "gaccrt_cuda_sgemm",   "gaccrt_cuda_all_reduce",
+    "mgpuModuleLoad",      "mgpuModuleLoadJIT",
+    "mgpuModuleUnload",    "mgpuModuleGetFunction",
+    "mgpuLaunchKernel",    "mgpuStreamCreate",
+    "mgpuStreamDestroy",   "mgpuStreamSynchronize",
+    "mgpuStreamWaitEvent", "mgpuEventCreate",
+    "mgpuEventDestroy",    "mgpuEventSynchronize",
+    "mgpuEventRecord",     "mgpuMemAlloc",
+    "mgpuMemFree",         "mgpuMemcpy",
+    "mgpuMemset32",        "mgpuMemset16",
+    "mgpuSetDefaultDevice"};
+} // namespace
+
 void finalizeRuntime() {
-#ifdef GACC_HAVE_CUDA
-  if (gaccrt_cuda_available())
-    gaccrt_cuda_finalize();
-#endif
+  if (cudaApi.handle && cudaApi.available())
+    cudaApi.finalize();
   gaccrt_finalize();
 }
 
@@ -327,7 +391,9 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
   mlir::gacc::buildGaccPipeline(pm, pipeline);
   if (options.device == "cuda") {
 #ifdef GACC_HAVE_CUDA
-    if (gaccrt_cuda_init(-1) != 0) {
+    if (!loadCudaApi(error))
+      return nullptr;
+    if (cudaApi.init(-1) != 0) {
       error = "--device=cuda: no usable CUDA device (see the message above)";
       return nullptr;
     }
@@ -383,35 +449,10 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
             reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc));
         add("_mlir_memref_to_llvm_free",
             reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
-#ifdef GACC_HAVE_CUDA
-        add("gaccrt_cuda_sgemm", reinterpret_cast<void *>(&gaccrt_cuda_sgemm));
-        add("gaccrt_cuda_all_reduce",
-            reinterpret_cast<void *>(&gaccrt_cuda_all_reduce));
-        add("mgpuModuleLoad", reinterpret_cast<void *>(&mgpuModuleLoad));
-        add("mgpuModuleLoadJIT", reinterpret_cast<void *>(&mgpuModuleLoadJIT));
-        add("mgpuModuleUnload", reinterpret_cast<void *>(&mgpuModuleUnload));
-        add("mgpuModuleGetFunction",
-            reinterpret_cast<void *>(&mgpuModuleGetFunction));
-        add("mgpuLaunchKernel", reinterpret_cast<void *>(&mgpuLaunchKernel));
-        add("mgpuStreamCreate", reinterpret_cast<void *>(&mgpuStreamCreate));
-        add("mgpuStreamDestroy", reinterpret_cast<void *>(&mgpuStreamDestroy));
-        add("mgpuStreamSynchronize",
-            reinterpret_cast<void *>(&mgpuStreamSynchronize));
-        add("mgpuStreamWaitEvent",
-            reinterpret_cast<void *>(&mgpuStreamWaitEvent));
-        add("mgpuEventCreate", reinterpret_cast<void *>(&mgpuEventCreate));
-        add("mgpuEventDestroy", reinterpret_cast<void *>(&mgpuEventDestroy));
-        add("mgpuEventSynchronize",
-            reinterpret_cast<void *>(&mgpuEventSynchronize));
-        add("mgpuEventRecord", reinterpret_cast<void *>(&mgpuEventRecord));
-        add("mgpuMemAlloc", reinterpret_cast<void *>(&mgpuMemAlloc));
-        add("mgpuMemFree", reinterpret_cast<void *>(&mgpuMemFree));
-        add("mgpuMemcpy", reinterpret_cast<void *>(&mgpuMemcpy));
-        add("mgpuMemset32", reinterpret_cast<void *>(&mgpuMemset32));
-        add("mgpuMemset16", reinterpret_cast<void *>(&mgpuMemset16));
-        add("mgpuSetDefaultDevice",
-            reinterpret_cast<void *>(&mgpuSetDefaultDevice));
-#endif
+        if (cudaApi.handle)
+          for (const char *name : kCudaSymbols)
+            if (void *address = dlsym(cudaApi.handle, name))
+              add(name, address);
         return symbols;
       });
   return step;
@@ -482,15 +523,13 @@ bool CompiledStep::run(const std::vector<NpyArray> &inputs,
     addBuffer(result.shape, dtypeSize(result.dtype), nullptr);
   // On the GPU the step takes device buffers: copy the host ones over.
   std::vector<void *> hostData;
-#ifdef GACC_HAVE_CUDA
   if (cuda)
     for (auto &buffer : buffers) {
       hostData.push_back(buffer->data);
-      void *device = gaccrt_cuda_alloc(std::max<int64_t>(buffer->bytes, 1));
-      gaccrt_cuda_memcpy_h2d(device, buffer->data, buffer->bytes);
+      void *device = cudaApi.alloc(std::max<int64_t>(buffer->bytes, 1));
+      cudaApi.h2d(device, buffer->data, buffer->bytes);
       buffer->data = device;
     }
-#endif
 
   // Descriptor fields: allocated, aligned, offset, sizes, strides.
   std::vector<int64_t> fields;
@@ -531,50 +570,35 @@ bool CompiledStep::run(const std::vector<NpyArray> &inputs,
   for (size_t j = 0; j < results.size(); ++j) {
     const Buffer &buffer = *buffers[args.size() + j];
     NpyArray out = makeArray(results[j].dtype, results[j].shape);
-#ifdef GACC_HAVE_CUDA
     if (cuda) {
-      gaccrt_cuda_memcpy_d2h(out.data.data(), buffer.data, buffer.bytes);
+      cudaApi.d2h(out.data.data(), buffer.data, buffer.bytes);
       outputs.push_back(std::move(out));
       continue;
     }
-#endif
     std::memcpy(out.data.data(), buffer.data, buffer.bytes);
     outputs.push_back(std::move(out));
   }
-#ifdef GACC_HAVE_CUDA
   if (cuda)
     for (auto [buffer, host] : llvm::zip(buffers, hostData)) {
-      gaccrt_cuda_free(buffer->data);
+      cudaApi.free(buffer->data);
       buffer->data = host;
     }
-#endif
   return true;
 }
 
 int64_t CompiledStep::currentBytes() const {
-#ifdef GACC_HAVE_CUDA
-  if (cuda)
-    return gaccrt_cuda_current_bytes();
-#endif
-  return gaccrt_current_bytes();
+  return cuda ? cudaApi.current() : gaccrt_current_bytes();
 }
 
 int64_t CompiledStep::peakBytes() const {
-#ifdef GACC_HAVE_CUDA
-  if (cuda)
-    return gaccrt_cuda_peak_bytes();
-#endif
-  return gaccrt_peak_bytes();
+  return cuda ? cudaApi.peak() : gaccrt_peak_bytes();
 }
 
 void CompiledStep::resetPeak() const {
-#ifdef GACC_HAVE_CUDA
-  if (cuda) {
-    gaccrt_cuda_reset_peak();
-    return;
-  }
-#endif
-  gaccrt_reset_peak();
+  if (cuda)
+    cudaApi.resetPeak();
+  else
+    gaccrt_reset_peak();
 }
 
 std::vector<NpyArray> makeRandomInputs(const CompiledStep &step, uint64_t seed,
