@@ -34,8 +34,10 @@ void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
   inlineOptions.traceRegions = traceRegions;
   pm.addPass(createInlineMicroBatchesPass(inlineOptions));
   pm.addPass(createStripRolesPass());
+  // Before fusion: contractions written as generics become GEMMs.
+  pm.addPass(createContractionToMatmulPass());
   pm.addPass(createConvertElementwiseToLinalgPass());
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createFuseElementwisePass());
   // No CSE here: merging identical fills would make accumulators share an
   // init and force copies in bufferization.
   pm.addPass(createCanonicalizerPass());

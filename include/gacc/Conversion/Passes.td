@@ -29,6 +29,32 @@ def MatmulToBlasPass : Pass<"gacc-matmul-to-blas", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def ContractionToMatmulPass : Pass<"gacc-contraction-to-matmul", "ModuleOp"> {
+  let summary = "Rewrite linalg.generic contractions as linalg.matmul";
+  let description = [{
+    A `linalg.generic` computing `C[m, n] += sum over K of A * B` with
+    projected-permutation maps, where the reduction dims K appear as one
+    contiguous block in the same order in A and B (a weight gradient written
+    as a generic, e.g. over samples and tokens), becomes a `linalg.matmul`
+    on operands whose K block is collapsed into one dimension (transposed
+    when m or n comes after it). The GEMM then goes to BLAS or cuBLAS with
+    the accumulation into C unchanged.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def FuseElementwisePass : Pass<"gacc-fuse-elementwise", "ModuleOp"> {
+  let summary = "Fuse elementwise linalg producers into their consumers";
+  let description = [{
+    Upstream's elementwise fusion without its reshape propagation, which
+    would fold the reshapes around a GEMM into a generic contraction and so
+    take it away from BLAS / cuBLAS.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
 def PlaceBucketsPass : Pass<"gacc-place-buckets", "ModuleOp"> {
   let summary = "Allocate accumulators inside their bucket buffers";
   let description = [{
