@@ -38,3 +38,13 @@
 // PTX:     llvm.call @gaccrt_cuda_all_reduce
 // PTX-NOT: llvm.call @gaccrt_cuda_all_reduce
 // PTX:     gpu.binary @linear_kernel {{.*}}#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80"{{.*}}assembly = "{{.*}}.target sm_90
+
+// RUN: gacc-opt %examples/lm_head_masked.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda="kernels-only" | FileCheck %s --check-prefix=LM
+// The LM head's weight gradient, written as a generic contraction over
+// samples and tokens, is a cuBLAS GEMM too, next to the forward GEMM of each
+// region.
+// LM-LABEL: func.func @train_step
+// LM-COUNT-2: call @gaccrt_cuda_sgemm
+// LM:         call @gaccrt_trace_region_end
+// LM-COUNT-2: call @gaccrt_cuda_sgemm
+// LM-NOT:     call @gaccrt_cuda_sgemm
