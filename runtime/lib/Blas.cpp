@@ -11,6 +11,7 @@
 
 #include "gaccrt/gaccrt.h"
 
+#include "GemmShapes.h"
 #include "Internal.h"
 
 #include <cblas.h>
@@ -34,10 +35,6 @@ struct Operand {
   bool transposed = false;
   std::vector<float> copy; // owns `data` when the layout needed a copy
 };
-
-std::string shapeText(int64_t rows, int64_t cols) {
-  return std::to_string(rows) + "x" + std::to_string(cols);
-}
 
 /// Describes the stored matrix X (rows x cols with the given strides) for
 /// BLAS, copying it when its layout has no BLAS description.
@@ -107,25 +104,12 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
   (void)bAlloc;
   (void)cAlloc;
   bool ta = transA != 0, tb = transB != 0;
-  int64_t m = ta ? aSize1 : aSize0;
-  int64_t k = ta ? aSize0 : aSize1;
-  int64_t kB = tb ? bSize1 : bSize0;
-  int64_t n = tb ? bSize0 : bSize1;
-  auto describeOp = [](const char *name, int64_t size0, int64_t size1,
-                       bool transposed) {
-    std::string text = std::string(name) + " is " + shapeText(size0, size1);
-    return transposed
-               ? "op(" + std::string(name) + ") = " + name + "^T, " + text
-               : text;
-  };
-  if (aSize0 < 0 || aSize1 < 0 || bSize0 < 0 || bSize1 < 0 || cSize0 < 0 ||
-      cSize1 < 0 || k != kB || cSize0 != m || cSize1 != n)
-    fatal("gaccrt_sgemm: shapes do not agree for C = op(A) * op(B): " +
-          describeOp("A", aSize0, aSize1, ta) + "; " +
-          describeOp("B", bSize0, bSize1, tb) + "; C is " +
-          shapeText(cSize0, cSize1) + " (expected " + shapeText(m, n) +
-          " from op(A) " + shapeText(m, k) + " and op(B) " + shapeText(kB, n) +
-          ")");
+  GemmSizes sizes;
+  std::string mismatch = checkGemmShapes(ta, tb, aSize0, aSize1, bSize0, bSize1,
+                                         cSize0, cSize1, sizes);
+  if (!mismatch.empty())
+    fatal("gaccrt_sgemm: " + mismatch);
+  int64_t m = sizes.m, n = sizes.n, k = sizes.k;
   if (std::max({m, n, k}) > INT_MAX)
     fatal("gaccrt_sgemm: sizes " + shapeText(m, n) + "x" + std::to_string(k) +
           " exceed the BLAS integer range");

@@ -14,6 +14,7 @@
 #include "gaccrt/gaccrt_cuda.h"
 
 #include "CudaInternal.h"
+#include "GemmShapes.h"
 
 #include <algorithm>
 #include <climits>
@@ -24,10 +25,6 @@ using namespace gaccrt;
 namespace {
 
 const char *const kCaller = "gaccrt_cuda_sgemm";
-
-std::string shapeText(int64_t rows, int64_t cols) {
-  return std::to_string(rows) + "x" + std::to_string(cols);
-}
 
 int toInt(int64_t value, const char *what) {
   if (value > INT_MAX || value < INT_MIN)
@@ -172,26 +169,12 @@ void gaccrt_cuda_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
   (void)bAlloc;
   (void)cAlloc;
   bool ta = transA != 0, tb = transB != 0;
-  int64_t m = ta ? aSize1 : aSize0;
-  int64_t k = ta ? aSize0 : aSize1;
-  int64_t kB = tb ? bSize1 : bSize0;
-  int64_t n = tb ? bSize0 : bSize1;
-  auto describeOp = [](const char *name, int64_t size0, int64_t size1,
-                       bool transposed) {
-    std::string text = std::string(name) + " is " + shapeText(size0, size1);
-    return transposed
-               ? "op(" + std::string(name) + ") = " + name + "^T, " + text
-               : text;
-  };
-  if (aSize0 < 0 || aSize1 < 0 || bSize0 < 0 || bSize1 < 0 || cSize0 < 0 ||
-      cSize1 < 0 || k != kB || cSize0 != m || cSize1 != n)
-    cudaFatal(std::string(kCaller) +
-              ": shapes do not agree for C = op(A) * op(B): " +
-              describeOp("A", aSize0, aSize1, ta) + "; " +
-              describeOp("B", bSize0, bSize1, tb) + "; C is " +
-              shapeText(cSize0, cSize1) + " (expected " + shapeText(m, n) +
-              " from op(A) " + shapeText(m, k) + " and op(B) " +
-              shapeText(kB, n) + ")");
+  gaccrt::GemmSizes sizes;
+  std::string mismatch = gaccrt::checkGemmShapes(ta, tb, aSize0, aSize1, bSize0,
+                                                 bSize1, cSize0, cSize1, sizes);
+  if (!mismatch.empty())
+    cudaFatal(std::string(kCaller) + ": " + mismatch);
+  int64_t m = sizes.m, n = sizes.n, k = sizes.k;
   if (std::max({m, n, k}) > INT_MAX)
     cudaFatal(std::string(kCaller) + ": sizes " + shapeText(m, n) + "x" +
               std::to_string(k) + " exceed cuBLAS's 32-bit range");
