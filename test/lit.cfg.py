@@ -71,6 +71,7 @@ if os.path.exists("/dev/nvidia0"):
 if config.gacc_build_check:
     config.available_features.add("gacc-check")
 
-tools = ["gacc-opt", "gacc-run", "gacc-check", "mlir-opt", "mlir-runner", "not",
+tools = ["gacc-opt", "gacc-run", "gacc-check", "mlir-opt", "mlir-runner",
+         "mlir-translate", "not",
          ToolSubst("%PYTHON", sys.executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -69,6 +69,9 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   pm.addPass(createGpuKernelOutliningPass());
   if (options.kernelsOnly)
     return;
+  // gpu-to-llvm lowers device allocations, copies and launches in their
+  // async form; tokens order them, and host calls (cuBLAS, NCCL) wait.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
 
   // As upstream's gpu-lower-to-nvvm-pipeline, with the host allocations of
   // the CPU path (the runtime's accounted allocator is not used: buffers are

@@ -48,3 +48,15 @@
 // LM:         call @gaccrt_trace_region_end
 // LM-COUNT-2: call @gaccrt_cuda_sgemm
 // LM-NOT:     call @gaccrt_cuda_sgemm
+
+// RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMIR
+// The lowered step translates to LLVM IR (what the ExecutionEngine JITs):
+// kernels loaded once from PTX by a global constructor, device memory and
+// launches through the MLIR GPU runtime ABI that libgaccrt_cuda implements.
+// LLVMIR: @llvm.global_ctors
+// LLVMIR: define void @train_step(
+// LLVMIR: call ptr @mgpuMemAlloc(
+// LLVMIR: call void @gaccrt_cuda_sgemm(
+// LLVMIR: call void @mgpuLaunchKernel(
+// LLVMIR: call void @gaccrt_cuda_all_reduce(
+// LLVMIR: call ptr @mgpuModuleLoadJIT(
