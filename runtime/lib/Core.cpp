@@ -13,6 +13,7 @@
 #include "gaccrt/gaccrt.h"
 #include "gaccrt/half.h"
 
+#include "DTypes.h"
 #include "Internal.h"
 
 #include <algorithm>
@@ -55,38 +56,6 @@ Backend &ensureInitialized() {
   if (gaccrt_init() != 0)
     fatal("the runtime could not be initialized (see the message above)");
   return *runtimeState().active.load(std::memory_order_acquire);
-}
-
-const char *dtypeName(int32_t dtype) {
-  switch (dtype) {
-  case GACCRT_F32:
-    return "f32";
-  case GACCRT_F64:
-    return "f64";
-  case GACCRT_BF16:
-    return "bf16";
-  case GACCRT_F16:
-    return "f16";
-  case GACCRT_I32:
-    return "i32";
-  case GACCRT_I64:
-    return "i64";
-  default:
-    return nullptr;
-  }
-}
-
-int64_t dtypeBytes(int32_t dtype) {
-  switch (dtype) {
-  case GACCRT_F64:
-  case GACCRT_I64:
-    return 8;
-  case GACCRT_BF16:
-  case GACCRT_F16:
-    return 2;
-  default:
-    return 4;
-  }
 }
 
 template <typename T> void divideAll(T *data, int64_t count, T divisor) {

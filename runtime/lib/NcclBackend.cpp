@@ -16,6 +16,7 @@
 #include "gaccrt/gaccrt_cuda.h"
 
 #include "CudaInternal.h"
+#include "DTypes.h"
 #include "Internal.h"
 
 #if GACCRT_HAVE_NCCL
@@ -32,38 +33,6 @@ using namespace gaccrt;
 namespace {
 
 const char *const kCaller = "gaccrt_cuda_all_reduce";
-
-const char *dtypeName(int32_t dtype) {
-  switch (dtype) {
-  case GACCRT_F32:
-    return "f32";
-  case GACCRT_F64:
-    return "f64";
-  case GACCRT_BF16:
-    return "bf16";
-  case GACCRT_F16:
-    return "f16";
-  case GACCRT_I32:
-    return "i32";
-  case GACCRT_I64:
-    return "i64";
-  default:
-    return nullptr;
-  }
-}
-
-int64_t dtypeBytes(int32_t dtype) {
-  switch (dtype) {
-  case GACCRT_F64:
-  case GACCRT_I64:
-    return 8;
-  case GACCRT_BF16:
-  case GACCRT_F16:
-    return 2;
-  default:
-    return 4;
-  }
-}
 
 std::string bucketText(int64_t bucket) {
   return "bucket " + std::to_string(bucket);

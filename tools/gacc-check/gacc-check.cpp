@@ -267,17 +267,7 @@ int main(int argc, char **argv) {
       inputs[r] = ::gacc::makeRandomInputs(*step, seed, r);
       continue;
     }
-    for (size_t i = 0; i < argInfo.size(); ++i) {
-      std::string name = "/arg" + std::to_string(i) + ".npy";
-      std::string path = inputDir + "/rank" + std::to_string(r) + name;
-      if (!llvm::sys::fs::exists(path))
-        path = inputDir + name;
-      NpyArray array;
-      if (!::gacc::readNpy(path, array, error))
-        return fail(error);
-      inputs[r].push_back(std::move(array));
-    }
-    if (!step->prepareInputs(inputs[r], error))
+    if (!::gacc::readStepInputs(*step, inputDir, r, ranks, inputs[r], error))
       return fail(error);
   }
   auto rankTensors = [&](torch::ScalarType floatType) {

@@ -29,6 +29,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 
@@ -599,6 +600,44 @@ void CompiledStep::resetPeak() const {
     cudaApi.resetPeak();
   else
     gaccrt_reset_peak();
+}
+
+bool readStepInputs(const CompiledStep &step, const std::string &inputDir,
+                    int rank, int world, std::vector<NpyArray> &inputs,
+                    std::string &error) {
+  std::string dir = inputDir;
+  // Per-rank folders, when present, must match the number of ranks.
+  int rankDirs = 0;
+  while (llvm::sys::fs::is_directory(dir + "/rank" + std::to_string(rankDirs)))
+    ++rankDirs;
+  if (rankDirs > 0) {
+    if (rankDirs != world) {
+      error = "'" + dir + "' has per-rank folders rank0..rank" +
+              std::to_string(rankDirs - 1) + " (" + std::to_string(rankDirs) +
+              " ranks) but gacc-run runs with " + std::to_string(world) +
+              " rank" + (world == 1 ? "" : "s");
+      return false;
+    }
+    dir += "/rank" + std::to_string(rank);
+  }
+  inputs.clear();
+  for (size_t i = 0; i < step.getArgs().size(); ++i) {
+    std::string path = dir + "/arg" + std::to_string(i) + ".npy";
+    std::string shared = inputDir + "/arg" + std::to_string(i) + ".npy";
+    // A file missing from the rank folder may be shared by all ranks.
+    if (!llvm::sys::fs::exists(path) && llvm::sys::fs::exists(shared))
+      path = shared;
+    if (!llvm::sys::fs::exists(path)) {
+      error = "missing input file '" + path + "' for argument #" +
+              std::to_string(i) + " (" + roleName(step.getArgs()[i].role) + ")";
+      return false;
+    }
+    NpyArray array;
+    if (!readNpy(path, array, error))
+      return false;
+    inputs.push_back(std::move(array));
+  }
+  return step.prepareInputs(inputs, error);
 }
 
 std::vector<NpyArray> makeRandomInputs(const CompiledStep &step, uint64_t seed,

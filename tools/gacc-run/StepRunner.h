@@ -115,6 +115,15 @@ private:
   int64_t batchSize = 0;
 };
 
+/// Reads the inputs of `rank` (of `world` ranks) from `dir`: `arg<i>.npy`,
+/// or `rank<r>/arg<i>.npy` when per-rank folders exist (there must be
+/// exactly `world`; a file missing from a rank folder falls back to the
+/// shared one), checked and converted by prepareInputs. Returns false with a
+/// message naming the file or argument.
+bool readStepInputs(const CompiledStep &step, const std::string &dir, int rank,
+                    int world, std::vector<NpyArray> &inputs,
+                    std::string &error);
+
 /// Draws inputs for `step`: parameters from `seed` (the same on every rank),
 /// batch inputs from `seed` and `rank` (each rank its own batch), integer
 /// index inputs in range, masks as 0/1, rank-0 float state 0.1 (a learning

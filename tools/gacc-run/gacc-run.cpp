@@ -74,44 +74,6 @@ static int fail(const std::string &message) {
   return 1;
 }
 
-/// Reads the inputs of this rank from --input-dir.
-static bool readInputs(const CompiledStep &step, std::vector<NpyArray> &inputs,
-                       std::string &error) {
-  int rank = gaccrt_rank(), world = gaccrt_world_size();
-  std::string dir = inputDir;
-  // Per-rank folders, when present, must match the number of ranks.
-  int rankDirs = 0;
-  while (llvm::sys::fs::is_directory(dir + "/rank" + std::to_string(rankDirs)))
-    ++rankDirs;
-  if (rankDirs > 0) {
-    if (rankDirs != world) {
-      error = "'" + dir + "' has per-rank folders rank0..rank" +
-              std::to_string(rankDirs - 1) + " (" + std::to_string(rankDirs) +
-              " ranks) but gacc-run runs with " + std::to_string(world) +
-              " rank" + (world == 1 ? "" : "s");
-      return false;
-    }
-    dir += "/rank" + std::to_string(rank);
-  }
-  for (size_t i = 0; i < step.getArgs().size(); ++i) {
-    std::string path = dir + "/arg" + std::to_string(i) + ".npy";
-    std::string shared = inputDir + "/arg" + std::to_string(i) + ".npy";
-    // A file missing from the rank folder may be shared by all ranks.
-    if (!llvm::sys::fs::exists(path) && llvm::sys::fs::exists(shared))
-      path = shared;
-    if (!llvm::sys::fs::exists(path)) {
-      error = "missing input file '" + path + "' for argument #" +
-              std::to_string(i) + " (" + roleName(step.getArgs()[i].role) + ")";
-      return false;
-    }
-    NpyArray array;
-    if (!readNpy(path, array, error))
-      return false;
-    inputs.push_back(std::move(array));
-  }
-  return step.prepareInputs(inputs, error);
-}
-
 /// Formats a byte count.
 static std::string formatBytes(int64_t bytes) {
   char buffer[64];
@@ -144,10 +106,9 @@ int main(int argc, char **argv) {
   int rank = gaccrt_rank(), world = gaccrt_world_size();
   bool print = !quiet && rank == 0;
 
-  if (getStepOptionsFromFlags().device != "cpu" &&
-      getStepOptionsFromFlags().device != "cuda")
-    return fail("unknown --device='" + getStepOptionsFromFlags().device +
-                "' (expected cpu or cuda)");
+  if (std::string device = getStepOptionsFromFlags().device;
+      device != "cpu" && device != "cuda")
+    return fail("unknown --device='" + device + "' (expected cpu or cuda)");
   if (steps < 1)
     return fail("--steps must be at least 1");
   if (warmup < 0 || warmup >= steps)
@@ -169,7 +130,8 @@ int main(int argc, char **argv) {
 
   std::vector<NpyArray> inputs;
   if (!inputDir.empty()) {
-    if (!readInputs(*step, inputs, error))
+    if (!readStepInputs(*step, inputDir, gaccrt_rank(), gaccrt_world_size(),
+                        inputs, error))
       return fail(error);
   } else {
     inputs = makeRandomInputs(*step, seed, rank);
