@@ -119,6 +119,12 @@ LogicalResult mlir::gacc::verifyStepRoles(func::FuncOp func) {
       return func.emitOpError()
              << "argument #" << i << " has more than one role";
     auto type = cast<RankedTensorType>(func.getArgumentTypes()[i]);
+    if (type.isDynamicDim(dim.getInt()))
+      return func.emitOpError()
+             << "batch argument #" << i << " has a dynamic sample dimension ("
+             << type
+             << "); specialize it with the batch-size option of gacc-pipeline "
+                "(or gacc-prepare-step)";
     int64_t count = type.getDimSize(dim.getInt());
     if (batchSize < 0) {
       batchSize = count;
@@ -154,6 +160,8 @@ private:
   LogicalResult visitPerSample(Operation *op,
                                ArrayRef<Value> statisticOperands);
   LogicalResult visitLinalg(linalg::LinalgOp op);
+  LogicalResult visitCapturedSamples(linalg::LinalgOp op, int64_t &loopDim,
+                                     int64_t &factor, int64_t &origin);
   LogicalResult reclassifyStatistic(Operation *user, Value statistic);
   void setResults(Operation *op, BatchValueInfo info) {
     for (Value r : op->getResults())
@@ -201,20 +209,99 @@ static Combiner matchCombiner(Value yielded, BlockArgument outArg) {
       .Default([](auto) { return Combiner::None; });
 }
 
+/// Returns the linalg op whose body `op` is nested in, or null.
+static Operation *getEnclosingLinalg(Operation *op) {
+  for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
+    if (isa<linalg::LinalgOp>(p))
+      return p;
+  return nullptr;
+}
+
+LogicalResult BatchAnalysisBuilder::visitCapturedSamples(linalg::LinalgOp op,
+                                                         int64_t &loopDim,
+                                                         int64_t &factor,
+                                                         int64_t &origin) {
+  // A per-sample tensor captured into the body exists inside a micro-batch
+  // only for the micro-batch's samples, while `linalg.index` of the sample
+  // loop counts global positions. The only exact read is therefore a
+  // `tensor.extract` whose index along the sample dimension is the sample
+  // loop itself (nll_loss, gathers of the current sample); micro-batching
+  // reads it with the region-local index. Anything else reads other samples.
+  SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  for (Value v : captured) {
+    const BatchValueInfo &vi = info(v);
+    if (vi.kind != BatchClass::PerSample)
+      continue;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (!op->isProperAncestor(user))
+        continue;
+      auto extract = dyn_cast<tensor::ExtractOp>(user);
+      linalg::IndexOp index;
+      if (extract && extract.getTensor() == v)
+        index = extract.getIndices()[vi.dim].getDefiningOp<linalg::IndexOp>();
+      if (!index || getEnclosingLinalg(index) != op.getOperation()) {
+        InFlightDiagnostic diag =
+            op.emitOpError()
+            << "reads the per-sample tensor captured from above (samples of "
+               "batch argument #"
+            << vi.originArg
+            << ") other than with tensor.extract indexed by the sample loop "
+               "along its sample dimension "
+            << vi.dim
+            << "; a micro-batch holds only its own samples, so the read "
+               "cannot be split";
+        diag.attachNote(user->getLoc()) << "the read";
+        return diag;
+      }
+      int64_t d = index.getDim();
+      if ((loopDim >= 0 && (d != loopDim || vi.factor != factor)) ||
+          ranges[d] != result.batchSize * vi.factor) {
+        InFlightDiagnostic diag =
+            op.emitOpError()
+            << "reads the per-sample tensor captured from above with loop " << d
+            << ", which does not run over the samples of the op"
+            << (loopDim >= 0
+                    ? " (its sample loop is " + std::to_string(loopDim) + ")"
+                    : std::string());
+        diag.attachNote(user->getLoc()) << "the read";
+        return diag;
+      }
+      if (loopDim < 0) {
+        loopDim = d;
+        factor = vi.factor;
+        origin = vi.originArg;
+      }
+    }
+  }
+  return success();
+}
+
 LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics())
     return op.emitOpError("expected tensor semantics in a training step");
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   int64_t loopDim = -1, factor = 1, origin = -1;
   bool dependsOnParam = false;
-  Value first;
+  OpOperand *unitOperand = nullptr;
   for (OpOperand &operand : op->getOpOperands()) {
     const BatchValueInfo &in = info(operand.get());
     dependsOnParam |= in.dependsOnParam;
     if (in.kind != BatchClass::PerSample)
       continue;
     AffineMap map = maps[operand.getOperandNumber()];
-    auto dimExpr = dyn_cast<AffineDimExpr>(map.getResult(in.dim));
+    AffineExpr sampleExpr = map.getResult(in.dim);
+    auto dimExpr = dyn_cast<AffineDimExpr>(sampleExpr);
+    // A batch of one sample (B = 1, one element per sample) may be read with
+    // the constant index 0, as frontends broadcast size-1 dimensions.
+    if (auto cst = dyn_cast<AffineConstantExpr>(sampleExpr);
+        cst && cst.getValue() == 0 && result.batchSize * in.factor == 1) {
+      if (!unitOperand)
+        unitOperand = &operand;
+      continue;
+    }
     if (!dimExpr) {
       std::string expr;
       llvm::raw_string_ostream os(expr);
@@ -228,7 +315,6 @@ LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
       loopDim = d;
       factor = in.factor;
       origin = in.originArg;
-      first = operand.get();
       continue;
     }
     if (d != loopDim || in.factor != factor) {
@@ -241,7 +327,31 @@ LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
       return diag;
     }
   }
-  assert(loopDim >= 0 && "expected a per-sample operand");
+  if (failed(visitCapturedSamples(op, loopDim, factor, origin)))
+    return failure();
+  if (loopDim < 0 && unitOperand) {
+    // B = 1 read through constant 0: the sample loop is the unit loop the
+    // first output indexes where the operand keeps its sample.
+    const BatchValueInfo &in = info(unitOperand->get());
+    AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (in.dim < static_cast<int64_t>(outMap.getNumResults()))
+      if (auto d = dyn_cast<AffineDimExpr>(outMap.getResult(in.dim));
+          d && ranges[d.getPosition()] == 1) {
+        loopDim = d.getPosition();
+        factor = in.factor;
+        origin = in.originArg;
+      }
+    if (loopDim < 0)
+      return op.emitOpError()
+             << "reads the single sample of operand #"
+             << unitOperand->getOperandNumber()
+             << " with the constant index 0 but no unit loop of the result "
+                "carries it; index the sample dimension with a loop";
+  }
+  if (loopDim < 0)
+    return op.emitOpError("uses a per-sample value without a loop over its "
+                          "samples; a micro-batch holds only its own samples");
   BatchOpInfo &opInfo = result.ops[op];
   opInfo.loopDim = loopDim;
   opInfo.factor = factor;
@@ -293,7 +403,6 @@ LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
     out.originArg = origin;
     result.values[res] = out;
   }
-  (void)first;
   return success();
 }
 
@@ -403,6 +512,67 @@ BatchAnalysisBuilder::visitPerSample(Operation *op,
               if (dropped.test(i))
                 --newDim;
             out.dim = newDim;
+            setResults(op, out);
+            result.ops[op].kind = BatchClass::PerSample;
+            return success();
+          })
+          .Case<tensor::PadOp>([&](tensor::PadOp p) -> LogicalResult {
+            if (info(p.getSource()).kind != BatchClass::PerSample)
+              return p.emitOpError("expected the padding value and sizes "
+                                   "not to depend on the batch");
+            int64_t d = in->dim;
+            // Dynamic amounts are kDynamic here, never 0.
+            if (p.getStaticLow()[d] != 0 || p.getStaticHigh()[d] != 0)
+              return p.emitOpError()
+                     << "pads the sample dimension " << d
+                     << "; only padding of the other dimensions keeps the "
+                        "samples apart";
+            setResults(op, out);
+            result.ops[op].kind = BatchClass::PerSample;
+            return success();
+          })
+          .Case<tensor::ConcatOp>([&](tensor::ConcatOp c) -> LogicalResult {
+            if (static_cast<int64_t>(c.getDim()) == in->dim)
+              return c.emitOpError()
+                     << "concatenates along the sample dimension " << in->dim
+                     << "; only concatenation along other dimensions is "
+                        "supported";
+            for (Value v : c.getInputs())
+              if (info(v).kind == BatchClass::PerSample &&
+                  (info(v).dim != in->dim || info(v).factor != in->factor))
+                return c.emitOpError(
+                    "concatenates operands whose sample dimensions differ");
+            setResults(op, out);
+            result.ops[op].kind = BatchClass::PerSample;
+            return success();
+          })
+          .Case<tensor::InsertSliceOp>([&](tensor::InsertSliceOp s)
+                                           -> LogicalResult {
+            const BatchValueInfo &src = info(s.getSource());
+            const BatchValueInfo &dst = info(s.getDest());
+            if (s.getSourceType().getRank() != s.getDestType().getRank())
+              return s.emitOpError(
+                  "inserts a per-sample value with a rank-reducing slice; "
+                  "only slices of the same rank are supported");
+            if (src.kind == BatchClass::PerSample &&
+                dst.kind == BatchClass::PerSample &&
+                (src.dim != dst.dim || src.factor != dst.factor))
+              return s.emitOpError(
+                  "inserts samples into a tensor whose sample dimension "
+                  "differs");
+            for (Value v : s.getOffsets())
+              if (info(v).kind != BatchClass::Invariant)
+                return s.emitOpError("expected slice offsets and sizes that "
+                                     "do not depend on the batch");
+            int64_t d = in->dim;
+            int64_t extent = s.getDestType().getDimSize(d);
+            if (s.isDynamicOffset(d) || s.isDynamicSize(d) ||
+                s.isDynamicStride(d) || s.getStaticOffset(d) != 0 ||
+                s.getStaticStride(d) != 1 || s.getStaticSize(d) != extent ||
+                s.getSourceType().getDimSize(d) != extent)
+              return s.emitOpError()
+                     << "inserts into part of the sample dimension " << d
+                     << "; only slices that keep every sample are supported";
             setResults(op, out);
             result.ops[op].kind = BatchClass::PerSample;
             return success();
@@ -524,10 +694,22 @@ LogicalResult BatchAnalysisBuilder::visit(Operation *op) {
       break;
     }
   }
+  if (auto region = dyn_cast<MicroBatchOp>(op))
+    return region.emitOpError(
+        "expected a training step that is not micro-batched yet; the step "
+        "already has gacc.micro_batch regions (run gacc-pipeline once)");
   if (op->getNumRegions() != 0 && !isa<linalg::LinalgOp>(op) &&
-      (anyPerSample || anyPost || anyStat))
-    return op->emitOpError("ops with regions are not supported on the "
-                           "batch-dependent path");
+      (anyPerSample || anyPost || anyStat)) {
+    // tensor.pad's body only computes the padding value.
+    auto pad = dyn_cast<tensor::PadOp>(op);
+    if (!pad || !llvm::all_of(getUsedValues(op), [&](Value v) {
+          return v == pad.getSource() ||
+                 info(v).kind == BatchClass::Invariant ||
+                 info(v).kind == BatchClass::Prologue;
+        }))
+      return op->emitOpError("ops with regions are not supported on the "
+                             "batch-dependent path");
+  }
 
   if (anyPerSample)
     return visitPerSample(op, statistics);

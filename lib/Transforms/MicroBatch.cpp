@@ -105,9 +105,13 @@ private:
   /// global normalizer (1/B) yields the micro-batch's own mean.
   void rescaleStatistic(Operation *op, Operation *clone,
                         const BatchOpInfo &opInfo);
-  /// Offsets `linalg.index` of the sample loop inside `clone`.
+  /// Offsets `linalg.index` of the sample loop inside `clone`, except where
+  /// it indexes the sample dimension of a per-sample tensor the body
+  /// captures (`regionSamples`: region value -> its sample dimension), which
+  /// holds only the region's samples.
   void offsetSampleIndex(linalg::LinalgOp clone, int64_t loopDim,
-                         int64_t factor);
+                         int64_t factor,
+                         const DenseMap<Value, int64_t> &regionSamples);
 
   func::FuncOp func;
   const BatchAnalysis &analysis;
@@ -232,10 +236,21 @@ void MicroBatchBuilder::rescaleSampleCounts(Operation *clone) {
   });
 }
 
-void MicroBatchBuilder::offsetSampleIndex(linalg::LinalgOp clone,
-                                          int64_t loopDim, int64_t factor) {
+void MicroBatchBuilder::offsetSampleIndex(
+    linalg::LinalgOp clone, int64_t loopDim, int64_t factor,
+    const DenseMap<Value, int64_t> &regionSamples) {
   if (offset == 0)
     return;
+  // Reads of a captured per-sample tensor along its sample dimension keep the
+  // region-local index (the analysis proved they are exactly the loop).
+  auto isLocalRead = [&](OpOperand &use) {
+    auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
+    if (!extract)
+      return false;
+    auto it = regionSamples.find(extract.getTensor());
+    return it != regionSamples.end() &&
+           use.getOperandNumber() == 1 + it->second;
+  };
   SmallVector<linalg::IndexOp> indices;
   clone->walk([&](linalg::IndexOp index) {
     if (static_cast<int64_t>(index.getDim()) == loopDim)
@@ -247,7 +262,9 @@ void MicroBatchBuilder::offsetSampleIndex(linalg::LinalgOp clone,
     Value shift = arith::ConstantIndexOp::create(builder, index.getLoc(),
                                                  offset * factor);
     auto shifted = arith::AddIOp::create(builder, index.getLoc(), index, shift);
-    index.getResult().replaceAllUsesExcept(shifted, shifted);
+    index.getResult().replaceUsesWithIf(shifted, [&](OpOperand &use) {
+      return use.getOwner() != shifted && !isLocalRead(use);
+    });
   }
 }
 
@@ -287,8 +304,13 @@ Operation *MicroBatchBuilder::cloneIntoRegion(Operation *op) {
   IRMapping mapping;
   SetVector<Value> captured;
   getUsedValuesDefinedAbove(op->getRegions(), captured);
-  for (Value v : captured)
-    mapping.map(v, lookupInRegion(v));
+  DenseMap<Value, int64_t> regionSamples;
+  for (Value v : captured) {
+    Value local = lookupInRegion(v);
+    mapping.map(v, local);
+    if (kindOf(v) == BatchClass::PerSample)
+      regionSamples[local] = analysis.getInfo(v).dim;
+  }
 
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
   for (OpOperand &operand : op->getOpOperands()) {
@@ -304,12 +326,19 @@ Operation *MicroBatchBuilder::cloneIntoRegion(Operation *op) {
     mapping.map(v, dim < 0 ? lookupInRegion(v)
                            : sliceInvariant(v, dim, opInfo.factor));
   }
-  // Elementwise ops: operands that are not per-sample but have the batch
-  // shape are sliced like the per-sample ones.
-  if (!linalgOp && op->hasTrait<OpTrait::Elementwise>() &&
-      kindOf(op) == BatchClass::PerSample) {
+  // Ops whose tensor operands are aligned with the result (elementwise ops,
+  // concat, insert_slice): operands that are not per-sample but have the
+  // batch shape are sliced like the per-sample ones.
+  if (!linalgOp && kindOf(op) == BatchClass::PerSample) {
+    SmallVector<Value> aligned;
+    if (op->hasTrait<OpTrait::Elementwise>())
+      aligned.assign(op->operand_begin(), op->operand_end());
+    else if (auto concat = dyn_cast<tensor::ConcatOp>(op))
+      aligned.assign(concat.getInputs().begin(), concat.getInputs().end());
+    else if (auto insert = dyn_cast<tensor::InsertSliceOp>(op))
+      aligned = {insert.getSource(), insert.getDest()};
     const BatchValueInfo &out = analysis.getInfo(op->getResult(0));
-    for (Value v : op->getOperands()) {
+    for (Value v : aligned) {
       if (kindOf(v) == BatchClass::PerSample)
         continue;
       auto type = dyn_cast<RankedTensorType>(v.getType());
@@ -338,12 +367,18 @@ Operation *MicroBatchBuilder::cloneIntoRegion(Operation *op) {
     SmallVector<int64_t> staticSizes(slice.getStaticSizes());
     staticSizes[src.dim] = size * src.factor;
     slice.setStaticSizes(staticSizes);
+  } else if (auto insert = dyn_cast<tensor::InsertSliceOp>(clone)) {
+    const BatchValueInfo &res = analysis.getInfo(op->getResult(0));
+    SmallVector<int64_t> staticSizes(insert.getStaticSizes());
+    staticSizes[res.dim] = size * res.factor;
+    insert.setStaticSizes(staticSizes);
   } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(clone)) {
     expand.setStaticOutputShape(expand.getResultType().getShape());
   }
   if (auto linalgClone = dyn_cast<linalg::LinalgOp>(clone);
       linalgClone && opInfo.loopDim >= 0)
-    offsetSampleIndex(linalgClone, opInfo.loopDim, opInfo.factor);
+    offsetSampleIndex(linalgClone, opInfo.loopDim, opInfo.factor,
+                      regionSamples);
   if (skipGlobalNormalizer)
     rescaleSampleCounts(clone);
   if (kindOf(op) == BatchClass::MicroBatchStatistic &&

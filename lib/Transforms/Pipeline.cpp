@@ -1,7 +1,8 @@
 //===- Pipeline.cpp - the gacc-pipeline -------------------------*- C++ -*-===//
 //
-// Builds and registers gacc-pipeline: micro-batch (which verifies the step),
-// fuse-accumulation and sink-all-reduce, with the union of their options.
+// Builds and registers gacc-pipeline: prepare-step, micro-batch (which verifies
+// the step), fuse-accumulation and sink-all-reduce, with the union of their
+// options.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,13 @@ VerifyStepPassOptions GaccPipelineOptions::getVerifyStepOptions() const {
   VerifyStepPassOptions options;
   options.entry = entry;
   options.allowMicroBatchStatistics = allowMicroBatchStatistics;
+  return options;
+}
+
+PrepareStepPassOptions GaccPipelineOptions::getPrepareStepOptions() const {
+  PrepareStepPassOptions options;
+  options.entry = entry;
+  options.batchSize = batchSize;
   return options;
 }
 
@@ -46,6 +54,7 @@ SinkAllReducePassOptions GaccPipelineOptions::getSinkAllReduceOptions() const {
 
 void mlir::gacc::buildGaccPipeline(OpPassManager &pm,
                                    const GaccPipelineOptions &options) {
+  pm.addPass(createPrepareStepPass(options.getPrepareStepOptions()));
   // gacc-micro-batch runs the same checks as gacc-verify-step (it needs the
   // analysis anyway); running both would report every problem twice.
   pm.addPass(createMicroBatchPass(options.getMicroBatchOptions()));

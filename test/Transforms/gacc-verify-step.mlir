@@ -133,3 +133,19 @@ module {
     return
   }
 }
+
+// -----
+
+// A dynamic sample dimension needs gacc-prepare-step's batch-size first.
+// expected-error @below {{batch argument #0 has a dynamic sample dimension ('tensor<?xf32>'); specialize it with the batch-size option of gacc-pipeline (or gacc-prepare-step)}}
+func.func @dynamic_batch(%x: tensor<?xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.reduce ins(%x : tensor<?xf32>) outs(%f : tensor<f32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  return %s : tensor<f32>
+}

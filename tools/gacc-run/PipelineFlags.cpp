@@ -30,6 +30,11 @@ static cl::opt<bool> allowStatistics(
     "allow-micro-batch-statistics",
     cl::desc("Accept parameter-dependent batch statistics per micro-batch"),
     cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<int64_t>
+    batchSize("batch-size",
+              cl::desc("Samples of batch arguments whose sample dimension is "
+                       "dynamic (specializes the step)"),
+              cl::init(0), cl::cat(gacc::getToolFlagCategory()));
 static cl::opt<std::string>
     accumulateType("accumulate-type",
                    cl::desc("Accumulator type for narrower floats (f32)"),
@@ -50,6 +55,7 @@ static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
 gacc::StepOptions gacc::getStepOptionsFromFlags() {
   StepOptions options;
   options.entry = entry;
+  options.batchSize = batchSize;
   options.microBatches = microBatches;
   options.microBatchSizes.assign(microBatchSizes.begin(),
                                  microBatchSizes.end());
@@ -65,6 +71,8 @@ std::vector<std::string> gacc::getPipelineFlagArguments() {
   std::vector<std::string> args;
   if (!entry.empty())
     args.push_back("--entry=" + entry);
+  if (batchSize > 0)
+    args.push_back("--batch-size=" + std::to_string(batchSize));
   if (!microBatchSizes.empty()) {
     std::string list;
     for (int64_t size : microBatchSizes)

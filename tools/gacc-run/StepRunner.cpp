@@ -372,6 +372,20 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
     return nullptr;
   }
   step->name = func.getSymName().str();
+  {
+    // A dynamic sample dimension takes --batch-size (or is diagnosed) before
+    // the signature is read.
+    PassManager specialize(&context);
+    mlir::gacc::PrepareStepPassOptions prepare;
+    prepare.entry = options.entry;
+    prepare.batchSize = options.batchSize;
+    prepare.canonicalize = false;
+    specialize.addPass(mlir::gacc::createPrepareStepPass(prepare));
+    if (failed(specialize.run(module))) {
+      error = "cannot specialize the batch size of '" + path + "'";
+      return nullptr;
+    }
+  }
   if (!readSignature(func, step->args, step->results, error))
     return nullptr;
   for (const TensorInfo &arg : step->args)
@@ -383,6 +397,7 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
   PassManager pm(&context);
   mlir::gacc::GaccPipelineOptions pipeline;
   pipeline.entry = options.entry;
+  pipeline.batchSize = options.batchSize;
   pipeline.microBatches = options.microBatches;
   pipeline.microBatchSizes = options.microBatchSizes;
   pipeline.allowMicroBatchStatistics = options.allowMicroBatchStatistics;

@@ -53,6 +53,8 @@ struct TensorInfo {
 /// Options of a compiled step: the gacc-pipeline options and lowering knobs.
 struct StepOptions {
   std::string entry;
+  /// Samples of batch arguments whose sample dimension is dynamic (0: none).
+  int64_t batchSize = 0;
   int64_t microBatches = 1;
   std::vector<int64_t> microBatchSizes;
   bool allowMicroBatchStatistics = false;

@@ -29,6 +29,11 @@ struct GaccPipelineOptions : public PassPipelineOptions<GaccPipelineOptions> {
   PassOptions::Option<std::string> entry{
       *this, "entry", llvm::cl::desc("Name of the training-step function"),
       llvm::cl::init("")};
+  PassOptions::Option<int64_t> batchSize{
+      *this, "batch-size",
+      llvm::cl::desc("Number of samples of batch arguments whose sample "
+                     "dimension is dynamic"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> microBatches{
       *this, "micro-batches", llvm::cl::desc("Number of micro-batches m"),
       llvm::cl::init(1)};
@@ -57,12 +62,14 @@ struct GaccPipelineOptions : public PassPipelineOptions<GaccPipelineOptions> {
 
   /// The options of each pass, copied from these.
   VerifyStepPassOptions getVerifyStepOptions() const;
+  PrepareStepPassOptions getPrepareStepOptions() const;
   MicroBatchPassOptions getMicroBatchOptions() const;
   FuseAccumulationPassOptions getFuseAccumulationOptions() const;
   SinkAllReducePassOptions getSinkAllReduceOptions() const;
 };
 
-/// Adds gacc-micro-batch (which runs the checks of gacc-verify-step),
+/// Adds gacc-prepare-step, gacc-micro-batch (which runs the checks of
+/// gacc-verify-step),
 /// gacc-fuse-accumulation and gacc-sink-all-reduce to `pm`.
 void buildGaccPipeline(OpPassManager &pm, const GaccPipelineOptions &options);
 

@@ -30,6 +30,30 @@ def VerifyStepPass : Pass<"gacc-verify-step", "ModuleOp"> {
   ];
 }
 
+def PrepareStepPass : Pass<"gacc-prepare-step", "ModuleOp"> {
+  let summary = "Specialize a dynamic batch size and canonicalize the step";
+  let description = [{
+    Brings frontend output into the form the batch analysis reads: batch
+    arguments whose sample dimension is dynamic (`tensor<?x...>`, as
+    torch.export emits) are specialized to `batch-size` samples (an error
+    without it), then the training-step function is canonicalized and
+    CSE'd (dead ops dropped, `tensor.empty` of `?` sizes and `tensor.cast`
+    folded, `tensor.dim` of static sizes folded), and results whose type
+    became static are returned with that type.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "Name of the training-step function">,
+    Option<"batchSize", "batch-size", "int64_t", /*default=*/"0",
+           "Number of samples of a batch argument whose sample dimension is "
+           "dynamic (0: none may be)">,
+    Option<"canonicalize", "canonicalize", "bool", /*default=*/"true",
+           "Canonicalize and CSE the step after specializing it">,
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def MicroBatchPass : Pass<"gacc-micro-batch", "ModuleOp"> {
   let summary = "Split a training step into micro-batch regions";
   let description = [{

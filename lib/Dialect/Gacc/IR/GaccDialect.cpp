@@ -71,10 +71,8 @@ LogicalResult GaccDialect::verifyRegionArgAttribute(Operation *op,
     if (*dim < 0 || *dim >= type.getRank())
       return op->emitOpError() << "batch dimension " << *dim << " of " << where
                                << " is out of range for " << type;
-    if (type.isDynamicDim(*dim))
-      return op->emitOpError()
-             << "batch dimension " << *dim << " of " << where
-             << " is dynamic; only static batch sizes are supported";
+    // A dynamic sample dimension is a valid role; gacc-prepare-step
+    // specializes it (batch-size) before the analysis runs.
     return success();
   }
   return op->emitOpError() << "unknown gacc role '" << name << "' on " << where;

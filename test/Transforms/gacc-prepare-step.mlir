@@ -1,0 +1,61 @@
+// RUN: gacc-opt %s --split-input-file --gacc-prepare-step="batch-size=4" | FileCheck %s
+// RUN: gacc-opt %s --split-input-file --gacc-prepare-step --verify-diagnostics=only-expected 2>&1 | FileCheck %s --check-prefix=NOSIZE
+// RUN: gacc-opt %s --split-input-file --gacc-prepare-step="batch-size=4" --gacc-micro-batch="micro-batches=2" | FileCheck %s --check-prefix=M2
+
+// A dynamic sample dimension, as torch.export emits it: the batch argument
+// is specialized to 4 samples, `tensor.dim` folds to 4 (also where the mean
+// uses it as a value), the dynamic `tensor.empty` and the casts fold away and
+// the dead op is dropped.
+
+// CHECK-LABEL: func.func @dynamic
+// CHECK-SAME:    %{{.*}}: tensor<4x3xf32> {gacc.batch = 0 : i64}
+// CHECK-NOT:     tensor.dim
+// CHECK-NOT:     tensor.cast
+// CHECK-NOT:     math.exp
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<3x2xf32>) outs(%{{.*}} : tensor<4x2xf32>)
+// CHECK:         arith.constant 4.000000e+00 : f32
+// NOSIZE: error: 'func.func' op batch argument #0 has a dynamic sample dimension ('tensor<?x3xf32>'); pass batch-size=N to specialize the step to N samples
+// M2: gacc.micro_batch 1 offset 2 size 2
+// M2: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<2x3xf32>, tensor<3x2xf32>)
+func.func @dynamic(%x: tensor<?x3xf32> {gacc.batch = 0 : i64}, %w: tensor<3x2xf32> {gacc.param})
+    -> (tensor<f32> {gacc.loss}) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %d = tensor.dim %x, %c0 : tensor<?x3xf32>
+  %e = tensor.empty(%d) : tensor<?x2xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<?x2xf32>) -> tensor<?x2xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<?x3xf32>, tensor<3x2xf32>) outs(%f : tensor<?x2xf32>) -> tensor<?x2xf32>
+  %dead = math.exp %mm : tensor<?x2xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.reduce ins(%mm : tensor<?x2xf32>) outs(%f0 : tensor<f32>) dimensions = [0, 1]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  %di = arith.index_cast %d : index to i64
+  %df = arith.sitofp %di : i64 to f32
+  %loss = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []} ins(%s : tensor<f32>) outs(%e0 : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.divf %in, %df : f32
+    linalg.yield %0 : f32
+  } -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// A static batch that disagrees with batch-size.
+// CHECK-LABEL: func.func @static_ok
+// NOSIZE-LABEL: func.func @static_ok
+func.func @static_ok(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.reduce ins(%x : tensor<4xf32>) outs(%f0 : tensor<f32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  return %s : tensor<f32>
+}
