@@ -352,6 +352,35 @@ LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
   if (loopDim < 0)
     return op.emitOpError("uses a per-sample value without a loop over its "
                           "samples; a micro-batch holds only its own samples");
+  // Inside a region the sample loop counts only the region's samples, and
+  // every operand it indexes is sliced (or is per-sample) along the one
+  // dimension it indexes. Any other use of the loop in a map (a second
+  // dimension, `d0 + 1`, `d0 floordiv 2`) would read other samples.
+  AffineExpr loopExpr = getAffineDimExpr(loopDim, op.getContext());
+  for (OpOperand &operand : op->getOpOperands()) {
+    const BatchValueInfo &in = info(operand.get());
+    AffineMap map = maps[operand.getOperandNumber()];
+    bool seen = false;
+    for (auto [pos, expr] : llvm::enumerate(map.getResults())) {
+      if (!expr.isFunctionOfDim(loopDim))
+        continue;
+      bool samplePos = in.kind != BatchClass::PerSample ||
+                       static_cast<int64_t>(pos) == in.dim;
+      if (expr == loopExpr && samplePos && !seen) {
+        seen = true;
+        continue;
+      }
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      expr.print(os);
+      return op.emitOpError()
+             << "indexes dimension " << pos << " of operand #"
+             << operand.getOperandNumber() << " with '" << text
+             << "', which involves the sample loop d" << loopDim
+             << "; the sample loop may index one dimension of each operand, "
+                "as a plain loop index";
+    }
+  }
   BatchOpInfo &opInfo = result.ops[op];
   opInfo.loopDim = loopDim;
   opInfo.factor = factor;

@@ -286,3 +286,49 @@ func.func @twice(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc
   }
   return %r : tensor<f32>
 }
+
+// -----
+
+// An invariant table read at a shifted sample position through the map:
+// inside a region the loop counts local samples, so the read cannot be split.
+func.func @shifted_map(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  %table = arith.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0]> : tensor<5xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  // expected-error @below {{indexes dimension 0 of operand #1 with 'd0 + 1', which involves the sample loop d0; the sample loop may index one dimension of each operand, as a plain loop index}}
+  %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0 + 1)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x, %table : tensor<4xf32>, tensor<5xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %0 = arith.mulf %a, %b : f32
+    linalg.yield %0 : f32
+  } -> tensor<4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.reduce ins(%y : tensor<4xf32>) outs(%f : tensor<f32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  return %s : tensor<f32>
+}
+
+// -----
+
+// A per-sample [B, B] tensor read on its diagonal: the second dimension is
+// not the sample dimension, but a region would index it locally.
+func.func @diagonal(%x: tensor<4x4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  %e = tensor.empty() : tensor<4xf32>
+  // expected-error @below {{indexes dimension 1 of operand #0 with 'd0', which involves the sample loop d0}}
+  %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0, d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : tensor<4x4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    linalg.yield %a : f32
+  } -> tensor<4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.reduce ins(%y : tensor<4xf32>) outs(%f : tensor<f32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  return %s : tensor<f32>
+}

@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -201,9 +202,14 @@ static Value stripCasts(Value v) {
 }
 
 /// For an integer input compared with a loop index inside a linalg body
-/// (one-hot encodings, gathers), returns that loop's range.
+/// (one-hot encodings), or used as an index of a `tensor.extract` there
+/// (gathers: embeddings, nll_loss), returns the smallest such range.
 static int64_t inferIndexBound(Value arg) {
   int64_t bound = 0;
+  auto tighten = [&](int64_t range) {
+    if (range > 0 && (bound == 0 || range < bound))
+      bound = range;
+  };
   for (OpOperand &use : arg.getUses()) {
     auto op = dyn_cast<linalg::LinalgOp>(use.getOwner());
     if (!op || !op.isDpsInput(&use))
@@ -214,17 +220,21 @@ static int64_t inferIndexBound(Value arg) {
       if (isa<arith::IndexCastOp, arith::ExtSIOp, arith::TruncIOp>(user))
         values.push_back(user->getResult(0));
     for (Value v : values)
-      for (Operation *user : v.getUsers()) {
+      for (OpOperand &vuse : v.getUses()) {
+        Operation *user = vuse.getOwner();
+        if (auto extract = dyn_cast<tensor::ExtractOp>(user)) {
+          unsigned pos = vuse.getOperandNumber();
+          if (pos >= 1)
+            tighten(extract.getTensor().getType().getDimSize(pos - 1));
+          continue;
+        }
         auto cmp = dyn_cast<arith::CmpIOp>(user);
         if (!cmp)
           continue;
         for (Value side : cmp->getOperands()) {
           auto index = stripCasts(side).getDefiningOp<linalg::IndexOp>();
-          if (!index)
-            continue;
-          int64_t range = op.getStaticLoopRanges()[index.getDim()];
-          if (range > 0 && (bound == 0 || range < bound))
-            bound = range;
+          if (index)
+            tighten(op.getStaticLoopRanges()[index.getDim()]);
         }
       }
   }
