@@ -26,6 +26,8 @@ config.substitutions.append(("%examples", os.path.join(config.gacc_src_root,
 config.substitutions.append(("%cmake_generator", config.cmake_generator))
 config.substitutions.append(("%cmake", config.cmake_command))
 config.substitutions.append(("%cxx", config.cxx_compiler))
+config.substitutions.append(("%cc", config.c_compiler))
+config.substitutions.append(("%mlir_include_dir", config.mlir_include_dir))
 config.substitutions.append(("%mlir_dir", config.mlir_dir))
 
 # Upstream-only lowering of a (micro-batch-inlined) step to the LLVM dialect,
