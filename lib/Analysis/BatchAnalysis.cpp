@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
@@ -161,7 +162,8 @@ private:
                                ArrayRef<Value> statisticOperands);
   LogicalResult visitLinalg(linalg::LinalgOp op);
   LogicalResult visitCapturedSamples(linalg::LinalgOp op, int64_t &loopDim,
-                                     int64_t &factor, int64_t &origin);
+                                     int64_t &factor, int64_t &origin,
+                                     Operation *&unitCapture);
   LogicalResult reclassifyStatistic(Operation *user, Value statistic);
   void setResults(Operation *op, BatchValueInfo info) {
     for (Value r : op->getResults())
@@ -190,6 +192,10 @@ static SmallVector<Value> getUsedValues(Operation *op) {
 /// Returns the combiner of a reduction body that yields `yielded` with the
 /// output block argument `outArg`.
 static Combiner matchCombiner(Value yielded, BlockArgument outArg) {
+  // The running value may only feed the combiner: `out + out * x` is a
+  // recurrence, not a sum of per-sample contributions.
+  if (!outArg.hasOneUse())
+    return Combiner::None;
   Operation *def = yielded.getDefiningOp();
   if (!def || def->getNumOperands() != 2)
     return Combiner::None;
@@ -217,10 +223,9 @@ static Operation *getEnclosingLinalg(Operation *op) {
   return nullptr;
 }
 
-LogicalResult BatchAnalysisBuilder::visitCapturedSamples(linalg::LinalgOp op,
-                                                         int64_t &loopDim,
-                                                         int64_t &factor,
-                                                         int64_t &origin) {
+LogicalResult BatchAnalysisBuilder::visitCapturedSamples(
+    linalg::LinalgOp op, int64_t &loopDim, int64_t &factor, int64_t &origin,
+    Operation *&unitCapture) {
   // A per-sample tensor captured into the body exists inside a micro-batch
   // only for the micro-batch's samples, while `linalg.index` of the sample
   // loop counts global positions. The only exact read is therefore a
@@ -240,8 +245,18 @@ LogicalResult BatchAnalysisBuilder::visitCapturedSamples(linalg::LinalgOp op,
         continue;
       auto extract = dyn_cast<tensor::ExtractOp>(user);
       linalg::IndexOp index;
-      if (extract && extract.getTensor() == v)
-        index = extract.getIndices()[vi.dim].getDefiningOp<linalg::IndexOp>();
+      if (extract && extract.getTensor() == v) {
+        Value sampleIndex = extract.getIndices()[vi.dim];
+        // A batch of one sample: canonicalization folds the index of the
+        // unit sample loop to the constant 0, which reads the only sample.
+        if (result.batchSize * vi.factor == 1 &&
+            matchPattern(sampleIndex, m_Zero())) {
+          if (!unitCapture)
+            unitCapture = extract;
+          continue;
+        }
+        index = sampleIndex.getDefiningOp<linalg::IndexOp>();
+      }
       if (!index || getEnclosingLinalg(index) != op.getOperation()) {
         InFlightDiagnostic diag =
             op.emitOpError()
@@ -327,27 +342,36 @@ LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
       return diag;
     }
   }
-  if (failed(visitCapturedSamples(op, loopDim, factor, origin)))
+  Operation *unitCapture = nullptr;
+  if (failed(visitCapturedSamples(op, loopDim, factor, origin, unitCapture)))
     return failure();
-  if (loopDim < 0 && unitOperand) {
-    // B = 1 read through constant 0: the sample loop is the unit loop the
-    // first output indexes where the operand keeps its sample.
-    const BatchValueInfo &in = info(unitOperand->get());
+  if (loopDim < 0 && (unitOperand || unitCapture)) {
+    // B = 1 read through constant 0: the sample loop is a unit loop of the
+    // first output (where an operand keeps its sample, at the same position).
     AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    if (in.dim < static_cast<int64_t>(outMap.getNumResults()))
-      if (auto d = dyn_cast<AffineDimExpr>(outMap.getResult(in.dim));
+    int64_t position = unitOperand ? info(unitOperand->get()).dim : -1;
+    for (auto [pos, expr] : llvm::enumerate(outMap.getResults())) {
+      if (position >= 0 && static_cast<int64_t>(pos) != position)
+        continue;
+      if (auto d = dyn_cast<AffineDimExpr>(expr);
           d && ranges[d.getPosition()] == 1) {
         loopDim = d.getPosition();
-        factor = in.factor;
-        origin = in.originArg;
+        break;
       }
-    if (loopDim < 0)
-      return op.emitOpError()
-             << "reads the single sample of operand #"
-             << unitOperand->getOperandNumber()
-             << " with the constant index 0 but no unit loop of the result "
-                "carries it; index the sample dimension with a loop";
+    }
+    factor = 1;
+    origin = unitOperand ? info(unitOperand->get()).originArg : -1;
+    if (loopDim < 0) {
+      InFlightDiagnostic diag =
+          op.emitOpError()
+          << "reads the single sample of a batch of one with the constant "
+             "index 0 but no unit loop of the result carries it; index the "
+             "sample dimension with a loop";
+      if (unitCapture)
+        diag.attachNote(unitCapture->getLoc()) << "the read";
+      return diag;
+    }
   }
   if (loopDim < 0)
     return op.emitOpError("uses a per-sample value without a loop over its "

@@ -67,6 +67,7 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   // upstream ownership-based deallocation would).
   pm.addPass(createDeallocateBuffersPass());
 
+  pm.addPass(createStridedCopiesToLinalgPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

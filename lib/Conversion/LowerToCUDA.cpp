@@ -51,6 +51,9 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   blas.callee = "gaccrt_cuda_sgemm";
   pm.addPass(createMatmulToBlasPass(blas));
   pm.addPass(createDeallocateBuffersPass());
+  // Strided copies (out of bucket slices, into insert_slice views) become
+  // kernels; gpu.memcpy only lowers for identity layouts.
+  pm.addPass(createStridedCopiesToLinalgPass());
   pm.addPass(createGpuPreparePass());
 
   // Kernels: parallel loops, tiled into blocks of threads, mapped, outlined.

@@ -332,3 +332,60 @@ func.func @diagonal(%x: tensor<4x4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> 
     }
   return %s : tensor<f32>
 }
+
+// -----
+
+// The running value used beyond the combiner is a recurrence over the
+// samples (out + out * x), not a sum of per-sample contributions.
+func.func @recurrence(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  %one = arith.constant 1.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%one : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  // expected-error @below {{reduces over the sample dimension with a combiner that does not split over micro-batches}}
+  %s = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%x : tensor<4xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %out, %in : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// nll_loss on a batch of one after canonicalization: the index of the unit
+// sample loop is the constant 0.
+func.func @batch_one_gather(%logp: tensor<1x5xf32> {gacc.batch = 0 : i64},
+                            %labels: tensor<1xi64> {gacc.batch = 0 : i64})
+    -> (tensor<1xf32> {gacc.metric}, tensor<f32> {gacc.loss}) {
+  // expected-remark @below {{invariant}}
+  %c0 = arith.constant 0 : index
+  // expected-remark @below {{invariant}}
+  %e = tensor.empty() : tensor<1xf32>
+  // expected-remark @below {{per-sample dim 0}}
+  %nll = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%labels : tensor<1xi64>) outs(%e : tensor<1xf32>) {
+  ^bb0(%in: i64, %out: f32):
+    %0 = arith.index_cast %in : i64 to index
+    %1 = tensor.extract %logp[%c0, %0] : tensor<1x5xf32>
+    linalg.yield %1 : f32
+  } -> tensor<1xf32>
+  // expected-remark @below {{per-sample dim 0}}
+  %only = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} outs(%e : tensor<1xf32>) {
+  ^bb0(%out: f32):
+    %1 = tensor.extract %logp[%c0, %c0] : tensor<1x5xf32>
+    linalg.yield %1 : f32
+  } -> tensor<1xf32>
+  // expected-remark @below {{invariant}}
+  %zero = arith.constant 0.0 : f32
+  // expected-remark @below {{invariant}}
+  %e0 = tensor.empty() : tensor<f32>
+  // expected-remark @below {{invariant}}
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  // expected-remark @below {{partial (over loop 0)}}
+  %s = linalg.reduce ins(%nll : tensor<1xf32>) outs(%f : tensor<f32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  return %only, %s : tensor<1xf32>, tensor<f32>
+}

@@ -84,6 +84,21 @@ def DeallocateBuffersPass : Pass<"gacc-deallocate-buffers", "ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def StridedCopiesToLinalgPass
+    : Pass<"gacc-strided-copies-to-linalg", "ModuleOp"> {
+  let summary = "Turn memref.copy between strided views into linalg.copy";
+  let description = [{
+    Bufferized `tensor.insert_slice`, `tensor.concat` and `tensor.pad` copy
+    into strided subviews. `memref.copy` with a non-identity layout lowers to
+    a call of `memrefCopy` from MLIR's C runner utilities, which neither the
+    JIT nor a compiled step links, and on the GPU it has no `gpu.memcpy`
+    lowering. As `linalg.copy` such a copy becomes loops on the host and a
+    kernel on the device. Copies between identity layouts stay (they lower
+    to memcpy).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def EraseGridsPass : Pass<"gacc-erase-grids", "ModuleOp"> {
   let summary = "Erase shard.grid symbols no collective refers to any more";
   let description = [{
