@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Differential testing of gacc against LibTorch on random training steps.
+
+Generates steps with gen_step.py (random layers, losses, backward passes,
+collectives, optimizers, batch sizes, micro-batch splits and rank counts) and
+checks each one:
+
+1. `gacc-opt STEP --gacc-pipeline=OPTIONS`: the pipeline accepts the step, or
+   refuses it with a located diagnostic (`STEP:LINE:COL: error: ...`). A
+   signal, an internal error or an error without a location is a failure.
+2. `gacc-check STEP --micro-batches=M | --micro-batch-sizes=... [--ranks=2]
+   --input-dir=DIR` on every accepted step: exit 0 (every compiled result
+   within tolerance of LibTorch). Exit 1 (a compiled result is wrong) is a
+   miscompile, exit 2 (the step's backward disagrees with autograd) a
+   generator bug, anything else an error; all three are failures.
+
+Prints one line per step and a summary
+`difftest: tried N graphs: P passed, R refused, F failed` and exits 1 when
+any step failed. Failing steps are copied with their inputs and the command
+that reproduces them to WORK/failures/.
+
+Usage:
+  run.py --gacc-bin=build/bin [--count=N] [--seed=S] [--gather]
+         [--work=DIR] [--timeout=SECONDS] [--verbose]
+
+Environment (for the opt-in long sweep through lit): GACC_DIFFTEST_COUNT
+overrides --count, GACC_DIFFTEST_SEED --seed, GACC_DIFFTEST_GATHER=1 sets
+--gather.
+"""
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_step  # noqa: E402
+
+LOCATED = re.compile(r"^(?P<file>[^:\s]+\.mlir):\d+:\d+: error: (?P<msg>.*)$",
+                     re.M)
+
+
+def run(cmd, timeout):
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True,
+                           timeout=timeout)
+        return p.returncode, p.stdout, p.stderr, time.time() - t0
+    except subprocess.TimeoutExpired as e:
+        return "timeout", e.stdout or "", e.stderr or "", time.time() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gacc-bin", required=True,
+                    help="folder with gacc-opt and gacc-check")
+    ap.add_argument("--count", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--gather", action="store_true",
+                    help="generate nll_loss gathers through tensor.extract "
+                    "of the captured per-sample log-probabilities")
+    ap.add_argument("--work", default="difftest-work")
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    if os.environ.get("GACC_DIFFTEST_COUNT"):
+        args.count = int(os.environ["GACC_DIFFTEST_COUNT"])
+    if os.environ.get("GACC_DIFFTEST_SEED"):
+        args.seed = int(os.environ["GACC_DIFFTEST_SEED"])
+    if os.environ.get("GACC_DIFFTEST_GATHER") == "1":
+        args.gather = True
+
+    opt = os.path.join(args.gacc_bin, "gacc-opt")
+    check = os.path.join(args.gacc_bin, "gacc-check")
+    os.makedirs(args.work, exist_ok=True)
+    faildir = os.path.join(args.work, "failures")
+    env_note = ""
+
+    counts = collections.Counter()
+    refusals = collections.Counter()
+    failures = []
+    families = collections.Counter()
+    t_start = time.time()
+    for i in range(args.count):
+        seed = args.seed * 100000 + i
+        step = gen_step.generate(seed, args.gather)
+        name = "step%d" % seed
+        path = os.path.join(args.work, name + ".mlir")
+        indir = os.path.join(args.work, name + ".in")
+        with open(path, "w") as f:
+            f.write(step.mlir)
+        shutil.rmtree(indir, ignore_errors=True)
+        gen_step.write_inputs(step, indir, seed)
+        flags = gen_step.check_flags(step)
+        label = "graph %d (seed %d, %s): " % (i, seed, " ".join(flags))
+
+        # 1. the pipeline: accepted, or refused with a located diagnostic
+        pipeline = "--gacc-pipeline=" + gen_step.pipeline_options(step)
+        ocmd = [opt, path, pipeline, "-o", os.devnull]
+        rc, out, err, _ = run(ocmd, args.timeout)
+        if rc != 0:
+            m = LOCATED.search(err)
+            if rc == 1 and m and "internal error" not in err:
+                counts["refused"] += 1
+                msg = re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", m.group("msg"))
+                refusals[msg[:110]] += 1
+                print(label + "REFUSED: " + m.group("msg"))
+                continue
+            verdict = "CRASH" if not isinstance(rc, int) or rc < 0 or \
+                rc > 1 else "UNDIAGNOSED"
+            counts["failed"] += 1
+            failures.append((verdict, seed, " ".join(ocmd), err[-1500:]))
+            print(label + "%s (gacc-opt exit %s)\n%s" % (verdict, rc,
+                                                        err[-1500:]))
+            continue
+
+        # 2. the compiled step against LibTorch
+        ccmd = [check, path] + flags + ["--input-dir=" + indir]
+        rc, out, err, secs = run(ccmd, args.timeout)
+        for fam in step.families:
+            families[fam] += 1
+        if rc == 0:
+            counts["passed"] += 1
+            print(label + "PASS (%.1f s) %s" % (secs, step.summary))
+            if args.verbose:
+                print(out)
+            continue
+        verdict = {1: "FAIL", 2: "BACKWARD-WRONG",
+                   3: "ERROR"}.get(rc, "CRASH")
+        counts["failed"] += 1
+        print(label + "%s (gacc-check exit %s) %s" % (verdict, rc,
+                                                     step.summary))
+        print(out[-3000:] + err[-1500:])
+        os.makedirs(faildir, exist_ok=True)
+        shutil.copy(path, faildir)
+        shutil.rmtree(os.path.join(faildir, name + ".in"), ignore_errors=True)
+        shutil.copytree(indir, os.path.join(faildir, name + ".in"))
+        failures.append((verdict, seed, " ".join(ccmd), step.summary))
+
+    total = sum(counts.values())
+    print()
+    print("difftest: tried %d graphs: %d passed, %d refused, %d failed "
+          "(seed %d, %s, %.0f s)" % (total, counts["passed"], counts["refused"],
+                                     counts["failed"], args.seed,
+                                     "with gathers" if args.gather
+                                     else "no gathers",
+                                     time.time() - t_start))
+    if families:
+        print("families checked: " + ", ".join(
+            "%s %d" % kv for kv in sorted(families.items())))
+    for msg, n in refusals.most_common():
+        print("refused %dx: %s" % (n, msg))
+    for verdict, seed, cmd, what in failures:
+        print("%s: seed %d: %s\n    %s" % (verdict, seed, cmd,
+                                          what.splitlines()[0] if what else ""))
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
