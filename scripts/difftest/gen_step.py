@@ -657,6 +657,60 @@ class Residual(Layer):
         return g.add(dy, d)
 
 
+class Roll(Layer):
+    """A gather of a captured per-sample tensor through tensor.extract with
+    computed indices (the issue's upsample/concat-style gathers):
+      "feature":  y[.., d] = a x[.., d] + b x[.., (d + s) mod D]
+      "captured": y[.., d] = x[.., (d + s) mod D], a generic whose only
+                  per-sample value is captured (no per-sample operand)
+      "sample":   y[i, ..] = x[i, ..] + b x[(i + 1) mod N, ..], a cross-sample
+                  gather: the pipeline must refuse it at m >= 2
+    The VJP is the inverse shift of dy, read the same way."""
+
+    def __init__(self, g, kind=None):
+        self.kind = kind or g.rng.choice(["feature", "feature", "captured",
+                                          "sample"])
+        self.a = 0.0 if self.kind == "captured" else 1.0
+        self.b = 0.5 if self.kind != "captured" else 1.0
+
+    def shifted(self, g, src, shift):
+        """Emits the generic y = a src + b src[shifted index]."""
+        nd = len(src.shape)
+        dim = 0 if self.kind == "sample" else nd - 1
+        size = src.shape[dim]
+        shift %= size
+
+        def body(ar, o):
+            idx = []
+            for k in range(nd):
+                i = g.fresh("ix")
+                g.emit("%s = linalg.index %d : index" % (i, k))
+                idx.append(i)
+            sh = g.scalar_const(shift, "index")
+            n = g.scalar_const(size, "index")
+            t = g.op("arith.addi %s, %s" % (idx[dim], sh), "index")
+            idx[dim] = g.op("arith.remui %s, %s" % (t, n), "index")
+            v = g.fresh("s")
+            g.emit("%s = tensor.extract %s[%s] : %s" % (
+                v, src.name, ", ".join(idx), src.type))
+            r = g.op("arith.mulf %s, %s" % (v, g.scalar_const(self.b)))
+            if ar:
+                r = g.op("arith.addf %s, %s" % (ar[0], r))
+            return r
+        if self.kind == "captured":
+            return g.ew([], body, shape=src.shape)
+        return g.ew([(src, "id")], body)
+
+    def fwd(self, g, x):
+        g.families.add("roll-" + self.kind)
+        self.s = 1
+        return self.shifted(g, x, self.s)
+
+    def bwd(self, g, dy):
+        dim = 0 if self.kind == "sample" else len(dy.shape) - 1
+        return self.shifted(g, dy, dy.shape[dim] - self.s)
+
+
 class Collapse(Layer):
     """[B, T, D] -> [B*T, D] (the sample dimension merged with tokens)."""
 
@@ -799,6 +853,8 @@ def generate(seed, gather=False, keepdim=True):
         last = i == nlayers - 1
         choices = ["linear", "linear", "act", "scale", "pos", "softmax",
                    "layernorm", "residual"]
+        if gather:
+            choices += ["roll"]
         if seq and not collapsed:
             choices += ["collapse", "posembed"]
         if seq and collapsed:
@@ -830,6 +886,8 @@ def generate(seed, gather=False, keepdim=True):
                 inner.append(Act(g, rng.choice(["tanh", "relu_max",
                                                 "sigmoid"])))
             layers.append(Residual(g, d, inner))
+        elif kind == "roll":
+            layers.append(Roll(g))
         elif kind == "collapse":
             layers.append(Collapse())
             collapsed = True

@@ -60,6 +60,8 @@ def main():
                     help="folder with gacc-opt and gacc-check")
     ap.add_argument("--count", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seeds", help="comma-separated step seeds to run "
+                    "instead of --count steps from --seed")
     ap.add_argument("--gather", action="store_true",
                     help="generate nll_loss gathers through tensor.extract "
                     "of the captured per-sample log-probabilities")
@@ -90,8 +92,10 @@ def main():
     failures = []
     families = collections.Counter()
     t_start = time.time()
-    for i in range(args.count):
-        seed = args.seed * 100000 + i
+    seeds = [args.seed * 100000 + i for i in range(args.count)]
+    if args.seeds:
+        seeds = [int(x) for x in args.seeds.split(",")]
+    for i, seed in enumerate(seeds):
         step = gen_step.generate(seed, args.gather, not args.no_keepdim)
         name = "step%d" % seed
         path = os.path.join(args.work, name + ".mlir")
