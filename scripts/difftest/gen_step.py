@@ -90,7 +90,7 @@ class Builder:
         self.emit("// " + text)
 
     def arg(self, hint, shape, attr, spec, et="f32"):
-        v = V("%" + hint + str(len(self.args)), shape, et)
+        v = V("%%%s_%d" % (hint, len(self.args)), shape, et)
         self.args.append((v, attr, spec))
         return v
 

@@ -107,6 +107,14 @@ def main():
         flags = gen_step.check_flags(step)
         label = "graph %d (seed %d, %s): " % (i, seed, " ".join(flags))
 
+        # 0. the generated step itself must parse and verify
+        rc, out, err, _ = run([opt, path, "-o", os.devnull], args.timeout)
+        if rc != 0:
+            counts["failed"] += 1
+            failures.append(("INVALID-STEP", seed, path, err[-1500:]))
+            print(label + "INVALID-STEP (the generator's fault)\n" + err[-1500:])
+            continue
+
         # 1. the pipeline: accepted, or refused with a located diagnostic
         pipeline = "--gacc-pipeline=" + gen_step.pipeline_options(step)
         ocmd = [opt, path, pipeline, "-o", os.devnull]
