@@ -262,15 +262,16 @@ def main():
         failures.append((verdict, seed, " ".join(ccmd), step.summary))
 
     total = counts["passed"] + counts["refused"] + counts["failed"]
+    summary = ("difftest: tried %d graphs: %d passed, %d refused, %d failed "
+               "(seed %d, %s, %.0f s)" % (
+                   total, counts["passed"], counts["refused"],
+                   counts["failed"], args.seed,
+                   ("with" if args.gather else "no") + " gathers, " +
+                   ("no" if args.no_keepdim else "with") + " keepdim maps",
+                   time.time() - t_start))
     print()
-    print("difftest: tried %d graphs: %d passed, %d refused, %d failed "
-          "(seed %d, %s, %.0f s)" % (total, counts["passed"], counts["refused"],
-                                     counts["failed"], args.seed,
-                                     ("with" if args.gather else "no") +
-                                     " gathers, " +
-                                     ("no" if args.no_keepdim else "with") +
-                                     " keepdim maps",
-                                     time.time() - t_start))
+    print(summary)
+    print(summary, file=sys.stderr)  # visible in lit -a under FileCheck
     if counts["passed via twin"]:
         print("passed via twin: %d (steps with keepdim maps, which "
               "gacc-check cannot evaluate, compared with the same step "
