@@ -303,15 +303,20 @@ class Layer:
 
 
 class Linear(Layer):
-    def __init__(self, g, din, dout):
+    def __init__(self, g, din, dout, tied=None):
+        """tied: an existing [dout, din] parameter (an embedding table used
+        as the output projection) instead of a new weight."""
         self.din, self.dout = din, dout
         self.form = g.rng.choice(["mm", "mmT", "gen"])
         self.bias = g.rng.random() < 0.6
+        if tied is not None:
+            self.form = "mmT"
+            self.w = tied
+            g.families.add("tied-weights")
         shape = (dout, din) if self.form == "mmT" else (din, dout)
-        self.w = Param(g.arg("W", shape, "{gacc.param}", {"kind": "param",
-                                                           "init": "weight",
-                                                           "fan_in": din}),
-                       "weight")
+        if tied is None:
+            self.w = Param(g.arg("W", shape, "{gacc.param}", {
+                "kind": "param", "init": "weight", "fan_in": din}), "weight")
         self.params = [self.w]
         if self.bias:
             self.b = Param(g.arg("b", (dout,), "{gacc.param}",
@@ -821,8 +826,9 @@ def generate(seed, gather=False, keepdim=True):
 
     # -- inputs ----------------------------------------------------------------
     embed = rng.random() < 0.25
+    tie = embed and rng.random() < 0.4
     if embed:
-        vocab = rng.choice([3, 5, 7])
+        vocab = C if tie else rng.choice([3, 5, 7])
         tokens = g.arg("tok", lead, "{gacc.batch = 0 : i64}",
                        {"kind": "batch", "init": "index", "bound": vocab},
                        et="i64")
@@ -899,7 +905,13 @@ def generate(seed, gather=False, keepdim=True):
     if not any(l.params for l in layers):
         layers.append(Linear(g, d, C))
         d = C
-    if d != C:
+    if tie:
+        # the embedding table [C, D0] is also the output projection
+        if d != D0:
+            layers.append(Linear(g, d, D0))
+        layers.append(Linear(g, D0, C, tied=emb.t))
+        d = C
+    elif d != C:
         layers.append(Linear(g, d, C))
         d = C
     # the head works on [lead..., C] (expanded back) or on [B*T, C] with the
@@ -913,6 +925,7 @@ def generate(seed, gather=False, keepdim=True):
 
     # state (optimizer) arguments come after the batch inputs
     opt = rng.choice(["none", "none", "sgd", "adamw"])
+    clip = opt != "none" and rng.random() < 0.4
     allreduce = rng.random() < 0.5
     ar_kind = rng.choice(["sum", "average"])
     ranks = 2 if rng.random() < 0.25 else 1
@@ -1141,7 +1154,11 @@ def generate(seed, gather=False, keepdim=True):
         dy = l.bwd(g, dy)
 
     # -- gradients, collectives, optimizer ----------------------------------------
-    params = [p for l in layers for p in l.params]
+    params = []
+    for l in layers:
+        for p in l.params:
+            if all(p is not q for q in params):
+                params.append(p)
     g.comment("================= gradients =================")
     grads = []
     for p in params:
@@ -1172,9 +1189,30 @@ def generate(seed, gather=False, keepdim=True):
     if opt != "none":
         g.families.add(opt)
         g.comment("================= %s =================" % opt)
+    ograds = grads
+    if clip:
+        # global-norm clipping (torch.nn.utils.clip_grad_norm_, max_norm 0.5)
+        g.families.add("clip")
+        total = None
+        for gv in grads:
+            nd = len(gv.shape)
+            ids = ["d%d" % i for i in range(nd)]
+            sq = g.generic([(gv, ids)], (), [], ["reduction"] * nd,
+                           lambda ar, acc: g.op("arith.addf %s, %s" % (
+                               acc, g.op("arith.mulf %s, %s" % (ar[0],
+                                                                ar[0])))),
+                           init=g.fill((), 0.0))
+            total = sq if total is None else g.tensor_op("arith.addf", total,
+                                                         sq)
+        gnorm = g.tensor_op("math.sqrt", total)
+        den = g.tensor_op("arith.addf", gnorm, g.tensor_const(1e-6))
+        coef = g.tensor_op("arith.divf", g.tensor_const(0.5), den)
+        scale = g.tensor_op("arith.minimumf", coef, g.tensor_const(1.0))
+        ograds = [g.ew([(gv, "id"), (scale, "scalar")], lambda ar, o: g.op(
+            "arith.mulf %s, %s" % tuple(ar))) for gv in grads]
     if opt == "sgd":
         lr = g.arg("lr", (), "{gacc.state}", {"kind": "state", "init": "lr"})
-        for p, gv in zip(params, grads):
+        for p, gv in zip(params, ograds):
             nd = len(p.v.shape)
             po = g.ew([(p.v, "id"), (gv, "id"), (lr, "scalar")],
                       lambda ar, o: g.op("arith.subf %s, %s" % (
@@ -1192,7 +1230,7 @@ def generate(seed, gather=False, keepdim=True):
         bc2 = g.tensor_op("arith.subf", one_t, b2t)
         ss = g.tensor_op("arith.divf", g.tensor_const(0.01), bc1)
         bs = g.tensor_op("math.sqrt", bc2)
-        for p, gv in zip(params, grads):
+        for p, gv in zip(params, ograds):
             idx = arg_index[id(p.v)]
             mm = g.arg("m", p.v.shape, "{gacc.state}", {"kind": "state",
                                                         "init": "zeros"})
