@@ -1,4 +1,4 @@
-// Minimized from scripts/difftest/run.py --gather (seeds 200000-200028: every
+// Minimized from scripts/difftest/run.py --gather, generator of commit 38f4793 (seeds 200000-200028: every
 // nll_loss gather at m >= 2 failed). torch-mlir's nll_loss_forward form: a
 // per-sample generic over the labels reads the captured per-sample tensor %z
 // with tensor.extract %z[linalg.index 0, label]. B = 2, 2 classes.

@@ -1,4 +1,4 @@
-// Minimized from scripts/difftest/run.py --gather (family roll-captured,
+// Minimized from scripts/difftest/run.py --gather, generator of commit 7f3bbf8 (family roll-captured,
 // seeds 300013, 300016, 300046). A parallel generic whose only per-sample
 // value is captured (no ins): y[i, d] = z[i, (d + 1) mod 2] read through
 // tensor.extract. B = 2, 2 features.

@@ -1,4 +1,4 @@
-// Minimized from scripts/difftest/run.py --gather (family roll-feature, seed
+// Minimized from scripts/difftest/run.py --gather, generator of commit 7f3bbf8 (family roll-feature, seed
 // 300001). A per-sample generic reads the captured per-sample tensor %z
 // through tensor.extract %z[linalg.index 0, (linalg.index 1 + 1) mod 2] (a
 // gather in a non-sample dimension; the sample index is the region's own).

@@ -1,4 +1,4 @@
-// Minimized from scripts/difftest/run.py --gather (family roll-sample, seed
+// Minimized from scripts/difftest/run.py --gather, generator of commit 7f3bbf8 (family roll-sample, seed
 // 300044). A cross-sample gather: y[i, d] = z[i, d] + 0.5 z[(i + 1) mod 2, d],
 // reading the captured per-sample tensor %z at another sample's index
 // (linalg.index arithmetic on the sample loop). B = 2, 2 features.
