@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""Differential testing of gacc against LibTorch on random training steps.
+
+Generates steps with gen_step.py (random layers, losses, backward passes,
+collectives, optimizers, batch sizes, micro-batch splits and rank counts) and
+checks each one:
+
+1. `gacc-opt STEP --gacc-pipeline=OPTIONS`: the pipeline accepts the step, or
+   refuses it with a located diagnostic (`STEP:LINE:COL: error: ...`). A
+   signal, an internal error or an error without a location is a failure.
+2. `gacc-check STEP --micro-batches=M | --micro-batch-sizes=... [--ranks=2]
+   --input-dir=DIR` on every accepted step: exit 0 (every compiled result
+   within tolerance of LibTorch). Exit 1 (a compiled result is wrong) is a
+   miscompile, exit 2 (the step's backward disagrees with autograd) a
+   generator bug, anything else an error; all three are failures.
+
+Prints one line per step and a summary
+`difftest: tried N graphs: P passed, R refused, F failed` and exits 1 when
+any step failed. Failing steps are copied with their inputs and the command
+that reproduces them to WORK/failures/.
+
+Usage:
+  run.py --gacc-bin=build/bin [--count=N] [--seed=S] [--seeds=a,b] [--gather]
+         [--no-keepdim] [--work=DIR] [--timeout=SECONDS] [--verbose]
+
+A step with keepdim (d0, 0) maps, which gacc-check cannot evaluate yet, is
+checked through its twin: the same step generated without keepdim maps (the
+same computation on the same inputs) must pass gacc-check, and the keepdim
+step's compiled results (gacc-run) must equal the twin's.
+
+Environment (for the opt-in long sweep through lit): GACC_DIFFTEST_COUNT
+overrides --count, GACC_DIFFTEST_SEED --seed, GACC_DIFFTEST_GATHER=1 sets
+--gather, GACC_DIFFTEST_KEEPDIM=1 clears --no-keepdim.
+"""
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_step  # noqa: E402
+
+LOCATED = re.compile(r"^(?P<file>[^:\s]+\.mlir):\d+:\d+: error: (?P<msg>.*)$",
+                     re.M)
+
+
+def run(cmd, timeout):
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True,
+                           timeout=timeout)
+        return p.returncode, p.stdout, p.stderr, time.time() - t0
+    except subprocess.TimeoutExpired as e:
+        return "timeout", e.stdout or "", e.stderr or "", time.time() - t0
+
+
+def load_npy(path):
+    """Reads a little-endian f32/f64/i64/i32 .npy file (any shape) as a flat
+    list of floats, with the standard library only."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY":
+        raise ValueError("not a .npy file: " + path)
+    if data[6] == 1:
+        hlen = struct.unpack("<H", data[8:10])[0]
+        start = 10 + hlen
+    else:
+        hlen = struct.unpack("<I", data[8:12])[0]
+        start = 12 + hlen
+    header = data[start - hlen:start].decode("latin1")
+    descr = re.search(r"'descr':\s*'([^']*)'", header).group(1)
+    fmt = {"<f4": "f", "<f8": "d", "<i8": "q", "<i4": "i", "|b1": "?",
+           "|u1": "B"}[descr]
+    body = data[start:]
+    n = len(body) // struct.calcsize(fmt)
+    return [float(v) for v in struct.unpack("<%d%s" % (n, fmt), body)]
+
+
+def run_compiled(gacc_run, step, path, indir, outdir, timeout):
+    """Runs the compiled step with gacc-run (mpirun for several ranks) and
+    returns {relative result path: values} or an error string."""
+    shutil.rmtree(outdir, ignore_errors=True)
+    cmd = [gacc_run, path, "--input-dir=" + indir, "--output-dir=" + outdir,
+           "--quiet"] + [f for f in gen_step.check_flags(step)
+                         if not f.startswith("--ranks")]
+    if step.config["ranks"] > 1:
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
+               "OPENBLAS_NUM_THREADS=1", "-np", str(step.config["ranks"])] + cmd
+    rc, out, err, _ = run(cmd, timeout)
+    if rc != 0:
+        return "gacc-run exit %s: %s" % (rc, (out + err)[-800:])
+    results = {}
+    for root, _, files in os.walk(outdir):
+        for name in files:
+            full = os.path.join(root, name)
+            results[os.path.relpath(full, outdir)] = load_npy(full)
+    return results
+
+
+def compare_twins(args, step, twin, path, indir):
+    """For a step gacc-check cannot evaluate (keepdim maps): checks its twin
+    without keepdim maps (the same computation, the same inputs) against
+    LibTorch, then the step's compiled results against the twin's. Returns
+    (verdict, detail)."""
+    tpath = path.replace(".mlir", ".twin.mlir")
+    with open(tpath, "w") as f:
+        f.write(twin.mlir)
+    check = os.path.join(args.gacc_bin, "gacc-check")
+    rc, out, err, _ = run([check, tpath] + gen_step.check_flags(twin) +
+                          ["--input-dir=" + indir], args.timeout)
+    if rc != 0:
+        return "TWIN-FAIL", "the twin without keepdim maps: gacc-check " \
+            "exit %s\n%s" % (rc, (out + err)[-2000:])
+    gacc_run = os.path.join(args.gacc_bin, "gacc-run")
+    mine = run_compiled(gacc_run, step, path, indir, path + ".out",
+                        args.timeout)
+    ref = run_compiled(gacc_run, twin, tpath, indir, tpath + ".out",
+                       args.timeout)
+    if isinstance(mine, str) or isinstance(ref, str):
+        return "ERROR", mine if isinstance(mine, str) else ref
+    if sorted(mine) != sorted(ref):
+        return "ERROR", "different result files: %s vs %s" % (sorted(mine),
+                                                              sorted(ref))
+    worst = 0.0
+    for key in mine:
+        a, b = mine[key], ref[key]
+        scale = max([abs(v) for v in b] + [1e-30])
+        err_ = max([abs(x - y) for x, y in zip(a, b)] + [0.0]) / scale
+        if len(a) != len(b):
+            err_ = float("inf")
+        worst = max(worst, err_)
+    if worst > 1e-5:
+        return "FAIL", "compiled keepdim step vs its twin: relative " \
+            "difference %.2e" % worst
+    return "PASS", "twin passes gacc-check; compiled results equal " \
+        "(relative difference %.1e)" % worst
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gacc-bin", required=True,
+                    help="folder with gacc-opt and gacc-check")
+    ap.add_argument("--count", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seeds", help="comma-separated step seeds to run "
+                    "instead of --count steps from --seed")
+    ap.add_argument("--gather", action="store_true",
+                    help="generate nll_loss gathers through tensor.extract "
+                    "of the captured per-sample log-probabilities")
+    ap.add_argument("--no-keepdim", action="store_true",
+                    help="softmax / layer-norm reductions without torch-mlir's "
+                    "keepdim (d0, 0) maps")
+    ap.add_argument("--work", default="difftest-work")
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    if os.environ.get("GACC_DIFFTEST_COUNT"):
+        args.count = int(os.environ["GACC_DIFFTEST_COUNT"])
+    if os.environ.get("GACC_DIFFTEST_SEED"):
+        args.seed = int(os.environ["GACC_DIFFTEST_SEED"])
+    if os.environ.get("GACC_DIFFTEST_GATHER") == "1":
+        args.gather = True
+    if os.environ.get("GACC_DIFFTEST_KEEPDIM") == "1":
+        args.no_keepdim = False
+
+    opt = os.path.join(args.gacc_bin, "gacc-opt")
+    check = os.path.join(args.gacc_bin, "gacc-check")
+    os.makedirs(args.work, exist_ok=True)
+    faildir = os.path.join(args.work, "failures")
+    env_note = ""
+
+    counts = collections.Counter()
+    refusals = collections.Counter()
+    failures = []
+    families = collections.Counter()
+    t_start = time.time()
+    seeds = [args.seed * 100000 + i for i in range(args.count)]
+    if args.seeds:
+        seeds = [int(x) for x in args.seeds.split(",")]
+    for i, seed in enumerate(seeds):
+        step = gen_step.generate(seed, args.gather, not args.no_keepdim)
+        name = "step%d" % seed
+        path = os.path.join(args.work, name + ".mlir")
+        indir = os.path.join(args.work, name + ".in")
+        with open(path, "w") as f:
+            f.write(step.mlir)
+        shutil.rmtree(indir, ignore_errors=True)
+        gen_step.write_inputs(step, indir, seed)
+        flags = gen_step.check_flags(step)
+        label = "graph %d (seed %d, %s): " % (i, seed, " ".join(flags))
+
+        # 0. the generated step itself must parse and verify
+        rc, out, err, _ = run([opt, path, "-o", os.devnull], args.timeout)
+        if rc != 0:
+            counts["failed"] += 1
+            failures.append(("INVALID-STEP", seed, path, err[-1500:]))
+            print(label + "INVALID-STEP (the generator's fault)\n" + err[-1500:])
+            continue
+
+        # 1. the pipeline: accepted, or refused with a located diagnostic
+        pipeline = "--gacc-pipeline=" + gen_step.pipeline_options(step)
+        ocmd = [opt, path, pipeline, "-o", os.devnull]
+        rc, out, err, _ = run(ocmd, args.timeout)
+        if rc != 0:
+            m = LOCATED.search(err)
+            if rc == 1 and m and "internal error" not in err:
+                counts["refused"] += 1
+                msg = re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", m.group("msg"))
+                refusals[msg[:110]] += 1
+                print(label + "REFUSED: " + m.group("msg"))
+                continue
+            verdict = "CRASH" if not isinstance(rc, int) or rc < 0 or \
+                rc > 1 else "UNDIAGNOSED"
+            counts["failed"] += 1
+            failures.append((verdict, seed, " ".join(ocmd), err[-1500:]))
+            print(label + "%s (gacc-opt exit %s)\n%s" % (verdict, rc,
+                                                        err[-1500:]))
+            continue
+
+        # 2. the compiled step against LibTorch
+        ccmd = [check, path] + flags + ["--input-dir=" + indir]
+        rc, out, err, secs = run(ccmd, args.timeout)
+        for fam in step.families:
+            families[fam] += 1
+        if rc == 0:
+            counts["passed"] += 1
+            print(label + "PASS (%.1f s) %s" % (secs, step.summary))
+            if args.verbose:
+                print(out)
+            continue
+        verdict = {1: "FAIL", 2: "BACKWARD-WRONG",
+                   3: "ERROR"}.get(rc, "CRASH")
+        if rc == 3 and "cannot evaluate" in err:
+            verdict = "UNEVALUATED"   # gacc-check's LibTorch evaluator
+            twin = gen_step.generate(seed, args.gather, False)
+            if not args.no_keepdim and twin.mlir != step.mlir:
+                # keepdim maps gacc-check cannot evaluate yet: compare with
+                # the twin step without them
+                verdict, detail = compare_twins(args, step, twin, path, indir)
+                if verdict == "PASS":
+                    counts["passed"] += 1
+                    counts["passed via twin"] += 1
+                    print(label + "PASS via twin (%s) %s" % (detail,
+                                                            step.summary))
+                    continue
+                verdict = "KEEPDIM-" + verdict
+                err = detail
+        counts["failed"] += 1
+        print(label + "%s (gacc-check exit %s) %s" % (verdict, rc,
+                                                     step.summary))
+        print(out[-3000:] + err[-1500:])
+        os.makedirs(faildir, exist_ok=True)
+        shutil.copy(path, faildir)
+        shutil.rmtree(os.path.join(faildir, name + ".in"), ignore_errors=True)
+        shutil.copytree(indir, os.path.join(faildir, name + ".in"))
+        failures.append((verdict, seed, " ".join(ccmd), step.summary))
+
+    total = counts["passed"] + counts["refused"] + counts["failed"]
+    summary = ("difftest: tried %d graphs: %d passed, %d refused, %d failed "
+               "(seed %d, %s, %.0f s)" % (
+                   total, counts["passed"], counts["refused"],
+                   counts["failed"], args.seed,
+                   ("with" if args.gather else "no") + " gathers, " +
+                   ("no" if args.no_keepdim else "with") + " keepdim maps",
+                   time.time() - t_start))
+    print()
+    print(summary)
+    print(summary, file=sys.stderr)  # visible in lit -a under FileCheck
+    if counts["passed via twin"]:
+        print("passed via twin: %d (steps with keepdim maps, which "
+              "gacc-check cannot evaluate, compared with the same step "
+              "without them)" % counts["passed via twin"])
+    if families:
+        print("families checked: " + ", ".join(
+            "%s %d" % kv for kv in sorted(families.items())))
+    for msg, n in refusals.most_common():
+        print("refused %dx: %s" % (n, msg))
+    for verdict, seed, cmd, what in failures:
+        print("%s: seed %d: %s\n    %s" % (verdict, seed, cmd,
+                                          what.splitlines()[0] if what else ""))
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
