@@ -82,6 +82,8 @@ class Graph:
         # (d0, d1) instead of (d0, 0)): a variant for evaluators without
         # constant-index output maps; the numbers are the same.
         self.keepdim = True
+        # size1_zero: elementwise maps index static size-1 dimensions with 0.
+        self.size1_zero = False
 
     def kd(self, shape):
         """(map, shape) of a keepdim reduction over the last dimension."""
@@ -110,7 +112,7 @@ class Graph:
     def scalar(self, x, et="f32"):
         key = (x, et)
         if key not in self.consts:
-            name = self.fresh("c")
+            name = self.fresh("cst")
             lit = fconst(x) if et == "f32" else str(x)
             self.emit("%s = arith.constant %s : %s" % (name, lit, et))
             self.consts[key] = name
@@ -229,6 +231,11 @@ class Graph:
 
     def pointwise_map(self, ins, out_shape, body):
         n = len(out_shape)
+        if self.size1_zero:
+            # createElementwiseLinalgGeneric: a static size-1 operand
+            # dimension is indexed with the constant 0 ((d0, d1) -> (0, d1)).
+            ins = [(v, tuple("0" if (e.startswith("d") and v.shape[k] == 1) else e
+                             for k, e in enumerate(m))) for v, m in ins]
         return self.generic(ins, out_shape, ident(n), ["parallel"] * n,
                             lambda b, a, o: body(b, *a))
 
@@ -309,26 +316,33 @@ class Graph:
             return [ga, gb]
         return self.record(out, [a, b], vjp)
 
-    def unary(self, x, fwd, dfn):
-        """Elementwise op; dfn(b, g, x, y) gives the input gradient."""
+    def unary(self, x, fwd, dfn, uses="gxy"):
+        """Elementwise op; dfn(b, g, x, y) gives the input gradient. uses: the
+        operands the backward payload reads (g: gradient, x: input, y: output);
+        only those become operands of the backward generic."""
         n = len(x.shape)
         out = self.pointwise_map([(x, ident(n))], x.shape, fwd)
 
         def vjp(g):
-            return [self.pointwise_map([(g, ident(n)), (x, ident(n)), (out, ident(n))],
-                                       x.shape, dfn)]
+            ops = {"g": g, "x": x, "y": out}
+            ins = [(ops[u], ident(n)) for u in uses]
+
+            def body(b, *a):
+                named = dict(zip(uses, a))
+                return dfn(b, named.get("g"), named.get("x"), named.get("y"))
+            return [self.pointwise_map(ins, x.shape, body)]
         return self.record(out, [x], vjp)
 
     def scale(self, x, c):
         """aten.mul.Scalar / aten.div.Scalar."""
         return self.unary(
             x, lambda b, v: b("arith.mulf {0}, {1} : f32", v, b.const(c)),
-            lambda b, g, v, y: b("arith.mulf {0}, {1} : f32", g, b.const(c)))
+            lambda b, g, v, y: b("arith.mulf {0}, {1} : f32", g, b.const(c)), "g")
 
     def add_scalar(self, x, c):
         return self.unary(
             x, lambda b, v: b("arith.addf {0}, {1} : f32", v, b.const(c)),
-            lambda b, g, v, y: g)
+            lambda b, g, v, y: g, "g")
 
     def rsqrt(self, x):
         def d(b, g, v, y):
@@ -336,7 +350,7 @@ class Graph:
             y3 = b("arith.mulf {0}, {1} : f32", y3, y)
             t = b("arith.mulf {0}, {1} : f32", g, y3)
             return b("arith.mulf {0}, {1} : f32", t, b.const(-0.5))
-        return self.unary(x, lambda b, v: b("math.rsqrt {0} : f32", v), d)
+        return self.unary(x, lambda b, v: b("math.rsqrt {0} : f32", v), d, "gy")
 
     def sum_keepdim(self, x):
         """aten.sum.dim_IntList(dim=-1, keepdim=True): output map (..., 0)."""
@@ -455,7 +469,7 @@ class Graph:
             r = b("arith.mulf {0}, {1} : f32", r, inner)
             d = b("arith.addf {0}, {1} : f32", left, r)
             return b("arith.mulf {0}, {1} : f32", g, d)
-        return self.unary(x, fwd, bwd)
+        return self.unary(x, fwd, bwd, "gx")
 
     def bmm(self, a, b):
         """aten.bmm (Linear.cpp ConvertAtenBmmOp): linalg.batch_matmul into a
@@ -660,6 +674,101 @@ class Graph:
             return [self.generic([(seed, ()), (labels, ("d0",)), (tw, ())], (N, C),
                                  ("d0", "d1"), ["parallel", "parallel"], body, init=init)]
         return self.record(loss, [logp], vjp)
+
+    def mm(self, x, w):
+        """aten.mm (Linear.cpp ConvertAtenMmOp): linalg.matmul into a
+        zero-filled init; backward mm with linalg.transpose'd operands."""
+        out = self.matmul_raw(x, w)
+
+        def vjp(g):
+            gx = gw = None
+            if x.requires_grad:
+                gx = self.matmul_raw(g, self.transpose(w, [1, 0]))
+            if w.requires_grad:
+                gw = self.matmul_raw(self.transpose(x, [1, 0]), g)
+            return [gx, gw]
+        return self.record(out, [x, w], vjp)
+
+    def tanh(self, x):
+        def d(b, g, v, y):
+            y2 = b("arith.mulf {0}, {1} : f32", y, y)
+            t = b("arith.subf {0}, {1} : f32", b.const(1.0), y2)
+            return b("arith.mulf {0}, {1} : f32", g, t)
+        return self.unary(x, lambda b, v: b("math.tanh {0} : f32", v), d, "gy")
+
+    def sum_all(self, x):
+        """aten.sum (Reduction.cpp): every loop a reduction into a rank-0 init."""
+        n = len(x.shape)
+        out = self.reduce_to([(x, ident(n))], x.shape, (), (), lambda b, v: v)
+
+        def vjp(g):
+            return [self.pointwise_map([(g, ())], x.shape, lambda b, v: v)]
+        return self.record(out, [x], vjp)
+
+    def slice_op(self, x, offsets, sizes):
+        """aten.slice.Tensor (DataMovement.cpp): tensor.extract_slice; its
+        backward aten.slice_backward is tensor.insert_slice into zeros."""
+        out = self.extract_slice(x, offsets, sizes)
+
+        def vjp(g):
+            return [self.insert_slice(g, self.full(x.shape, 0.0), offsets)]
+        return self.record(out, [x], vjp)
+
+    def extract_slice(self, x, offsets, sizes):
+        name = self.fresh("sl")
+        self.emit("%s = tensor.extract_slice %s[%s] [%s] [%s] : %s to %s"
+                  % (name, x.name, ", ".join(map(str, offsets)),
+                     ", ".join(map(str, sizes)), ", ".join("1" for _ in sizes),
+                     x.type, ttype(sizes, x.et)))
+        return Value(name, sizes, x.et)
+
+    def insert_slice(self, src, dst, offsets):
+        name = self.fresh("ins")
+        self.emit("%s = tensor.insert_slice %s into %s[%s] [%s] [%s] : %s into %s"
+                  % (name, src.name, dst.name, ", ".join(map(str, offsets)),
+                     ", ".join(map(str, src.shape)), ", ".join("1" for _ in src.shape),
+                     src.type, dst.type))
+        return Value(name, dst.shape, dst.et)
+
+    def concat(self, xs, dim):
+        """aten.cat (DataMovement.cpp ConvertAtenCatOp): tensor.concat; the
+        backward slices the gradient back with tensor.extract_slice."""
+        shape = list(xs[0].shape)
+        shape[dim] = sum(x.shape[dim] for x in xs)
+        shape = tuple(shape)
+        name = self.fresh("cat")
+        self.emit("%s = tensor.concat dim(%d) %s : (%s) -> %s"
+                  % (name, dim, ", ".join(x.name for x in xs),
+                     ", ".join(x.type for x in xs), ttype(shape, xs[0].et)))
+        out = Value(name, shape, xs[0].et)
+
+        def vjp(g):
+            res = []
+            off = 0
+            for x in xs:
+                offs = [0] * len(shape)
+                offs[dim] = off
+                off += x.shape[dim]
+                res.append(self.extract_slice(g, offs, x.shape) if x.requires_grad else None)
+            return res
+        return self.record(out, list(xs), vjp)
+
+    def view_collapse(self, x, reassoc):
+        """aten.view merging dimensions: tensor.collapse_shape (backward: expand)."""
+        out = self.collapse(x, reassoc)
+        return self.record(out, [x], lambda g: [self.expand(g, reassoc, x.shape)])
+
+    def cross_entropy(self, logits, labels, ignore=-100):
+        """F.cross_entropy(logits.view(-1, C), labels.view(-1)): collapse_shape,
+        log_softmax with keepdim maps, nll_loss mean over non-ignored labels."""
+        k = len(logits.shape)
+        lf = logits
+        if k > 2:
+            lf = self.view_collapse(logits, [list(range(k - 1)), [k - 1]])
+        lab = labels
+        if len(labels.shape) > 1:
+            lab = self.collapse(labels, [list(range(len(labels.shape)))])
+        return self.nll_loss_mean(self.softmax(lf, log=True), lab, ignore)
 
     # ------------------------------------------------------------ output
     def all_reduce(self, g):

@@ -167,8 +167,8 @@ func.func @train_step(
 
   // ---- h = ln_1(x)   (layer norm with keepdim maps)
   %e14 = tensor.empty() : tensor<4x4x1xf32>
-  %c15 = arith.constant 0.000000000e+00 : f32
-  %f16 = linalg.fill ins(%c15 : f32) outs(%e14 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
+  %cst15 = arith.constant 0.000000000e+00 : f32
+  %f16 = linalg.fill ins(%cst15 : f32) outs(%e14 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
   %g20 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g13 : tensor<4x4x8xf32>) outs(%f16 : tensor<4x4x1xf32>) {
   ^bb0(%in17: f32, %out18: f32):
     %v19 = arith.addf %in17, %out18 : f32
@@ -194,7 +194,7 @@ func.func @train_step(
     linalg.yield %v37 : f32
   } -> tensor<4x4x8xf32>
   %e39 = tensor.empty() : tensor<4x4x1xf32>
-  %f40 = linalg.fill ins(%c15 : f32) outs(%e39 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
+  %f40 = linalg.fill ins(%cst15 : f32) outs(%e39 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
   %g44 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g38 : tensor<4x4x8xf32>) outs(%f40 : tensor<4x4x1xf32>) {
   ^bb0(%in41: f32, %out42: f32):
     %v43 = arith.addf %in41, %out42 : f32
@@ -246,7 +246,7 @@ func.func @train_step(
     linalg.yield %in81 : f32
   } -> tensor<4x8x8xf32>
   %e84 = tensor.empty() : tensor<4x4x8xf32>
-  %f85 = linalg.fill ins(%c15 : f32) outs(%e84 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %f85 = linalg.fill ins(%cst15 : f32) outs(%e84 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
   %bmm86 = linalg.batch_matmul ins(%g79, %g83 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f85 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
   %e87 = tensor.empty() : tensor<4x8x8xf32>
   %g90 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%wk : tensor<8x8xf32>) outs(%e87 : tensor<4x8x8xf32>) {
@@ -254,7 +254,7 @@ func.func @train_step(
     linalg.yield %in88 : f32
   } -> tensor<4x8x8xf32>
   %e91 = tensor.empty() : tensor<4x4x8xf32>
-  %f92 = linalg.fill ins(%c15 : f32) outs(%e91 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %f92 = linalg.fill ins(%cst15 : f32) outs(%e91 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
   %bmm93 = linalg.batch_matmul ins(%g79, %g90 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f92 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
   %e94 = tensor.empty() : tensor<4x8x8xf32>
   %g97 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%wv : tensor<8x8xf32>) outs(%e94 : tensor<4x8x8xf32>) {
@@ -262,14 +262,14 @@ func.func @train_step(
     linalg.yield %in95 : f32
   } -> tensor<4x8x8xf32>
   %e98 = tensor.empty() : tensor<4x4x8xf32>
-  %f99 = linalg.fill ins(%c15 : f32) outs(%e98 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %f99 = linalg.fill ins(%cst15 : f32) outs(%e98 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
   %bmm100 = linalg.batch_matmul ins(%g79, %g97 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f99 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
 
   // ---- att = softmax(masked_fill(q @ k^T / sqrt(D), causal))   (bmm, transpose)
   %e101 = tensor.empty() : tensor<4x8x4xf32>
   %tr102 = linalg.transpose ins(%bmm93 : tensor<4x4x8xf32>) outs(%e101 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
   %e103 = tensor.empty() : tensor<4x4x4xf32>
-  %f104 = linalg.fill ins(%c15 : f32) outs(%e103 : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+  %f104 = linalg.fill ins(%cst15 : f32) outs(%e103 : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
   %bmm105 = linalg.batch_matmul ins(%bmm86, %tr102 : tensor<4x4x8xf32>, tensor<4x8x4xf32>) outs(%f104 : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
   %e106 = tensor.empty() : tensor<4x4x4xf32>
   %g111 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%bmm105 : tensor<4x4x4xf32>) outs(%e106 : tensor<4x4x4xf32>) {
@@ -289,8 +289,8 @@ func.func @train_step(
     linalg.yield %v119 : f32
   } -> tensor<4x4x4xf32>
   %e121 = tensor.empty() : tensor<4x4x1xf32>
-  %c122 = arith.constant 0xFF800000 : f32
-  %f123 = linalg.fill ins(%c122 : f32) outs(%e121 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
+  %cst122 = arith.constant 0xFF800000 : f32
+  %f123 = linalg.fill ins(%cst122 : f32) outs(%e121 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
   %g127 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g120 : tensor<4x4x4xf32>) outs(%f123 : tensor<4x4x1xf32>) {
   ^bb0(%in124: f32, %out125: f32):
     %v126 = arith.maximumf %in124, %out125 : f32
@@ -309,7 +309,7 @@ func.func @train_step(
     linalg.yield %v137 : f32
   } -> tensor<4x4x4xf32>
   %e139 = tensor.empty() : tensor<4x4x1xf32>
-  %f140 = linalg.fill ins(%c15 : f32) outs(%e139 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
+  %f140 = linalg.fill ins(%cst15 : f32) outs(%e139 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
   %g144 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g138 : tensor<4x4x4xf32>) outs(%f140 : tensor<4x4x1xf32>) {
   ^bb0(%in141: f32, %out142: f32):
     %v143 = arith.addf %in141, %out142 : f32
@@ -324,7 +324,7 @@ func.func @train_step(
 
   // ---- y = (att @ v) @ wo;  x = x + y
   %e151 = tensor.empty() : tensor<4x4x8xf32>
-  %f152 = linalg.fill ins(%c15 : f32) outs(%e151 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %f152 = linalg.fill ins(%cst15 : f32) outs(%e151 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
   %bmm153 = linalg.batch_matmul ins(%g150, %bmm100 : tensor<4x4x4xf32>, tensor<4x4x8xf32>) outs(%f152 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
   %e154 = tensor.empty() : tensor<4x8x8xf32>
   %g157 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%wo : tensor<8x8xf32>) outs(%e154 : tensor<4x8x8xf32>) {
@@ -332,7 +332,7 @@ func.func @train_step(
     linalg.yield %in155 : f32
   } -> tensor<4x8x8xf32>
   %e158 = tensor.empty() : tensor<4x4x8xf32>
-  %f159 = linalg.fill ins(%c15 : f32) outs(%e158 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %f159 = linalg.fill ins(%cst15 : f32) outs(%e158 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
   %bmm160 = linalg.batch_matmul ins(%bmm153, %g157 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f159 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
   %e161 = tensor.empty() : tensor<4x4x8xf32>
   %g166 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g13, %bmm160 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e161 : tensor<4x4x8xf32>) {
@@ -343,7 +343,7 @@ func.func @train_step(
 
   // ---- x = x + c_proj(gelu(c_fc(ln_2(x))))   (view + mm + view, GELU tanh)
   %e167 = tensor.empty() : tensor<4x4x1xf32>
-  %f168 = linalg.fill ins(%c15 : f32) outs(%e167 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
+  %f168 = linalg.fill ins(%cst15 : f32) outs(%e167 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
   %g172 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g166 : tensor<4x4x8xf32>) outs(%f168 : tensor<4x4x1xf32>) {
   ^bb0(%in169: f32, %out170: f32):
     %v171 = arith.addf %in169, %out170 : f32
@@ -369,7 +369,7 @@ func.func @train_step(
     linalg.yield %v189 : f32
   } -> tensor<4x4x8xf32>
   %e191 = tensor.empty() : tensor<4x4x1xf32>
-  %f192 = linalg.fill ins(%c15 : f32) outs(%e191 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
+  %f192 = linalg.fill ins(%cst15 : f32) outs(%e191 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
   %g196 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g190 : tensor<4x4x8xf32>) outs(%f192 : tensor<4x4x1xf32>) {
   ^bb0(%in193: f32, %out194: f32):
     %v195 = arith.addf %in193, %out194 : f32
@@ -415,7 +415,7 @@ func.func @train_step(
   } -> tensor<4x4x8xf32>
   %cl232 = tensor.collapse_shape %g231 [[0, 1], [2]] : tensor<4x4x8xf32> into tensor<16x8xf32>
   %e233 = tensor.empty() : tensor<16x16xf32>
-  %f234 = linalg.fill ins(%c15 : f32) outs(%e233 : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %f234 = linalg.fill ins(%cst15 : f32) outs(%e233 : tensor<16x16xf32>) -> tensor<16x16xf32>
   %mm235 = linalg.matmul ins(%cl232, %fc_w : tensor<16x8xf32>, tensor<8x16xf32>) outs(%f234 : tensor<16x16xf32>) -> tensor<16x16xf32>
   %ex236 = tensor.expand_shape %mm235 [[0, 1], [2]] output_shape [4, 4, 16] : tensor<16x16xf32> into tensor<4x4x16xf32>
   %e237 = tensor.empty() : tensor<4x4x16xf32>
@@ -444,7 +444,7 @@ func.func @train_step(
   } -> tensor<4x4x16xf32>
   %cl260 = tensor.collapse_shape %g259 [[0, 1], [2]] : tensor<4x4x16xf32> into tensor<16x16xf32>
   %e261 = tensor.empty() : tensor<16x8xf32>
-  %f262 = linalg.fill ins(%c15 : f32) outs(%e261 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %f262 = linalg.fill ins(%cst15 : f32) outs(%e261 : tensor<16x8xf32>) -> tensor<16x8xf32>
   %mm263 = linalg.matmul ins(%cl260, %proj_w : tensor<16x16xf32>, tensor<16x8xf32>) outs(%f262 : tensor<16x8xf32>) -> tensor<16x8xf32>
   %ex264 = tensor.expand_shape %mm263 [[0, 1], [2]] output_shape [4, 4, 8] : tensor<16x8xf32> into tensor<4x4x8xf32>
   %e265 = tensor.empty() : tensor<4x4x8xf32>
@@ -463,12 +463,12 @@ func.func @train_step(
   // ---- logits = x @ lm_head;  loss = cross_entropy(logits.view(-1, V), targets.view(-1))
   %cl277 = tensor.collapse_shape %g276 [[0, 1], [2]] : tensor<4x4x8xf32> into tensor<16x8xf32>
   %e278 = tensor.empty() : tensor<16x11xf32>
-  %f279 = linalg.fill ins(%c15 : f32) outs(%e278 : tensor<16x11xf32>) -> tensor<16x11xf32>
+  %f279 = linalg.fill ins(%cst15 : f32) outs(%e278 : tensor<16x11xf32>) -> tensor<16x11xf32>
   %mm280 = linalg.matmul ins(%cl277, %lm_head : tensor<16x8xf32>, tensor<8x11xf32>) outs(%f279 : tensor<16x11xf32>) -> tensor<16x11xf32>
   %ex281 = tensor.expand_shape %mm280 [[0, 1], [2]] output_shape [4, 4, 11] : tensor<16x11xf32> into tensor<4x4x11xf32>
   %cl282 = tensor.collapse_shape %ex281 [[0, 1], [2]] : tensor<4x4x11xf32> into tensor<16x11xf32>
   %e283 = tensor.empty() : tensor<16x1xf32>
-  %f284 = linalg.fill ins(%c122 : f32) outs(%e283 : tensor<16x1xf32>) -> tensor<16x1xf32>
+  %f284 = linalg.fill ins(%cst122 : f32) outs(%e283 : tensor<16x1xf32>) -> tensor<16x1xf32>
   %g288 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]} ins(%cl282 : tensor<16x11xf32>) outs(%f284 : tensor<16x1xf32>) {
   ^bb0(%in285: f32, %out286: f32):
     %v287 = arith.maximumf %in285, %out286 : f32
@@ -487,7 +487,7 @@ func.func @train_step(
     linalg.yield %v298 : f32
   } -> tensor<16x11xf32>
   %e300 = tensor.empty() : tensor<16x1xf32>
-  %f301 = linalg.fill ins(%c15 : f32) outs(%e300 : tensor<16x1xf32>) -> tensor<16x1xf32>
+  %f301 = linalg.fill ins(%cst15 : f32) outs(%e300 : tensor<16x1xf32>) -> tensor<16x1xf32>
   %g305 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]} ins(%g299 : tensor<16x11xf32>) outs(%f301 : tensor<16x1xf32>) {
   ^bb0(%in302: f32, %out303: f32):
     %v304 = arith.addf %in302, %out303 : f32
@@ -506,8 +506,8 @@ func.func @train_step(
     linalg.yield %v315 : f32
   } -> tensor<16x11xf32>
   %cl317 = tensor.collapse_shape %targets [[0, 1]] : tensor<4x4xi64> into tensor<16xi64>
-  %c318 = arith.constant -100 : i64
-  %ign319 = arith.index_cast %c318 : i64 to index
+  %cst318 = arith.constant -100 : i64
+  %ign319 = arith.index_cast %cst318 : i64 to index
   %e320 = tensor.empty() : tensor<16xf32>
   %g332 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%cl317 : tensor<16xi64>) outs(%e320 : tensor<16xf32>) {
   ^bb0(%in321: i64, %out322: f32):
@@ -523,8 +523,8 @@ func.func @train_step(
     linalg.yield %v331 : f32
   } -> tensor<16xf32>
   %e333 = tensor.empty() : tensor<i32>
-  %c334 = arith.constant 0 : i32
-  %f335 = linalg.fill ins(%c334 : i32) outs(%e333 : tensor<i32>) -> tensor<i32>
+  %cst334 = arith.constant 0 : i32
+  %f335 = linalg.fill ins(%cst334 : i32) outs(%e333 : tensor<i32>) -> tensor<i32>
   %g342 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%cl317 : tensor<16xi64>) outs(%f335 : tensor<i32>) {
   ^bb0(%in336: i64, %out337: i32):
     %v338 = arith.index_cast %in336 : i64 to index
@@ -536,7 +536,7 @@ func.func @train_step(
   %count343 = tensor.extract %g342[] : tensor<i32>
   %countf344 = arith.sitofp %count343 : i32 to f32
   %e345 = tensor.empty() : tensor<f32>
-  %f346 = linalg.fill ins(%c15 : f32) outs(%e345 : tensor<f32>) -> tensor<f32>
+  %f346 = linalg.fill ins(%cst15 : f32) outs(%e345 : tensor<f32>) -> tensor<f32>
   %g351 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%g332 : tensor<16xf32>) outs(%f346 : tensor<f32>) {
   ^bb0(%in347: f32, %out348: f32):
     %v349 = arith.divf %in347, %countf344 : f32
@@ -547,11 +547,11 @@ func.func @train_step(
   // ---- backward (generated: the vector-Jacobian product of each op, in reverse)
   %seed352 = arith.constant dense<1.000000e+00> : tensor<f32>
   %e353 = tensor.empty() : tensor<i64>
-  %c354 = arith.constant 0 : i64
-  %f355 = linalg.fill ins(%c354 : i64) outs(%e353 : tensor<i64>) -> tensor<i64>
+  %cst354 = arith.constant 0 : i64
+  %f355 = linalg.fill ins(%cst354 : i64) outs(%e353 : tensor<i64>) -> tensor<i64>
   %g361 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%cl317 : tensor<16xi64>) outs(%f355 : tensor<i64>) {
   ^bb0(%in356: i64, %out357: i64):
-    %v358 = arith.cmpi eq, %in356, %c318 : i64
+    %v358 = arith.cmpi eq, %in356, %cst318 : i64
     %v359 = arith.extui %v358 : i1 to i64
     %v360 = arith.addi %v359, %out357 : i64
     linalg.yield %v360 : i64
@@ -565,7 +565,7 @@ func.func @train_step(
   %e368 = tensor.empty() : tensor<f32>
   %tw369 = linalg.fill ins(%twf367 : f32) outs(%e368 : tensor<f32>) -> tensor<f32>
   %e370 = tensor.empty() : tensor<16x11xf32>
-  %f371 = linalg.fill ins(%c15 : f32) outs(%e370 : tensor<16x11xf32>) -> tensor<16x11xf32>
+  %f371 = linalg.fill ins(%cst15 : f32) outs(%e370 : tensor<16x11xf32>) -> tensor<16x11xf32>
   %g385 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%seed352, %cl317, %tw369 : tensor<f32>, tensor<16xi64>, tensor<f32>) outs(%f371 : tensor<16x11xf32>) {
   ^bb0(%in372: f32, %in373: i64, %in374: f32, %out375: f32):
     %v376 = arith.index_cast %in373 : i64 to index
@@ -580,7 +580,7 @@ func.func @train_step(
     linalg.yield %v384 : f32
   } -> tensor<16x11xf32>
   %e386 = tensor.empty() : tensor<16x1xf32>
-  %f387 = linalg.fill ins(%c15 : f32) outs(%e386 : tensor<16x1xf32>) -> tensor<16x1xf32>
+  %f387 = linalg.fill ins(%cst15 : f32) outs(%e386 : tensor<16x1xf32>) -> tensor<16x1xf32>
   %g391 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>], iterator_types = ["parallel", "reduction"]} ins(%g385 : tensor<16x11xf32>) outs(%f387 : tensor<16x1xf32>) {
   ^bb0(%in388: f32, %out389: f32):
     %v390 = arith.addf %in388, %out389 : f32
@@ -599,16 +599,16 @@ func.func @train_step(
   %e403 = tensor.empty() : tensor<11x8xf32>
   %tr404 = linalg.transpose ins(%lm_head : tensor<8x11xf32>) outs(%e403 : tensor<11x8xf32>) permutation = [1, 0]
   %e405 = tensor.empty() : tensor<16x8xf32>
-  %f406 = linalg.fill ins(%c15 : f32) outs(%e405 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %f406 = linalg.fill ins(%cst15 : f32) outs(%e405 : tensor<16x8xf32>) -> tensor<16x8xf32>
   %mm407 = linalg.matmul ins(%cl402, %tr404 : tensor<16x11xf32>, tensor<11x8xf32>) outs(%f406 : tensor<16x8xf32>) -> tensor<16x8xf32>
   %ex408 = tensor.expand_shape %mm407 [[0, 1], [2]] output_shape [4, 4, 8] : tensor<16x8xf32> into tensor<4x4x8xf32>
   %e409 = tensor.empty() : tensor<8x16xf32>
   %tr410 = linalg.transpose ins(%cl277 : tensor<16x8xf32>) outs(%e409 : tensor<8x16xf32>) permutation = [1, 0]
   %e411 = tensor.empty() : tensor<8x11xf32>
-  %f412 = linalg.fill ins(%c15 : f32) outs(%e411 : tensor<8x11xf32>) -> tensor<8x11xf32>
+  %f412 = linalg.fill ins(%cst15 : f32) outs(%e411 : tensor<8x11xf32>) -> tensor<8x11xf32>
   %mm413 = linalg.matmul ins(%tr410, %cl402 : tensor<8x16xf32>, tensor<16x11xf32>) outs(%f412 : tensor<8x11xf32>) -> tensor<8x11xf32>
   %e414 = tensor.empty() : tensor<8xf32>
-  %f415 = linalg.fill ins(%c15 : f32) outs(%e414 : tensor<8xf32>) -> tensor<8xf32>
+  %f415 = linalg.fill ins(%cst15 : f32) outs(%e414 : tensor<8xf32>) -> tensor<8xf32>
   %g419 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%ex408 : tensor<4x4x8xf32>) outs(%f415 : tensor<8xf32>) {
   ^bb0(%in416: f32, %out417: f32):
     %v418 = arith.addf %in416, %out417 : f32
@@ -618,1033 +618,1033 @@ func.func @train_step(
   %e421 = tensor.empty() : tensor<8x16xf32>
   %tr422 = linalg.transpose ins(%proj_w : tensor<16x8xf32>) outs(%e421 : tensor<8x16xf32>) permutation = [1, 0]
   %e423 = tensor.empty() : tensor<16x16xf32>
-  %f424 = linalg.fill ins(%c15 : f32) outs(%e423 : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %f424 = linalg.fill ins(%cst15 : f32) outs(%e423 : tensor<16x16xf32>) -> tensor<16x16xf32>
   %mm425 = linalg.matmul ins(%cl420, %tr422 : tensor<16x8xf32>, tensor<8x16xf32>) outs(%f424 : tensor<16x16xf32>) -> tensor<16x16xf32>
   %ex426 = tensor.expand_shape %mm425 [[0, 1], [2]] output_shape [4, 4, 16] : tensor<16x16xf32> into tensor<4x4x16xf32>
   %e427 = tensor.empty() : tensor<16x16xf32>
   %tr428 = linalg.transpose ins(%cl260 : tensor<16x16xf32>) outs(%e427 : tensor<16x16xf32>) permutation = [1, 0]
   %e429 = tensor.empty() : tensor<16x8xf32>
-  %f430 = linalg.fill ins(%c15 : f32) outs(%e429 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %f430 = linalg.fill ins(%cst15 : f32) outs(%e429 : tensor<16x8xf32>) -> tensor<16x8xf32>
   %mm431 = linalg.matmul ins(%tr428, %cl420 : tensor<16x16xf32>, tensor<16x8xf32>) outs(%f430 : tensor<16x8xf32>) -> tensor<16x8xf32>
   %e432 = tensor.empty() : tensor<4x4x16xf32>
-  %g464 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ex426, %g242, %g259 : tensor<4x4x16xf32>, tensor<4x4x16xf32>, tensor<4x4x16xf32>) outs(%e432 : tensor<4x4x16xf32>) {
-  ^bb0(%in433: f32, %in434: f32, %in435: f32, %out436: f32):
-    %v437 = arith.mulf %in434, %in434 : f32
-    %v438 = arith.mulf %v437, %in434 : f32
-    %v439 = arith.constant 4.471500000e-02 : f32
-    %v440 = arith.mulf %v438, %v439 : f32
-    %v441 = arith.addf %in434, %v440 : f32
-    %v442 = arith.constant 7.978845608e-01 : f32
-    %v443 = arith.mulf %v441, %v442 : f32
-    %v444 = math.tanh %v443 : f32
-    %v445 = arith.constant 1.000000000e+00 : f32
-    %v446 = arith.addf %v444, %v445 : f32
-    %v447 = arith.constant 5.000000000e-01 : f32
-    %v448 = arith.mulf %v446, %v447 : f32
-    %v449 = arith.mulf %v444, %v444 : f32
-    %v450 = arith.constant 1.000000000e+00 : f32
-    %v451 = arith.subf %v450, %v449 : f32
-    %v452 = arith.constant 1.341450000e-01 : f32
-    %v453 = arith.mulf %v437, %v452 : f32
-    %v454 = arith.constant 1.000000000e+00 : f32
-    %v455 = arith.addf %v453, %v454 : f32
-    %v456 = arith.constant 7.978845608e-01 : f32
-    %v457 = arith.mulf %v455, %v456 : f32
-    %v458 = arith.constant 5.000000000e-01 : f32
-    %v459 = arith.mulf %in434, %v458 : f32
-    %v460 = arith.mulf %v459, %v451 : f32
-    %v461 = arith.mulf %v460, %v457 : f32
-    %v462 = arith.addf %v448, %v461 : f32
-    %v463 = arith.mulf %in433, %v462 : f32
-    linalg.yield %v463 : f32
+  %g463 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ex426, %g242 : tensor<4x4x16xf32>, tensor<4x4x16xf32>) outs(%e432 : tensor<4x4x16xf32>) {
+  ^bb0(%in433: f32, %in434: f32, %out435: f32):
+    %v436 = arith.mulf %in434, %in434 : f32
+    %v437 = arith.mulf %v436, %in434 : f32
+    %v438 = arith.constant 4.471500000e-02 : f32
+    %v439 = arith.mulf %v437, %v438 : f32
+    %v440 = arith.addf %in434, %v439 : f32
+    %v441 = arith.constant 7.978845608e-01 : f32
+    %v442 = arith.mulf %v440, %v441 : f32
+    %v443 = math.tanh %v442 : f32
+    %v444 = arith.constant 1.000000000e+00 : f32
+    %v445 = arith.addf %v443, %v444 : f32
+    %v446 = arith.constant 5.000000000e-01 : f32
+    %v447 = arith.mulf %v445, %v446 : f32
+    %v448 = arith.mulf %v443, %v443 : f32
+    %v449 = arith.constant 1.000000000e+00 : f32
+    %v450 = arith.subf %v449, %v448 : f32
+    %v451 = arith.constant 1.341450000e-01 : f32
+    %v452 = arith.mulf %v436, %v451 : f32
+    %v453 = arith.constant 1.000000000e+00 : f32
+    %v454 = arith.addf %v452, %v453 : f32
+    %v455 = arith.constant 7.978845608e-01 : f32
+    %v456 = arith.mulf %v454, %v455 : f32
+    %v457 = arith.constant 5.000000000e-01 : f32
+    %v458 = arith.mulf %in434, %v457 : f32
+    %v459 = arith.mulf %v458, %v450 : f32
+    %v460 = arith.mulf %v459, %v456 : f32
+    %v461 = arith.addf %v447, %v460 : f32
+    %v462 = arith.mulf %in433, %v461 : f32
+    linalg.yield %v462 : f32
   } -> tensor<4x4x16xf32>
-  %e465 = tensor.empty() : tensor<16xf32>
-  %f466 = linalg.fill ins(%c15 : f32) outs(%e465 : tensor<16xf32>) -> tensor<16xf32>
-  %g470 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%g464 : tensor<4x4x16xf32>) outs(%f466 : tensor<16xf32>) {
-  ^bb0(%in467: f32, %out468: f32):
-    %v469 = arith.addf %in467, %out468 : f32
-    linalg.yield %v469 : f32
+  %e464 = tensor.empty() : tensor<16xf32>
+  %f465 = linalg.fill ins(%cst15 : f32) outs(%e464 : tensor<16xf32>) -> tensor<16xf32>
+  %g469 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%g463 : tensor<4x4x16xf32>) outs(%f465 : tensor<16xf32>) {
+  ^bb0(%in466: f32, %out467: f32):
+    %v468 = arith.addf %in466, %out467 : f32
+    linalg.yield %v468 : f32
   } -> tensor<16xf32>
-  %cl471 = tensor.collapse_shape %g464 [[0, 1], [2]] : tensor<4x4x16xf32> into tensor<16x16xf32>
-  %e472 = tensor.empty() : tensor<16x8xf32>
-  %tr473 = linalg.transpose ins(%fc_w : tensor<8x16xf32>) outs(%e472 : tensor<16x8xf32>) permutation = [1, 0]
-  %e474 = tensor.empty() : tensor<16x8xf32>
-  %f475 = linalg.fill ins(%c15 : f32) outs(%e474 : tensor<16x8xf32>) -> tensor<16x8xf32>
-  %mm476 = linalg.matmul ins(%cl471, %tr473 : tensor<16x16xf32>, tensor<16x8xf32>) outs(%f475 : tensor<16x8xf32>) -> tensor<16x8xf32>
-  %ex477 = tensor.expand_shape %mm476 [[0, 1], [2]] output_shape [4, 4, 8] : tensor<16x8xf32> into tensor<4x4x8xf32>
-  %e478 = tensor.empty() : tensor<8x16xf32>
-  %tr479 = linalg.transpose ins(%cl232 : tensor<16x8xf32>) outs(%e478 : tensor<8x16xf32>) permutation = [1, 0]
-  %e480 = tensor.empty() : tensor<8x16xf32>
-  %f481 = linalg.fill ins(%c15 : f32) outs(%e480 : tensor<8x16xf32>) -> tensor<8x16xf32>
-  %mm482 = linalg.matmul ins(%tr479, %cl471 : tensor<8x16xf32>, tensor<16x16xf32>) outs(%f481 : tensor<8x16xf32>) -> tensor<8x16xf32>
-  %e483 = tensor.empty() : tensor<8xf32>
-  %f484 = linalg.fill ins(%c15 : f32) outs(%e483 : tensor<8xf32>) -> tensor<8xf32>
-  %g488 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%ex477 : tensor<4x4x8xf32>) outs(%f484 : tensor<8xf32>) {
-  ^bb0(%in485: f32, %out486: f32):
-    %v487 = arith.addf %in485, %out486 : f32
-    linalg.yield %v487 : f32
+  %cl470 = tensor.collapse_shape %g463 [[0, 1], [2]] : tensor<4x4x16xf32> into tensor<16x16xf32>
+  %e471 = tensor.empty() : tensor<16x8xf32>
+  %tr472 = linalg.transpose ins(%fc_w : tensor<8x16xf32>) outs(%e471 : tensor<16x8xf32>) permutation = [1, 0]
+  %e473 = tensor.empty() : tensor<16x8xf32>
+  %f474 = linalg.fill ins(%cst15 : f32) outs(%e473 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %mm475 = linalg.matmul ins(%cl470, %tr472 : tensor<16x16xf32>, tensor<16x8xf32>) outs(%f474 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %ex476 = tensor.expand_shape %mm475 [[0, 1], [2]] output_shape [4, 4, 8] : tensor<16x8xf32> into tensor<4x4x8xf32>
+  %e477 = tensor.empty() : tensor<8x16xf32>
+  %tr478 = linalg.transpose ins(%cl232 : tensor<16x8xf32>) outs(%e477 : tensor<8x16xf32>) permutation = [1, 0]
+  %e479 = tensor.empty() : tensor<8x16xf32>
+  %f480 = linalg.fill ins(%cst15 : f32) outs(%e479 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %mm481 = linalg.matmul ins(%tr478, %cl470 : tensor<8x16xf32>, tensor<16x16xf32>) outs(%f480 : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %e482 = tensor.empty() : tensor<8xf32>
+  %f483 = linalg.fill ins(%cst15 : f32) outs(%e482 : tensor<8xf32>) -> tensor<8xf32>
+  %g487 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%ex476 : tensor<4x4x8xf32>) outs(%f483 : tensor<8xf32>) {
+  ^bb0(%in484: f32, %out485: f32):
+    %v486 = arith.addf %in484, %out485 : f32
+    linalg.yield %v486 : f32
   } -> tensor<8xf32>
-  %e489 = tensor.empty() : tensor<4x4x8xf32>
-  %g494 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ex477, %ln2_w : tensor<4x4x8xf32>, tensor<8xf32>) outs(%e489 : tensor<4x4x8xf32>) {
-  ^bb0(%in490: f32, %in491: f32, %out492: f32):
-    %v493 = arith.mulf %in490, %in491 : f32
-    linalg.yield %v493 : f32
+  %e488 = tensor.empty() : tensor<4x4x8xf32>
+  %g493 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ex476, %ln2_w : tensor<4x4x8xf32>, tensor<8xf32>) outs(%e488 : tensor<4x4x8xf32>) {
+  ^bb0(%in489: f32, %in490: f32, %out491: f32):
+    %v492 = arith.mulf %in489, %in490 : f32
+    linalg.yield %v492 : f32
   } -> tensor<4x4x8xf32>
-  %e495 = tensor.empty() : tensor<8xf32>
-  %f496 = linalg.fill ins(%c15 : f32) outs(%e495 : tensor<8xf32>) -> tensor<8xf32>
-  %g502 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%ex477, %g219 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%f496 : tensor<8xf32>) {
-  ^bb0(%in497: f32, %in498: f32, %out499: f32):
-    %v500 = arith.mulf %in497, %in498 : f32
-    %v501 = arith.addf %v500, %out499 : f32
-    linalg.yield %v501 : f32
+  %e494 = tensor.empty() : tensor<8xf32>
+  %f495 = linalg.fill ins(%cst15 : f32) outs(%e494 : tensor<8xf32>) -> tensor<8xf32>
+  %g501 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%ex476, %g219 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%f495 : tensor<8xf32>) {
+  ^bb0(%in496: f32, %in497: f32, %out498: f32):
+    %v499 = arith.mulf %in496, %in497 : f32
+    %v500 = arith.addf %v499, %out498 : f32
+    linalg.yield %v500 : f32
   } -> tensor<8xf32>
-  %e503 = tensor.empty() : tensor<4x4x8xf32>
-  %g508 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g494, %g213 : tensor<4x4x8xf32>, tensor<4x4x1xf32>) outs(%e503 : tensor<4x4x8xf32>) {
-  ^bb0(%in504: f32, %in505: f32, %out506: f32):
-    %v507 = arith.mulf %in504, %in505 : f32
-    linalg.yield %v507 : f32
+  %e502 = tensor.empty() : tensor<4x4x8xf32>
+  %g507 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g493, %g213 : tensor<4x4x8xf32>, tensor<4x4x1xf32>) outs(%e502 : tensor<4x4x8xf32>) {
+  ^bb0(%in503: f32, %in504: f32, %out505: f32):
+    %v506 = arith.mulf %in503, %in504 : f32
+    linalg.yield %v506 : f32
   } -> tensor<4x4x8xf32>
-  %e509 = tensor.empty() : tensor<4x4x1xf32>
-  %f510 = linalg.fill ins(%c15 : f32) outs(%e509 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
-  %g516 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g494, %g184 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%f510 : tensor<4x4x1xf32>) {
-  ^bb0(%in511: f32, %in512: f32, %out513: f32):
-    %v514 = arith.mulf %in511, %in512 : f32
-    %v515 = arith.addf %v514, %out513 : f32
-    linalg.yield %v515 : f32
+  %e508 = tensor.empty() : tensor<4x4x1xf32>
+  %f509 = linalg.fill ins(%cst15 : f32) outs(%e508 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
+  %g515 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g493, %g184 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%f509 : tensor<4x4x1xf32>) {
+  ^bb0(%in510: f32, %in511: f32, %out512: f32):
+    %v513 = arith.mulf %in510, %in511 : f32
+    %v514 = arith.addf %v513, %out512 : f32
+    linalg.yield %v514 : f32
   } -> tensor<4x4x1xf32>
-  %e517 = tensor.empty() : tensor<4x4x1xf32>
-  %g527 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g516, %g208, %g213 : tensor<4x4x1xf32>, tensor<4x4x1xf32>, tensor<4x4x1xf32>) outs(%e517 : tensor<4x4x1xf32>) {
-  ^bb0(%in518: f32, %in519: f32, %in520: f32, %out521: f32):
-    %v522 = arith.mulf %in520, %in520 : f32
-    %v523 = arith.mulf %v522, %in520 : f32
-    %v524 = arith.mulf %in518, %v523 : f32
-    %v525 = arith.constant -5.000000000e-01 : f32
-    %v526 = arith.mulf %v524, %v525 : f32
-    linalg.yield %v526 : f32
+  %e516 = tensor.empty() : tensor<4x4x1xf32>
+  %g525 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g515, %g213 : tensor<4x4x1xf32>, tensor<4x4x1xf32>) outs(%e516 : tensor<4x4x1xf32>) {
+  ^bb0(%in517: f32, %in518: f32, %out519: f32):
+    %v520 = arith.mulf %in518, %in518 : f32
+    %v521 = arith.mulf %v520, %in518 : f32
+    %v522 = arith.mulf %in517, %v521 : f32
+    %v523 = arith.constant -5.000000000e-01 : f32
+    %v524 = arith.mulf %v522, %v523 : f32
+    linalg.yield %v524 : f32
   } -> tensor<4x4x1xf32>
-  %e528 = tensor.empty() : tensor<4x4x1xf32>
-  %g533 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g527, %g202, %g208 : tensor<4x4x1xf32>, tensor<4x4x1xf32>, tensor<4x4x1xf32>) outs(%e528 : tensor<4x4x1xf32>) {
-  ^bb0(%in529: f32, %in530: f32, %in531: f32, %out532: f32):
-    linalg.yield %in529 : f32
+  %e526 = tensor.empty() : tensor<4x4x1xf32>
+  %g529 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g525 : tensor<4x4x1xf32>) outs(%e526 : tensor<4x4x1xf32>) {
+  ^bb0(%in527: f32, %out528: f32):
+    linalg.yield %in527 : f32
   } -> tensor<4x4x1xf32>
-  %e534 = tensor.empty() : tensor<4x4x1xf32>
-  %g541 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g533, %g196, %g202 : tensor<4x4x1xf32>, tensor<4x4x1xf32>, tensor<4x4x1xf32>) outs(%e534 : tensor<4x4x1xf32>) {
-  ^bb0(%in535: f32, %in536: f32, %in537: f32, %out538: f32):
-    %v539 = arith.constant 1.250000000e-01 : f32
-    %v540 = arith.mulf %in535, %v539 : f32
-    linalg.yield %v540 : f32
+  %e530 = tensor.empty() : tensor<4x4x1xf32>
+  %g535 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g529 : tensor<4x4x1xf32>) outs(%e530 : tensor<4x4x1xf32>) {
+  ^bb0(%in531: f32, %out532: f32):
+    %v533 = arith.constant 1.250000000e-01 : f32
+    %v534 = arith.mulf %in531, %v533 : f32
+    linalg.yield %v534 : f32
   } -> tensor<4x4x1xf32>
-  %e542 = tensor.empty() : tensor<4x4x8xf32>
-  %g545 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g541 : tensor<4x4x1xf32>) outs(%e542 : tensor<4x4x8xf32>) {
-  ^bb0(%in543: f32, %out544: f32):
-    linalg.yield %in543 : f32
+  %e536 = tensor.empty() : tensor<4x4x8xf32>
+  %g539 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g535 : tensor<4x4x1xf32>) outs(%e536 : tensor<4x4x8xf32>) {
+  ^bb0(%in537: f32, %out538: f32):
+    linalg.yield %in537 : f32
+  } -> tensor<4x4x8xf32>
+  %e540 = tensor.empty() : tensor<4x4x8xf32>
+  %g545 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g539, %g184 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e540 : tensor<4x4x8xf32>) {
+  ^bb0(%in541: f32, %in542: f32, %out543: f32):
+    %v544 = arith.mulf %in541, %in542 : f32
+    linalg.yield %v544 : f32
   } -> tensor<4x4x8xf32>
   %e546 = tensor.empty() : tensor<4x4x8xf32>
-  %g551 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g545, %g184 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e546 : tensor<4x4x8xf32>) {
+  %g551 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g539, %g184 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e546 : tensor<4x4x8xf32>) {
   ^bb0(%in547: f32, %in548: f32, %out549: f32):
     %v550 = arith.mulf %in547, %in548 : f32
     linalg.yield %v550 : f32
   } -> tensor<4x4x8xf32>
   %e552 = tensor.empty() : tensor<4x4x8xf32>
-  %g557 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g545, %g184 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e552 : tensor<4x4x8xf32>) {
+  %g557 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g507, %g545 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e552 : tensor<4x4x8xf32>) {
   ^bb0(%in553: f32, %in554: f32, %out555: f32):
-    %v556 = arith.mulf %in553, %in554 : f32
+    %v556 = arith.addf %in553, %in554 : f32
     linalg.yield %v556 : f32
   } -> tensor<4x4x8xf32>
   %e558 = tensor.empty() : tensor<4x4x8xf32>
-  %g563 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g508, %g551 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e558 : tensor<4x4x8xf32>) {
+  %g563 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g557, %g551 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e558 : tensor<4x4x8xf32>) {
   ^bb0(%in559: f32, %in560: f32, %out561: f32):
     %v562 = arith.addf %in559, %in560 : f32
     linalg.yield %v562 : f32
   } -> tensor<4x4x8xf32>
-  %e564 = tensor.empty() : tensor<4x4x8xf32>
-  %g569 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g563, %g557 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e564 : tensor<4x4x8xf32>) {
-  ^bb0(%in565: f32, %in566: f32, %out567: f32):
-    %v568 = arith.addf %in565, %in566 : f32
-    linalg.yield %v568 : f32
-  } -> tensor<4x4x8xf32>
-  %e570 = tensor.empty() : tensor<4x4x1xf32>
-  %f571 = linalg.fill ins(%c15 : f32) outs(%e570 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
-  %g576 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g569 : tensor<4x4x8xf32>) outs(%f571 : tensor<4x4x1xf32>) {
-  ^bb0(%in572: f32, %out573: f32):
-    %v574 = arith.negf %in572 : f32
-    %v575 = arith.addf %v574, %out573 : f32
+  %e564 = tensor.empty() : tensor<4x4x1xf32>
+  %f565 = linalg.fill ins(%cst15 : f32) outs(%e564 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
+  %g570 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g563 : tensor<4x4x8xf32>) outs(%f565 : tensor<4x4x1xf32>) {
+  ^bb0(%in566: f32, %out567: f32):
+    %v568 = arith.negf %in566 : f32
+    %v569 = arith.addf %v568, %out567 : f32
+    linalg.yield %v569 : f32
+  } -> tensor<4x4x1xf32>
+  %e571 = tensor.empty() : tensor<4x4x8xf32>
+  %g576 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ex408, %g563 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e571 : tensor<4x4x8xf32>) {
+  ^bb0(%in572: f32, %in573: f32, %out574: f32):
+    %v575 = arith.addf %in572, %in573 : f32
     linalg.yield %v575 : f32
-  } -> tensor<4x4x1xf32>
-  %e577 = tensor.empty() : tensor<4x4x8xf32>
-  %g582 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ex408, %g569 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e577 : tensor<4x4x8xf32>) {
-  ^bb0(%in578: f32, %in579: f32, %out580: f32):
-    %v581 = arith.addf %in578, %in579 : f32
+  } -> tensor<4x4x8xf32>
+  %e577 = tensor.empty() : tensor<4x4x1xf32>
+  %g582 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g570 : tensor<4x4x1xf32>) outs(%e577 : tensor<4x4x1xf32>) {
+  ^bb0(%in578: f32, %out579: f32):
+    %v580 = arith.constant 1.250000000e-01 : f32
+    %v581 = arith.mulf %in578, %v580 : f32
     linalg.yield %v581 : f32
-  } -> tensor<4x4x8xf32>
-  %e583 = tensor.empty() : tensor<4x4x1xf32>
-  %g590 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g576, %g172, %g178 : tensor<4x4x1xf32>, tensor<4x4x1xf32>, tensor<4x4x1xf32>) outs(%e583 : tensor<4x4x1xf32>) {
-  ^bb0(%in584: f32, %in585: f32, %in586: f32, %out587: f32):
-    %v588 = arith.constant 1.250000000e-01 : f32
-    %v589 = arith.mulf %in584, %v588 : f32
-    linalg.yield %v589 : f32
   } -> tensor<4x4x1xf32>
-  %e591 = tensor.empty() : tensor<4x4x8xf32>
-  %g594 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g590 : tensor<4x4x1xf32>) outs(%e591 : tensor<4x4x8xf32>) {
-  ^bb0(%in592: f32, %out593: f32):
-    linalg.yield %in592 : f32
+  %e583 = tensor.empty() : tensor<4x4x8xf32>
+  %g586 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g582 : tensor<4x4x1xf32>) outs(%e583 : tensor<4x4x8xf32>) {
+  ^bb0(%in584: f32, %out585: f32):
+    linalg.yield %in584 : f32
   } -> tensor<4x4x8xf32>
-  %e595 = tensor.empty() : tensor<4x4x8xf32>
-  %g600 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g582, %g594 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e595 : tensor<4x4x8xf32>) {
-  ^bb0(%in596: f32, %in597: f32, %out598: f32):
-    %v599 = arith.addf %in596, %in597 : f32
-    linalg.yield %v599 : f32
+  %e587 = tensor.empty() : tensor<4x4x8xf32>
+  %g592 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g576, %g586 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e587 : tensor<4x4x8xf32>) {
+  ^bb0(%in588: f32, %in589: f32, %out590: f32):
+    %v591 = arith.addf %in588, %in589 : f32
+    linalg.yield %v591 : f32
   } -> tensor<4x4x8xf32>
-  %e601 = tensor.empty() : tensor<8x8xf32>
-  %tr602 = linalg.transpose ins(%wo : tensor<8x8xf32>) outs(%e601 : tensor<8x8xf32>) permutation = [1, 0]
-  %e603 = tensor.empty() : tensor<4x8x8xf32>
-  %g606 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%tr602 : tensor<8x8xf32>) outs(%e603 : tensor<4x8x8xf32>) {
-  ^bb0(%in604: f32, %out605: f32):
-    linalg.yield %in604 : f32
+  %e593 = tensor.empty() : tensor<8x8xf32>
+  %tr594 = linalg.transpose ins(%wo : tensor<8x8xf32>) outs(%e593 : tensor<8x8xf32>) permutation = [1, 0]
+  %e595 = tensor.empty() : tensor<4x8x8xf32>
+  %g598 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%tr594 : tensor<8x8xf32>) outs(%e595 : tensor<4x8x8xf32>) {
+  ^bb0(%in596: f32, %out597: f32):
+    linalg.yield %in596 : f32
   } -> tensor<4x8x8xf32>
-  %e607 = tensor.empty() : tensor<4x4x8xf32>
-  %f608 = linalg.fill ins(%c15 : f32) outs(%e607 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %bmm609 = linalg.batch_matmul ins(%g600, %g606 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f608 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %e610 = tensor.empty() : tensor<4x8x4xf32>
-  %tr611 = linalg.transpose ins(%bmm153 : tensor<4x4x8xf32>) outs(%e610 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
-  %e612 = tensor.empty() : tensor<4x8x8xf32>
-  %f613 = linalg.fill ins(%c15 : f32) outs(%e612 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
-  %bmm614 = linalg.batch_matmul ins(%tr611, %g600 : tensor<4x8x4xf32>, tensor<4x4x8xf32>) outs(%f613 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
-  %e615 = tensor.empty() : tensor<8x8xf32>
-  %f616 = linalg.fill ins(%c15 : f32) outs(%e615 : tensor<8x8xf32>) -> tensor<8x8xf32>
-  %g620 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%bmm614 : tensor<4x8x8xf32>) outs(%f616 : tensor<8x8xf32>) {
-  ^bb0(%in617: f32, %out618: f32):
-    %v619 = arith.addf %in617, %out618 : f32
-    linalg.yield %v619 : f32
+  %e599 = tensor.empty() : tensor<4x4x8xf32>
+  %f600 = linalg.fill ins(%cst15 : f32) outs(%e599 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %bmm601 = linalg.batch_matmul ins(%g592, %g598 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f600 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %e602 = tensor.empty() : tensor<4x8x4xf32>
+  %tr603 = linalg.transpose ins(%bmm153 : tensor<4x4x8xf32>) outs(%e602 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
+  %e604 = tensor.empty() : tensor<4x8x8xf32>
+  %f605 = linalg.fill ins(%cst15 : f32) outs(%e604 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %bmm606 = linalg.batch_matmul ins(%tr603, %g592 : tensor<4x8x4xf32>, tensor<4x4x8xf32>) outs(%f605 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %e607 = tensor.empty() : tensor<8x8xf32>
+  %f608 = linalg.fill ins(%cst15 : f32) outs(%e607 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %g612 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%bmm606 : tensor<4x8x8xf32>) outs(%f608 : tensor<8x8xf32>) {
+  ^bb0(%in609: f32, %out610: f32):
+    %v611 = arith.addf %in609, %out610 : f32
+    linalg.yield %v611 : f32
   } -> tensor<8x8xf32>
-  %e621 = tensor.empty() : tensor<4x8x4xf32>
-  %tr622 = linalg.transpose ins(%bmm100 : tensor<4x4x8xf32>) outs(%e621 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
+  %e613 = tensor.empty() : tensor<4x8x4xf32>
+  %tr614 = linalg.transpose ins(%bmm100 : tensor<4x4x8xf32>) outs(%e613 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
+  %e615 = tensor.empty() : tensor<4x4x4xf32>
+  %f616 = linalg.fill ins(%cst15 : f32) outs(%e615 : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+  %bmm617 = linalg.batch_matmul ins(%bmm601, %tr614 : tensor<4x4x8xf32>, tensor<4x8x4xf32>) outs(%f616 : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+  %e618 = tensor.empty() : tensor<4x4x4xf32>
+  %tr619 = linalg.transpose ins(%g150 : tensor<4x4x4xf32>) outs(%e618 : tensor<4x4x4xf32>) permutation = [0, 2, 1]
+  %e620 = tensor.empty() : tensor<4x4x8xf32>
+  %f621 = linalg.fill ins(%cst15 : f32) outs(%e620 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %bmm622 = linalg.batch_matmul ins(%tr619, %bmm601 : tensor<4x4x4xf32>, tensor<4x4x8xf32>) outs(%f621 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
   %e623 = tensor.empty() : tensor<4x4x4xf32>
-  %f624 = linalg.fill ins(%c15 : f32) outs(%e623 : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
-  %bmm625 = linalg.batch_matmul ins(%bmm609, %tr622 : tensor<4x4x8xf32>, tensor<4x8x4xf32>) outs(%f624 : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
-  %e626 = tensor.empty() : tensor<4x4x4xf32>
-  %tr627 = linalg.transpose ins(%g150 : tensor<4x4x4xf32>) outs(%e626 : tensor<4x4x4xf32>) permutation = [0, 2, 1]
-  %e628 = tensor.empty() : tensor<4x4x8xf32>
-  %f629 = linalg.fill ins(%c15 : f32) outs(%e628 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %bmm630 = linalg.batch_matmul ins(%tr627, %bmm609 : tensor<4x4x4xf32>, tensor<4x4x8xf32>) outs(%f629 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %e631 = tensor.empty() : tensor<4x4x4xf32>
-  %g636 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%bmm625, %g150 : tensor<4x4x4xf32>, tensor<4x4x4xf32>) outs(%e631 : tensor<4x4x4xf32>) {
-  ^bb0(%in632: f32, %in633: f32, %out634: f32):
-    %v635 = arith.mulf %in632, %in633 : f32
-    linalg.yield %v635 : f32
+  %g628 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%bmm617, %g150 : tensor<4x4x4xf32>, tensor<4x4x4xf32>) outs(%e623 : tensor<4x4x4xf32>) {
+  ^bb0(%in624: f32, %in625: f32, %out626: f32):
+    %v627 = arith.mulf %in624, %in625 : f32
+    linalg.yield %v627 : f32
   } -> tensor<4x4x4xf32>
-  %e637 = tensor.empty() : tensor<4x4x1xf32>
-  %f638 = linalg.fill ins(%c15 : f32) outs(%e637 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
-  %g642 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g636 : tensor<4x4x4xf32>) outs(%f638 : tensor<4x4x1xf32>) {
-  ^bb0(%in639: f32, %out640: f32):
-    %v641 = arith.addf %in639, %out640 : f32
-    linalg.yield %v641 : f32
+  %e629 = tensor.empty() : tensor<4x4x1xf32>
+  %f630 = linalg.fill ins(%cst15 : f32) outs(%e629 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
+  %g634 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g628 : tensor<4x4x4xf32>) outs(%f630 : tensor<4x4x1xf32>) {
+  ^bb0(%in631: f32, %out632: f32):
+    %v633 = arith.addf %in631, %out632 : f32
+    linalg.yield %v633 : f32
   } -> tensor<4x4x1xf32>
+  %e635 = tensor.empty() : tensor<4x4x4xf32>
+  %g642 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%bmm617, %g150, %g634 : tensor<4x4x4xf32>, tensor<4x4x4xf32>, tensor<4x4x1xf32>) outs(%e635 : tensor<4x4x4xf32>) {
+  ^bb0(%in636: f32, %in637: f32, %in638: f32, %out639: f32):
+    %v640 = arith.subf %in636, %in638 : f32
+    %v641 = arith.mulf %in637, %v640 : f32
+    linalg.yield %v641 : f32
+  } -> tensor<4x4x4xf32>
   %e643 = tensor.empty() : tensor<4x4x4xf32>
-  %g650 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%bmm625, %g150, %g642 : tensor<4x4x4xf32>, tensor<4x4x4xf32>, tensor<4x4x1xf32>) outs(%e643 : tensor<4x4x4xf32>) {
-  ^bb0(%in644: f32, %in645: f32, %in646: f32, %out647: f32):
-    %v648 = arith.subf %in644, %in646 : f32
-    %v649 = arith.mulf %in645, %v648 : f32
-    linalg.yield %v649 : f32
+  %g651 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g642 : tensor<4x4x4xf32>) outs(%e643 : tensor<4x4x4xf32>) {
+  ^bb0(%in644: f32, %out645: f32):
+    %v646 = linalg.index 1 : index
+    %v647 = linalg.index 2 : index
+    %v648 = arith.cmpi sge, %v646, %v647 : index
+    %v649 = arith.constant 0.000000000e+00 : f32
+    %v650 = arith.select %v648, %in644, %v649 : f32
+    linalg.yield %v650 : f32
   } -> tensor<4x4x4xf32>
-  %e651 = tensor.empty() : tensor<4x4x4xf32>
-  %g659 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g650 : tensor<4x4x4xf32>) outs(%e651 : tensor<4x4x4xf32>) {
-  ^bb0(%in652: f32, %out653: f32):
-    %v654 = linalg.index 1 : index
-    %v655 = linalg.index 2 : index
-    %v656 = arith.cmpi sge, %v654, %v655 : index
-    %v657 = arith.constant 0.000000000e+00 : f32
-    %v658 = arith.select %v656, %in652, %v657 : f32
-    linalg.yield %v658 : f32
+  %e652 = tensor.empty() : tensor<4x4x4xf32>
+  %g657 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g651 : tensor<4x4x4xf32>) outs(%e652 : tensor<4x4x4xf32>) {
+  ^bb0(%in653: f32, %out654: f32):
+    %v655 = arith.constant 3.535533906e-01 : f32
+    %v656 = arith.mulf %in653, %v655 : f32
+    linalg.yield %v656 : f32
   } -> tensor<4x4x4xf32>
-  %e660 = tensor.empty() : tensor<4x4x4xf32>
-  %g667 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g659, %bmm105, %g111 : tensor<4x4x4xf32>, tensor<4x4x4xf32>, tensor<4x4x4xf32>) outs(%e660 : tensor<4x4x4xf32>) {
-  ^bb0(%in661: f32, %in662: f32, %in663: f32, %out664: f32):
-    %v665 = arith.constant 3.535533906e-01 : f32
-    %v666 = arith.mulf %in661, %v665 : f32
-    linalg.yield %v666 : f32
-  } -> tensor<4x4x4xf32>
+  %e658 = tensor.empty() : tensor<4x4x8xf32>
+  %tr659 = linalg.transpose ins(%tr102 : tensor<4x8x4xf32>) outs(%e658 : tensor<4x4x8xf32>) permutation = [0, 2, 1]
+  %e660 = tensor.empty() : tensor<4x4x8xf32>
+  %f661 = linalg.fill ins(%cst15 : f32) outs(%e660 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %bmm662 = linalg.batch_matmul ins(%g657, %tr659 : tensor<4x4x4xf32>, tensor<4x4x8xf32>) outs(%f661 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %e663 = tensor.empty() : tensor<4x8x4xf32>
+  %tr664 = linalg.transpose ins(%bmm86 : tensor<4x4x8xf32>) outs(%e663 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
+  %e665 = tensor.empty() : tensor<4x8x4xf32>
+  %f666 = linalg.fill ins(%cst15 : f32) outs(%e665 : tensor<4x8x4xf32>) -> tensor<4x8x4xf32>
+  %bmm667 = linalg.batch_matmul ins(%tr664, %g657 : tensor<4x8x4xf32>, tensor<4x4x4xf32>) outs(%f666 : tensor<4x8x4xf32>) -> tensor<4x8x4xf32>
   %e668 = tensor.empty() : tensor<4x4x8xf32>
-  %tr669 = linalg.transpose ins(%tr102 : tensor<4x8x4xf32>) outs(%e668 : tensor<4x4x8xf32>) permutation = [0, 2, 1]
-  %e670 = tensor.empty() : tensor<4x4x8xf32>
-  %f671 = linalg.fill ins(%c15 : f32) outs(%e670 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %bmm672 = linalg.batch_matmul ins(%g667, %tr669 : tensor<4x4x4xf32>, tensor<4x4x8xf32>) outs(%f671 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %e673 = tensor.empty() : tensor<4x8x4xf32>
-  %tr674 = linalg.transpose ins(%bmm86 : tensor<4x4x8xf32>) outs(%e673 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
-  %e675 = tensor.empty() : tensor<4x8x4xf32>
-  %f676 = linalg.fill ins(%c15 : f32) outs(%e675 : tensor<4x8x4xf32>) -> tensor<4x8x4xf32>
-  %bmm677 = linalg.batch_matmul ins(%tr674, %g667 : tensor<4x8x4xf32>, tensor<4x4x4xf32>) outs(%f676 : tensor<4x8x4xf32>) -> tensor<4x8x4xf32>
-  %e678 = tensor.empty() : tensor<4x4x8xf32>
-  %tr679 = linalg.transpose ins(%bmm677 : tensor<4x8x4xf32>) outs(%e678 : tensor<4x4x8xf32>) permutation = [0, 2, 1]
-  %e680 = tensor.empty() : tensor<8x8xf32>
-  %tr681 = linalg.transpose ins(%wv : tensor<8x8xf32>) outs(%e680 : tensor<8x8xf32>) permutation = [1, 0]
-  %e682 = tensor.empty() : tensor<4x8x8xf32>
-  %g685 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%tr681 : tensor<8x8xf32>) outs(%e682 : tensor<4x8x8xf32>) {
-  ^bb0(%in683: f32, %out684: f32):
-    linalg.yield %in683 : f32
+  %tr669 = linalg.transpose ins(%bmm667 : tensor<4x8x4xf32>) outs(%e668 : tensor<4x4x8xf32>) permutation = [0, 2, 1]
+  %e670 = tensor.empty() : tensor<8x8xf32>
+  %tr671 = linalg.transpose ins(%wv : tensor<8x8xf32>) outs(%e670 : tensor<8x8xf32>) permutation = [1, 0]
+  %e672 = tensor.empty() : tensor<4x8x8xf32>
+  %g675 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%tr671 : tensor<8x8xf32>) outs(%e672 : tensor<4x8x8xf32>) {
+  ^bb0(%in673: f32, %out674: f32):
+    linalg.yield %in673 : f32
   } -> tensor<4x8x8xf32>
-  %e686 = tensor.empty() : tensor<4x4x8xf32>
-  %f687 = linalg.fill ins(%c15 : f32) outs(%e686 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %bmm688 = linalg.batch_matmul ins(%bmm630, %g685 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f687 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %e689 = tensor.empty() : tensor<4x8x4xf32>
-  %tr690 = linalg.transpose ins(%g79 : tensor<4x4x8xf32>) outs(%e689 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
-  %e691 = tensor.empty() : tensor<4x8x8xf32>
-  %f692 = linalg.fill ins(%c15 : f32) outs(%e691 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
-  %bmm693 = linalg.batch_matmul ins(%tr690, %bmm630 : tensor<4x8x4xf32>, tensor<4x4x8xf32>) outs(%f692 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
-  %e694 = tensor.empty() : tensor<8x8xf32>
-  %f695 = linalg.fill ins(%c15 : f32) outs(%e694 : tensor<8x8xf32>) -> tensor<8x8xf32>
-  %g699 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%bmm693 : tensor<4x8x8xf32>) outs(%f695 : tensor<8x8xf32>) {
-  ^bb0(%in696: f32, %out697: f32):
-    %v698 = arith.addf %in696, %out697 : f32
-    linalg.yield %v698 : f32
+  %e676 = tensor.empty() : tensor<4x4x8xf32>
+  %f677 = linalg.fill ins(%cst15 : f32) outs(%e676 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %bmm678 = linalg.batch_matmul ins(%bmm622, %g675 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f677 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %e679 = tensor.empty() : tensor<4x8x4xf32>
+  %tr680 = linalg.transpose ins(%g79 : tensor<4x4x8xf32>) outs(%e679 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
+  %e681 = tensor.empty() : tensor<4x8x8xf32>
+  %f682 = linalg.fill ins(%cst15 : f32) outs(%e681 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %bmm683 = linalg.batch_matmul ins(%tr680, %bmm622 : tensor<4x8x4xf32>, tensor<4x4x8xf32>) outs(%f682 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %e684 = tensor.empty() : tensor<8x8xf32>
+  %f685 = linalg.fill ins(%cst15 : f32) outs(%e684 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %g689 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%bmm683 : tensor<4x8x8xf32>) outs(%f685 : tensor<8x8xf32>) {
+  ^bb0(%in686: f32, %out687: f32):
+    %v688 = arith.addf %in686, %out687 : f32
+    linalg.yield %v688 : f32
   } -> tensor<8x8xf32>
-  %e700 = tensor.empty() : tensor<8x8xf32>
-  %tr701 = linalg.transpose ins(%wk : tensor<8x8xf32>) outs(%e700 : tensor<8x8xf32>) permutation = [1, 0]
-  %e702 = tensor.empty() : tensor<4x8x8xf32>
-  %g705 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%tr701 : tensor<8x8xf32>) outs(%e702 : tensor<4x8x8xf32>) {
-  ^bb0(%in703: f32, %out704: f32):
-    linalg.yield %in703 : f32
+  %e690 = tensor.empty() : tensor<8x8xf32>
+  %tr691 = linalg.transpose ins(%wk : tensor<8x8xf32>) outs(%e690 : tensor<8x8xf32>) permutation = [1, 0]
+  %e692 = tensor.empty() : tensor<4x8x8xf32>
+  %g695 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%tr691 : tensor<8x8xf32>) outs(%e692 : tensor<4x8x8xf32>) {
+  ^bb0(%in693: f32, %out694: f32):
+    linalg.yield %in693 : f32
   } -> tensor<4x8x8xf32>
-  %e706 = tensor.empty() : tensor<4x4x8xf32>
-  %f707 = linalg.fill ins(%c15 : f32) outs(%e706 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %bmm708 = linalg.batch_matmul ins(%tr679, %g705 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f707 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %e709 = tensor.empty() : tensor<4x8x4xf32>
-  %tr710 = linalg.transpose ins(%g79 : tensor<4x4x8xf32>) outs(%e709 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
-  %e711 = tensor.empty() : tensor<4x8x8xf32>
-  %f712 = linalg.fill ins(%c15 : f32) outs(%e711 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
-  %bmm713 = linalg.batch_matmul ins(%tr710, %tr679 : tensor<4x8x4xf32>, tensor<4x4x8xf32>) outs(%f712 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
-  %e714 = tensor.empty() : tensor<8x8xf32>
-  %f715 = linalg.fill ins(%c15 : f32) outs(%e714 : tensor<8x8xf32>) -> tensor<8x8xf32>
-  %g719 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%bmm713 : tensor<4x8x8xf32>) outs(%f715 : tensor<8x8xf32>) {
-  ^bb0(%in716: f32, %out717: f32):
-    %v718 = arith.addf %in716, %out717 : f32
-    linalg.yield %v718 : f32
+  %e696 = tensor.empty() : tensor<4x4x8xf32>
+  %f697 = linalg.fill ins(%cst15 : f32) outs(%e696 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %bmm698 = linalg.batch_matmul ins(%tr669, %g695 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f697 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %e699 = tensor.empty() : tensor<4x8x4xf32>
+  %tr700 = linalg.transpose ins(%g79 : tensor<4x4x8xf32>) outs(%e699 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
+  %e701 = tensor.empty() : tensor<4x8x8xf32>
+  %f702 = linalg.fill ins(%cst15 : f32) outs(%e701 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %bmm703 = linalg.batch_matmul ins(%tr700, %tr669 : tensor<4x8x4xf32>, tensor<4x4x8xf32>) outs(%f702 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %e704 = tensor.empty() : tensor<8x8xf32>
+  %f705 = linalg.fill ins(%cst15 : f32) outs(%e704 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %g709 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%bmm703 : tensor<4x8x8xf32>) outs(%f705 : tensor<8x8xf32>) {
+  ^bb0(%in706: f32, %out707: f32):
+    %v708 = arith.addf %in706, %out707 : f32
+    linalg.yield %v708 : f32
   } -> tensor<8x8xf32>
-  %e720 = tensor.empty() : tensor<4x4x8xf32>
-  %g725 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%bmm688, %bmm708 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e720 : tensor<4x4x8xf32>) {
-  ^bb0(%in721: f32, %in722: f32, %out723: f32):
-    %v724 = arith.addf %in721, %in722 : f32
-    linalg.yield %v724 : f32
+  %e710 = tensor.empty() : tensor<4x4x8xf32>
+  %g715 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%bmm678, %bmm698 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e710 : tensor<4x4x8xf32>) {
+  ^bb0(%in711: f32, %in712: f32, %out713: f32):
+    %v714 = arith.addf %in711, %in712 : f32
+    linalg.yield %v714 : f32
   } -> tensor<4x4x8xf32>
-  %e726 = tensor.empty() : tensor<8x8xf32>
-  %tr727 = linalg.transpose ins(%wq : tensor<8x8xf32>) outs(%e726 : tensor<8x8xf32>) permutation = [1, 0]
-  %e728 = tensor.empty() : tensor<4x8x8xf32>
-  %g731 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%tr727 : tensor<8x8xf32>) outs(%e728 : tensor<4x8x8xf32>) {
-  ^bb0(%in729: f32, %out730: f32):
-    linalg.yield %in729 : f32
+  %e716 = tensor.empty() : tensor<8x8xf32>
+  %tr717 = linalg.transpose ins(%wq : tensor<8x8xf32>) outs(%e716 : tensor<8x8xf32>) permutation = [1, 0]
+  %e718 = tensor.empty() : tensor<4x8x8xf32>
+  %g721 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%tr717 : tensor<8x8xf32>) outs(%e718 : tensor<4x8x8xf32>) {
+  ^bb0(%in719: f32, %out720: f32):
+    linalg.yield %in719 : f32
   } -> tensor<4x8x8xf32>
-  %e732 = tensor.empty() : tensor<4x4x8xf32>
-  %f733 = linalg.fill ins(%c15 : f32) outs(%e732 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %bmm734 = linalg.batch_matmul ins(%bmm672, %g731 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f733 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
-  %e735 = tensor.empty() : tensor<4x8x4xf32>
-  %tr736 = linalg.transpose ins(%g79 : tensor<4x4x8xf32>) outs(%e735 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
-  %e737 = tensor.empty() : tensor<4x8x8xf32>
-  %f738 = linalg.fill ins(%c15 : f32) outs(%e737 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
-  %bmm739 = linalg.batch_matmul ins(%tr736, %bmm672 : tensor<4x8x4xf32>, tensor<4x4x8xf32>) outs(%f738 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
-  %e740 = tensor.empty() : tensor<8x8xf32>
-  %f741 = linalg.fill ins(%c15 : f32) outs(%e740 : tensor<8x8xf32>) -> tensor<8x8xf32>
-  %g745 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%bmm739 : tensor<4x8x8xf32>) outs(%f741 : tensor<8x8xf32>) {
-  ^bb0(%in742: f32, %out743: f32):
-    %v744 = arith.addf %in742, %out743 : f32
-    linalg.yield %v744 : f32
+  %e722 = tensor.empty() : tensor<4x4x8xf32>
+  %f723 = linalg.fill ins(%cst15 : f32) outs(%e722 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %bmm724 = linalg.batch_matmul ins(%bmm662, %g721 : tensor<4x4x8xf32>, tensor<4x8x8xf32>) outs(%f723 : tensor<4x4x8xf32>) -> tensor<4x4x8xf32>
+  %e725 = tensor.empty() : tensor<4x8x4xf32>
+  %tr726 = linalg.transpose ins(%g79 : tensor<4x4x8xf32>) outs(%e725 : tensor<4x8x4xf32>) permutation = [0, 2, 1]
+  %e727 = tensor.empty() : tensor<4x8x8xf32>
+  %f728 = linalg.fill ins(%cst15 : f32) outs(%e727 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %bmm729 = linalg.batch_matmul ins(%tr726, %bmm662 : tensor<4x8x4xf32>, tensor<4x4x8xf32>) outs(%f728 : tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+  %e730 = tensor.empty() : tensor<8x8xf32>
+  %f731 = linalg.fill ins(%cst15 : f32) outs(%e730 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %g735 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%bmm729 : tensor<4x8x8xf32>) outs(%f731 : tensor<8x8xf32>) {
+  ^bb0(%in732: f32, %out733: f32):
+    %v734 = arith.addf %in732, %out733 : f32
+    linalg.yield %v734 : f32
   } -> tensor<8x8xf32>
-  %e746 = tensor.empty() : tensor<4x4x8xf32>
-  %g751 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g725, %bmm734 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e746 : tensor<4x4x8xf32>) {
-  ^bb0(%in747: f32, %in748: f32, %out749: f32):
-    %v750 = arith.addf %in747, %in748 : f32
-    linalg.yield %v750 : f32
+  %e736 = tensor.empty() : tensor<4x4x8xf32>
+  %g741 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g715, %bmm724 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e736 : tensor<4x4x8xf32>) {
+  ^bb0(%in737: f32, %in738: f32, %out739: f32):
+    %v740 = arith.addf %in737, %in738 : f32
+    linalg.yield %v740 : f32
   } -> tensor<4x4x8xf32>
-  %e752 = tensor.empty() : tensor<8xf32>
-  %f753 = linalg.fill ins(%c15 : f32) outs(%e752 : tensor<8xf32>) -> tensor<8xf32>
-  %g757 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%g751 : tensor<4x4x8xf32>) outs(%f753 : tensor<8xf32>) {
-  ^bb0(%in754: f32, %out755: f32):
-    %v756 = arith.addf %in754, %out755 : f32
-    linalg.yield %v756 : f32
+  %e742 = tensor.empty() : tensor<8xf32>
+  %f743 = linalg.fill ins(%cst15 : f32) outs(%e742 : tensor<8xf32>) -> tensor<8xf32>
+  %g747 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%g741 : tensor<4x4x8xf32>) outs(%f743 : tensor<8xf32>) {
+  ^bb0(%in744: f32, %out745: f32):
+    %v746 = arith.addf %in744, %out745 : f32
+    linalg.yield %v746 : f32
   } -> tensor<8xf32>
-  %e758 = tensor.empty() : tensor<4x4x8xf32>
-  %g763 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g751, %ln1_w : tensor<4x4x8xf32>, tensor<8xf32>) outs(%e758 : tensor<4x4x8xf32>) {
-  ^bb0(%in759: f32, %in760: f32, %out761: f32):
-    %v762 = arith.mulf %in759, %in760 : f32
-    linalg.yield %v762 : f32
+  %e748 = tensor.empty() : tensor<4x4x8xf32>
+  %g753 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g741, %ln1_w : tensor<4x4x8xf32>, tensor<8xf32>) outs(%e748 : tensor<4x4x8xf32>) {
+  ^bb0(%in749: f32, %in750: f32, %out751: f32):
+    %v752 = arith.mulf %in749, %in750 : f32
+    linalg.yield %v752 : f32
   } -> tensor<4x4x8xf32>
-  %e764 = tensor.empty() : tensor<8xf32>
-  %f765 = linalg.fill ins(%c15 : f32) outs(%e764 : tensor<8xf32>) -> tensor<8xf32>
-  %g771 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%g751, %g67 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%f765 : tensor<8xf32>) {
-  ^bb0(%in766: f32, %in767: f32, %out768: f32):
-    %v769 = arith.mulf %in766, %in767 : f32
-    %v770 = arith.addf %v769, %out768 : f32
-    linalg.yield %v770 : f32
+  %e754 = tensor.empty() : tensor<8xf32>
+  %f755 = linalg.fill ins(%cst15 : f32) outs(%e754 : tensor<8xf32>) -> tensor<8xf32>
+  %g761 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>], iterator_types = ["reduction", "reduction", "parallel"]} ins(%g741, %g67 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%f755 : tensor<8xf32>) {
+  ^bb0(%in756: f32, %in757: f32, %out758: f32):
+    %v759 = arith.mulf %in756, %in757 : f32
+    %v760 = arith.addf %v759, %out758 : f32
+    linalg.yield %v760 : f32
   } -> tensor<8xf32>
-  %e772 = tensor.empty() : tensor<4x4x8xf32>
-  %g777 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g763, %g61 : tensor<4x4x8xf32>, tensor<4x4x1xf32>) outs(%e772 : tensor<4x4x8xf32>) {
-  ^bb0(%in773: f32, %in774: f32, %out775: f32):
-    %v776 = arith.mulf %in773, %in774 : f32
-    linalg.yield %v776 : f32
+  %e762 = tensor.empty() : tensor<4x4x8xf32>
+  %g767 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g753, %g61 : tensor<4x4x8xf32>, tensor<4x4x1xf32>) outs(%e762 : tensor<4x4x8xf32>) {
+  ^bb0(%in763: f32, %in764: f32, %out765: f32):
+    %v766 = arith.mulf %in763, %in764 : f32
+    linalg.yield %v766 : f32
   } -> tensor<4x4x8xf32>
-  %e778 = tensor.empty() : tensor<4x4x1xf32>
-  %f779 = linalg.fill ins(%c15 : f32) outs(%e778 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
-  %g785 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g763, %g32 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%f779 : tensor<4x4x1xf32>) {
-  ^bb0(%in780: f32, %in781: f32, %out782: f32):
-    %v783 = arith.mulf %in780, %in781 : f32
-    %v784 = arith.addf %v783, %out782 : f32
+  %e768 = tensor.empty() : tensor<4x4x1xf32>
+  %f769 = linalg.fill ins(%cst15 : f32) outs(%e768 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
+  %g775 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g753, %g32 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%f769 : tensor<4x4x1xf32>) {
+  ^bb0(%in770: f32, %in771: f32, %out772: f32):
+    %v773 = arith.mulf %in770, %in771 : f32
+    %v774 = arith.addf %v773, %out772 : f32
+    linalg.yield %v774 : f32
+  } -> tensor<4x4x1xf32>
+  %e776 = tensor.empty() : tensor<4x4x1xf32>
+  %g785 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g775, %g61 : tensor<4x4x1xf32>, tensor<4x4x1xf32>) outs(%e776 : tensor<4x4x1xf32>) {
+  ^bb0(%in777: f32, %in778: f32, %out779: f32):
+    %v780 = arith.mulf %in778, %in778 : f32
+    %v781 = arith.mulf %v780, %in778 : f32
+    %v782 = arith.mulf %in777, %v781 : f32
+    %v783 = arith.constant -5.000000000e-01 : f32
+    %v784 = arith.mulf %v782, %v783 : f32
     linalg.yield %v784 : f32
   } -> tensor<4x4x1xf32>
   %e786 = tensor.empty() : tensor<4x4x1xf32>
-  %g796 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g785, %g56, %g61 : tensor<4x4x1xf32>, tensor<4x4x1xf32>, tensor<4x4x1xf32>) outs(%e786 : tensor<4x4x1xf32>) {
-  ^bb0(%in787: f32, %in788: f32, %in789: f32, %out790: f32):
-    %v791 = arith.mulf %in789, %in789 : f32
-    %v792 = arith.mulf %v791, %in789 : f32
-    %v793 = arith.mulf %in787, %v792 : f32
-    %v794 = arith.constant -5.000000000e-01 : f32
-    %v795 = arith.mulf %v793, %v794 : f32
-    linalg.yield %v795 : f32
+  %g789 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g785 : tensor<4x4x1xf32>) outs(%e786 : tensor<4x4x1xf32>) {
+  ^bb0(%in787: f32, %out788: f32):
+    linalg.yield %in787 : f32
   } -> tensor<4x4x1xf32>
-  %e797 = tensor.empty() : tensor<4x4x1xf32>
-  %g802 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g796, %g50, %g56 : tensor<4x4x1xf32>, tensor<4x4x1xf32>, tensor<4x4x1xf32>) outs(%e797 : tensor<4x4x1xf32>) {
-  ^bb0(%in798: f32, %in799: f32, %in800: f32, %out801: f32):
-    linalg.yield %in798 : f32
+  %e790 = tensor.empty() : tensor<4x4x1xf32>
+  %g795 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g789 : tensor<4x4x1xf32>) outs(%e790 : tensor<4x4x1xf32>) {
+  ^bb0(%in791: f32, %out792: f32):
+    %v793 = arith.constant 1.250000000e-01 : f32
+    %v794 = arith.mulf %in791, %v793 : f32
+    linalg.yield %v794 : f32
   } -> tensor<4x4x1xf32>
-  %e803 = tensor.empty() : tensor<4x4x1xf32>
-  %g810 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g802, %g44, %g50 : tensor<4x4x1xf32>, tensor<4x4x1xf32>, tensor<4x4x1xf32>) outs(%e803 : tensor<4x4x1xf32>) {
-  ^bb0(%in804: f32, %in805: f32, %in806: f32, %out807: f32):
-    %v808 = arith.constant 1.250000000e-01 : f32
-    %v809 = arith.mulf %in804, %v808 : f32
-    linalg.yield %v809 : f32
+  %e796 = tensor.empty() : tensor<4x4x8xf32>
+  %g799 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g795 : tensor<4x4x1xf32>) outs(%e796 : tensor<4x4x8xf32>) {
+  ^bb0(%in797: f32, %out798: f32):
+    linalg.yield %in797 : f32
+  } -> tensor<4x4x8xf32>
+  %e800 = tensor.empty() : tensor<4x4x8xf32>
+  %g805 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g799, %g32 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e800 : tensor<4x4x8xf32>) {
+  ^bb0(%in801: f32, %in802: f32, %out803: f32):
+    %v804 = arith.mulf %in801, %in802 : f32
+    linalg.yield %v804 : f32
+  } -> tensor<4x4x8xf32>
+  %e806 = tensor.empty() : tensor<4x4x8xf32>
+  %g811 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g799, %g32 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e806 : tensor<4x4x8xf32>) {
+  ^bb0(%in807: f32, %in808: f32, %out809: f32):
+    %v810 = arith.mulf %in807, %in808 : f32
+    linalg.yield %v810 : f32
+  } -> tensor<4x4x8xf32>
+  %e812 = tensor.empty() : tensor<4x4x8xf32>
+  %g817 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g767, %g805 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e812 : tensor<4x4x8xf32>) {
+  ^bb0(%in813: f32, %in814: f32, %out815: f32):
+    %v816 = arith.addf %in813, %in814 : f32
+    linalg.yield %v816 : f32
+  } -> tensor<4x4x8xf32>
+  %e818 = tensor.empty() : tensor<4x4x8xf32>
+  %g823 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g817, %g811 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e818 : tensor<4x4x8xf32>) {
+  ^bb0(%in819: f32, %in820: f32, %out821: f32):
+    %v822 = arith.addf %in819, %in820 : f32
+    linalg.yield %v822 : f32
+  } -> tensor<4x4x8xf32>
+  %e824 = tensor.empty() : tensor<4x4x1xf32>
+  %f825 = linalg.fill ins(%cst15 : f32) outs(%e824 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
+  %g830 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g823 : tensor<4x4x8xf32>) outs(%f825 : tensor<4x4x1xf32>) {
+  ^bb0(%in826: f32, %out827: f32):
+    %v828 = arith.negf %in826 : f32
+    %v829 = arith.addf %v828, %out827 : f32
+    linalg.yield %v829 : f32
   } -> tensor<4x4x1xf32>
-  %e811 = tensor.empty() : tensor<4x4x8xf32>
-  %g814 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g810 : tensor<4x4x1xf32>) outs(%e811 : tensor<4x4x8xf32>) {
-  ^bb0(%in812: f32, %out813: f32):
-    linalg.yield %in812 : f32
+  %e831 = tensor.empty() : tensor<4x4x8xf32>
+  %g836 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g592, %g823 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e831 : tensor<4x4x8xf32>) {
+  ^bb0(%in832: f32, %in833: f32, %out834: f32):
+    %v835 = arith.addf %in832, %in833 : f32
+    linalg.yield %v835 : f32
   } -> tensor<4x4x8xf32>
-  %e815 = tensor.empty() : tensor<4x4x8xf32>
-  %g820 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g814, %g32 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e815 : tensor<4x4x8xf32>) {
-  ^bb0(%in816: f32, %in817: f32, %out818: f32):
-    %v819 = arith.mulf %in816, %in817 : f32
-    linalg.yield %v819 : f32
-  } -> tensor<4x4x8xf32>
-  %e821 = tensor.empty() : tensor<4x4x8xf32>
-  %g826 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g814, %g32 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e821 : tensor<4x4x8xf32>) {
-  ^bb0(%in822: f32, %in823: f32, %out824: f32):
-    %v825 = arith.mulf %in822, %in823 : f32
-    linalg.yield %v825 : f32
-  } -> tensor<4x4x8xf32>
-  %e827 = tensor.empty() : tensor<4x4x8xf32>
-  %g832 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g777, %g820 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e827 : tensor<4x4x8xf32>) {
-  ^bb0(%in828: f32, %in829: f32, %out830: f32):
-    %v831 = arith.addf %in828, %in829 : f32
-    linalg.yield %v831 : f32
-  } -> tensor<4x4x8xf32>
-  %e833 = tensor.empty() : tensor<4x4x8xf32>
-  %g838 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g832, %g826 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e833 : tensor<4x4x8xf32>) {
-  ^bb0(%in834: f32, %in835: f32, %out836: f32):
-    %v837 = arith.addf %in834, %in835 : f32
-    linalg.yield %v837 : f32
-  } -> tensor<4x4x8xf32>
-  %e839 = tensor.empty() : tensor<4x4x1xf32>
-  %f840 = linalg.fill ins(%c15 : f32) outs(%e839 : tensor<4x4x1xf32>) -> tensor<4x4x1xf32>
-  %g845 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, 0)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%g838 : tensor<4x4x8xf32>) outs(%f840 : tensor<4x4x1xf32>) {
-  ^bb0(%in841: f32, %out842: f32):
-    %v843 = arith.negf %in841 : f32
-    %v844 = arith.addf %v843, %out842 : f32
-    linalg.yield %v844 : f32
+  %e837 = tensor.empty() : tensor<4x4x1xf32>
+  %g842 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g830 : tensor<4x4x1xf32>) outs(%e837 : tensor<4x4x1xf32>) {
+  ^bb0(%in838: f32, %out839: f32):
+    %v840 = arith.constant 1.250000000e-01 : f32
+    %v841 = arith.mulf %in838, %v840 : f32
+    linalg.yield %v841 : f32
   } -> tensor<4x4x1xf32>
-  %e846 = tensor.empty() : tensor<4x4x8xf32>
-  %g851 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g600, %g838 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e846 : tensor<4x4x8xf32>) {
-  ^bb0(%in847: f32, %in848: f32, %out849: f32):
-    %v850 = arith.addf %in847, %in848 : f32
-    linalg.yield %v850 : f32
+  %e843 = tensor.empty() : tensor<4x4x8xf32>
+  %g846 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g842 : tensor<4x4x1xf32>) outs(%e843 : tensor<4x4x8xf32>) {
+  ^bb0(%in844: f32, %out845: f32):
+    linalg.yield %in844 : f32
   } -> tensor<4x4x8xf32>
-  %e852 = tensor.empty() : tensor<4x4x1xf32>
-  %g859 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g845, %g20, %g26 : tensor<4x4x1xf32>, tensor<4x4x1xf32>, tensor<4x4x1xf32>) outs(%e852 : tensor<4x4x1xf32>) {
-  ^bb0(%in853: f32, %in854: f32, %in855: f32, %out856: f32):
-    %v857 = arith.constant 1.250000000e-01 : f32
-    %v858 = arith.mulf %in853, %v857 : f32
-    linalg.yield %v858 : f32
-  } -> tensor<4x4x1xf32>
-  %e860 = tensor.empty() : tensor<4x4x8xf32>
-  %g863 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g859 : tensor<4x4x1xf32>) outs(%e860 : tensor<4x4x8xf32>) {
-  ^bb0(%in861: f32, %out862: f32):
-    linalg.yield %in861 : f32
+  %e847 = tensor.empty() : tensor<4x4x8xf32>
+  %g852 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g836, %g846 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e847 : tensor<4x4x8xf32>) {
+  ^bb0(%in848: f32, %in849: f32, %out850: f32):
+    %v851 = arith.addf %in848, %in849 : f32
+    linalg.yield %v851 : f32
   } -> tensor<4x4x8xf32>
-  %e864 = tensor.empty() : tensor<4x4x8xf32>
-  %g869 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%g851, %g863 : tensor<4x4x8xf32>, tensor<4x4x8xf32>) outs(%e864 : tensor<4x4x8xf32>) {
-  ^bb0(%in865: f32, %in866: f32, %out867: f32):
-    %v868 = arith.addf %in865, %in866 : f32
-    linalg.yield %v868 : f32
-  } -> tensor<4x4x8xf32>
-  %e870 = tensor.empty() : tensor<4x8xf32>
-  %f871 = linalg.fill ins(%c15 : f32) outs(%e870 : tensor<4x8xf32>) -> tensor<4x8xf32>
-  %g875 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%g869 : tensor<4x4x8xf32>) outs(%f871 : tensor<4x8xf32>) {
-  ^bb0(%in872: f32, %out873: f32):
-    %v874 = arith.addf %in872, %out873 : f32
-    linalg.yield %v874 : f32
+  %e853 = tensor.empty() : tensor<4x8xf32>
+  %f854 = linalg.fill ins(%cst15 : f32) outs(%e853 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %g858 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>], iterator_types = ["reduction", "parallel", "parallel"]} ins(%g852 : tensor<4x4x8xf32>) outs(%f854 : tensor<4x8xf32>) {
+  ^bb0(%in855: f32, %out856: f32):
+    %v857 = arith.addf %in855, %out856 : f32
+    linalg.yield %v857 : f32
   } -> tensor<4x8xf32>
-  %e876 = tensor.empty() : tensor<11x8xf32>
-  %f877 = linalg.fill ins(%c15 : f32) outs(%e876 : tensor<11x8xf32>) -> tensor<11x8xf32>
-  %g887 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d2, d3)>], iterator_types = ["reduction", "reduction", "parallel", "parallel"]} ins(%tokens, %g869 : tensor<4x4xi64>, tensor<4x4x8xf32>) outs(%f877 : tensor<11x8xf32>) {
-  ^bb0(%in878: i64, %in879: f32, %out880: f32):
-    %v881 = arith.index_cast %in878 : i64 to index
-    %v882 = linalg.index 2 : index
-    %v883 = arith.cmpi eq, %v881, %v882 : index
-    %v884 = arith.constant 0.000000000e+00 : f32
-    %v885 = arith.select %v883, %in879, %v884 : f32
-    %v886 = arith.addf %v885, %out880 : f32
-    linalg.yield %v886 : f32
+  %e859 = tensor.empty() : tensor<11x8xf32>
+  %f860 = linalg.fill ins(%cst15 : f32) outs(%e859 : tensor<11x8xf32>) -> tensor<11x8xf32>
+  %g870 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d2, d3)>], iterator_types = ["reduction", "reduction", "parallel", "parallel"]} ins(%tokens, %g852 : tensor<4x4xi64>, tensor<4x4x8xf32>) outs(%f860 : tensor<11x8xf32>) {
+  ^bb0(%in861: i64, %in862: f32, %out863: f32):
+    %v864 = arith.index_cast %in861 : i64 to index
+    %v865 = linalg.index 2 : index
+    %v866 = arith.cmpi eq, %v864, %v865 : index
+    %v867 = arith.constant 0.000000000e+00 : f32
+    %v868 = arith.select %v866, %in862, %v867 : f32
+    %v869 = arith.addf %v868, %out863 : f32
+    linalg.yield %v869 : f32
   } -> tensor<11x8xf32>
 
   // ---- data-parallel sync: average all-reduce of every gradient
-  %ar888 = shard.all_reduce %g887 on @dp grid_axes = [0] reduction = average : tensor<11x8xf32> -> tensor<11x8xf32>
-  %ar889 = shard.all_reduce %g875 on @dp grid_axes = [0] reduction = average : tensor<4x8xf32> -> tensor<4x8xf32>
-  %ar890 = shard.all_reduce %g771 on @dp grid_axes = [0] reduction = average : tensor<8xf32> -> tensor<8xf32>
-  %ar891 = shard.all_reduce %g757 on @dp grid_axes = [0] reduction = average : tensor<8xf32> -> tensor<8xf32>
-  %ar892 = shard.all_reduce %g745 on @dp grid_axes = [0] reduction = average : tensor<8x8xf32> -> tensor<8x8xf32>
-  %ar893 = shard.all_reduce %g719 on @dp grid_axes = [0] reduction = average : tensor<8x8xf32> -> tensor<8x8xf32>
-  %ar894 = shard.all_reduce %g699 on @dp grid_axes = [0] reduction = average : tensor<8x8xf32> -> tensor<8x8xf32>
-  %ar895 = shard.all_reduce %g620 on @dp grid_axes = [0] reduction = average : tensor<8x8xf32> -> tensor<8x8xf32>
-  %ar896 = shard.all_reduce %g502 on @dp grid_axes = [0] reduction = average : tensor<8xf32> -> tensor<8xf32>
-  %ar897 = shard.all_reduce %g488 on @dp grid_axes = [0] reduction = average : tensor<8xf32> -> tensor<8xf32>
-  %ar898 = shard.all_reduce %mm482 on @dp grid_axes = [0] reduction = average : tensor<8x16xf32> -> tensor<8x16xf32>
-  %ar899 = shard.all_reduce %g470 on @dp grid_axes = [0] reduction = average : tensor<16xf32> -> tensor<16xf32>
-  %ar900 = shard.all_reduce %mm431 on @dp grid_axes = [0] reduction = average : tensor<16x8xf32> -> tensor<16x8xf32>
-  %ar901 = shard.all_reduce %g419 on @dp grid_axes = [0] reduction = average : tensor<8xf32> -> tensor<8xf32>
-  %ar902 = shard.all_reduce %mm413 on @dp grid_axes = [0] reduction = average : tensor<8x11xf32> -> tensor<8x11xf32>
+  %ar871 = shard.all_reduce %g870 on @dp grid_axes = [0] reduction = average : tensor<11x8xf32> -> tensor<11x8xf32>
+  %ar872 = shard.all_reduce %g858 on @dp grid_axes = [0] reduction = average : tensor<4x8xf32> -> tensor<4x8xf32>
+  %ar873 = shard.all_reduce %g761 on @dp grid_axes = [0] reduction = average : tensor<8xf32> -> tensor<8xf32>
+  %ar874 = shard.all_reduce %g747 on @dp grid_axes = [0] reduction = average : tensor<8xf32> -> tensor<8xf32>
+  %ar875 = shard.all_reduce %g735 on @dp grid_axes = [0] reduction = average : tensor<8x8xf32> -> tensor<8x8xf32>
+  %ar876 = shard.all_reduce %g709 on @dp grid_axes = [0] reduction = average : tensor<8x8xf32> -> tensor<8x8xf32>
+  %ar877 = shard.all_reduce %g689 on @dp grid_axes = [0] reduction = average : tensor<8x8xf32> -> tensor<8x8xf32>
+  %ar878 = shard.all_reduce %g612 on @dp grid_axes = [0] reduction = average : tensor<8x8xf32> -> tensor<8x8xf32>
+  %ar879 = shard.all_reduce %g501 on @dp grid_axes = [0] reduction = average : tensor<8xf32> -> tensor<8xf32>
+  %ar880 = shard.all_reduce %g487 on @dp grid_axes = [0] reduction = average : tensor<8xf32> -> tensor<8xf32>
+  %ar881 = shard.all_reduce %mm481 on @dp grid_axes = [0] reduction = average : tensor<8x16xf32> -> tensor<8x16xf32>
+  %ar882 = shard.all_reduce %g469 on @dp grid_axes = [0] reduction = average : tensor<16xf32> -> tensor<16xf32>
+  %ar883 = shard.all_reduce %mm431 on @dp grid_axes = [0] reduction = average : tensor<16x8xf32> -> tensor<16x8xf32>
+  %ar884 = shard.all_reduce %g419 on @dp grid_axes = [0] reduction = average : tensor<8xf32> -> tensor<8xf32>
+  %ar885 = shard.all_reduce %mm413 on @dp grid_axes = [0] reduction = average : tensor<8x11xf32> -> tensor<8x11xf32>
 
   // ---- AdamW: t = step + 1, bias corrections 1 - b^t (math.powf)
-  %one903 = arith.constant dense<1.0> : tensor<f32>
-  %t904 = arith.addf %step, %one903 : tensor<f32>
-  %beta1905 = arith.constant dense<9.000000000e-01> : tensor<f32>
-  %beta2906 = arith.constant dense<9.990000000e-01> : tensor<f32>
-  %lr907 = arith.constant dense<1.000000000e-02> : tensor<f32>
-  %b1t908 = math.powf %beta1905, %t904 : tensor<f32>
-  %b2t909 = math.powf %beta2906, %t904 : tensor<f32>
-  %bc1910 = arith.subf %one903, %b1t908 : tensor<f32>
-  %bc2911 = arith.subf %one903, %b2t909 : tensor<f32>
-  %step_size912 = arith.divf %lr907, %bc1910 : tensor<f32>
-  %bc2_sqrt913 = math.sqrt %bc2911 : tensor<f32>
-  %e914 = tensor.empty() : tensor<11x8xf32>
-  %g923 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wte, %ar888 : tensor<11x8xf32>, tensor<11x8xf32>) outs(%e914 : tensor<11x8xf32>) {
-  ^bb0(%in915: f32, %in916: f32, %out917: f32):
-    %v918 = arith.constant 9.000000000e-01 : f32
-    %v919 = arith.mulf %in915, %v918 : f32
-    %v920 = arith.constant 1.000000000e-01 : f32
-    %v921 = arith.mulf %in916, %v920 : f32
-    %v922 = arith.addf %v919, %v921 : f32
-    linalg.yield %v922 : f32
+  %one886 = arith.constant dense<1.0> : tensor<f32>
+  %t887 = arith.addf %step, %one886 : tensor<f32>
+  %beta1888 = arith.constant dense<9.000000000e-01> : tensor<f32>
+  %beta2889 = arith.constant dense<9.990000000e-01> : tensor<f32>
+  %lr890 = arith.constant dense<1.000000000e-02> : tensor<f32>
+  %b1t891 = math.powf %beta1888, %t887 : tensor<f32>
+  %b2t892 = math.powf %beta2889, %t887 : tensor<f32>
+  %bc1893 = arith.subf %one886, %b1t891 : tensor<f32>
+  %bc2894 = arith.subf %one886, %b2t892 : tensor<f32>
+  %step_size895 = arith.divf %lr890, %bc1893 : tensor<f32>
+  %bc2_sqrt896 = math.sqrt %bc2894 : tensor<f32>
+  %e897 = tensor.empty() : tensor<11x8xf32>
+  %g906 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wte, %ar871 : tensor<11x8xf32>, tensor<11x8xf32>) outs(%e897 : tensor<11x8xf32>) {
+  ^bb0(%in898: f32, %in899: f32, %out900: f32):
+    %v901 = arith.constant 9.000000000e-01 : f32
+    %v902 = arith.mulf %in898, %v901 : f32
+    %v903 = arith.constant 1.000000000e-01 : f32
+    %v904 = arith.mulf %in899, %v903 : f32
+    %v905 = arith.addf %v902, %v904 : f32
+    linalg.yield %v905 : f32
   } -> tensor<11x8xf32>
-  %e924 = tensor.empty() : tensor<11x8xf32>
-  %g934 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wte, %ar888 : tensor<11x8xf32>, tensor<11x8xf32>) outs(%e924 : tensor<11x8xf32>) {
-  ^bb0(%in925: f32, %in926: f32, %out927: f32):
-    %v928 = arith.constant 9.990000000e-01 : f32
-    %v929 = arith.mulf %in925, %v928 : f32
-    %v930 = arith.mulf %in926, %in926 : f32
-    %v931 = arith.constant 1.000000000e-03 : f32
-    %v932 = arith.mulf %v930, %v931 : f32
-    %v933 = arith.addf %v929, %v932 : f32
+  %e907 = tensor.empty() : tensor<11x8xf32>
+  %g917 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wte, %ar871 : tensor<11x8xf32>, tensor<11x8xf32>) outs(%e907 : tensor<11x8xf32>) {
+  ^bb0(%in908: f32, %in909: f32, %out910: f32):
+    %v911 = arith.constant 9.990000000e-01 : f32
+    %v912 = arith.mulf %in908, %v911 : f32
+    %v913 = arith.mulf %in909, %in909 : f32
+    %v914 = arith.constant 1.000000000e-03 : f32
+    %v915 = arith.mulf %v913, %v914 : f32
+    %v916 = arith.addf %v912, %v915 : f32
+    linalg.yield %v916 : f32
+  } -> tensor<11x8xf32>
+  %e918 = tensor.empty() : tensor<11x8xf32>
+  %g934 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wte, %g906, %g917, %step_size895, %bc2_sqrt896 : tensor<11x8xf32>, tensor<11x8xf32>, tensor<11x8xf32>, tensor<f32>, tensor<f32>) outs(%e918 : tensor<11x8xf32>) {
+  ^bb0(%in919: f32, %in920: f32, %in921: f32, %in922: f32, %in923: f32, %out924: f32):
+    %v925 = arith.constant 9.999000000e-01 : f32
+    %v926 = arith.mulf %in919, %v925 : f32
+    %v927 = math.sqrt %in921 : f32
+    %v928 = arith.divf %v927, %in923 : f32
+    %v929 = arith.constant 1.000000000e-08 : f32
+    %v930 = arith.addf %v928, %v929 : f32
+    %v931 = arith.divf %in920, %v930 : f32
+    %v932 = arith.mulf %in922, %v931 : f32
+    %v933 = arith.subf %v926, %v932 : f32
     linalg.yield %v933 : f32
   } -> tensor<11x8xf32>
-  %e935 = tensor.empty() : tensor<11x8xf32>
-  %g951 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wte, %g923, %g934, %step_size912, %bc2_sqrt913 : tensor<11x8xf32>, tensor<11x8xf32>, tensor<11x8xf32>, tensor<f32>, tensor<f32>) outs(%e935 : tensor<11x8xf32>) {
-  ^bb0(%in936: f32, %in937: f32, %in938: f32, %in939: f32, %in940: f32, %out941: f32):
-    %v942 = arith.constant 9.999000000e-01 : f32
-    %v943 = arith.mulf %in936, %v942 : f32
-    %v944 = math.sqrt %in938 : f32
-    %v945 = arith.divf %v944, %in940 : f32
-    %v946 = arith.constant 1.000000000e-08 : f32
-    %v947 = arith.addf %v945, %v946 : f32
-    %v948 = arith.divf %in937, %v947 : f32
-    %v949 = arith.mulf %in939, %v948 : f32
-    %v950 = arith.subf %v943, %v949 : f32
-    linalg.yield %v950 : f32
-  } -> tensor<11x8xf32>
-  %e952 = tensor.empty() : tensor<4x8xf32>
-  %g961 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wpe, %ar889 : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e952 : tensor<4x8xf32>) {
-  ^bb0(%in953: f32, %in954: f32, %out955: f32):
-    %v956 = arith.constant 9.000000000e-01 : f32
-    %v957 = arith.mulf %in953, %v956 : f32
-    %v958 = arith.constant 1.000000000e-01 : f32
-    %v959 = arith.mulf %in954, %v958 : f32
-    %v960 = arith.addf %v957, %v959 : f32
-    linalg.yield %v960 : f32
+  %e935 = tensor.empty() : tensor<4x8xf32>
+  %g944 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wpe, %ar872 : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e935 : tensor<4x8xf32>) {
+  ^bb0(%in936: f32, %in937: f32, %out938: f32):
+    %v939 = arith.constant 9.000000000e-01 : f32
+    %v940 = arith.mulf %in936, %v939 : f32
+    %v941 = arith.constant 1.000000000e-01 : f32
+    %v942 = arith.mulf %in937, %v941 : f32
+    %v943 = arith.addf %v940, %v942 : f32
+    linalg.yield %v943 : f32
   } -> tensor<4x8xf32>
-  %e962 = tensor.empty() : tensor<4x8xf32>
-  %g972 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wpe, %ar889 : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e962 : tensor<4x8xf32>) {
-  ^bb0(%in963: f32, %in964: f32, %out965: f32):
-    %v966 = arith.constant 9.990000000e-01 : f32
-    %v967 = arith.mulf %in963, %v966 : f32
-    %v968 = arith.mulf %in964, %in964 : f32
-    %v969 = arith.constant 1.000000000e-03 : f32
-    %v970 = arith.mulf %v968, %v969 : f32
-    %v971 = arith.addf %v967, %v970 : f32
+  %e945 = tensor.empty() : tensor<4x8xf32>
+  %g955 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wpe, %ar872 : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e945 : tensor<4x8xf32>) {
+  ^bb0(%in946: f32, %in947: f32, %out948: f32):
+    %v949 = arith.constant 9.990000000e-01 : f32
+    %v950 = arith.mulf %in946, %v949 : f32
+    %v951 = arith.mulf %in947, %in947 : f32
+    %v952 = arith.constant 1.000000000e-03 : f32
+    %v953 = arith.mulf %v951, %v952 : f32
+    %v954 = arith.addf %v950, %v953 : f32
+    linalg.yield %v954 : f32
+  } -> tensor<4x8xf32>
+  %e956 = tensor.empty() : tensor<4x8xf32>
+  %g972 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wpe, %g944, %g955, %step_size895, %bc2_sqrt896 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>) outs(%e956 : tensor<4x8xf32>) {
+  ^bb0(%in957: f32, %in958: f32, %in959: f32, %in960: f32, %in961: f32, %out962: f32):
+    %v963 = arith.constant 9.999000000e-01 : f32
+    %v964 = arith.mulf %in957, %v963 : f32
+    %v965 = math.sqrt %in959 : f32
+    %v966 = arith.divf %v965, %in961 : f32
+    %v967 = arith.constant 1.000000000e-08 : f32
+    %v968 = arith.addf %v966, %v967 : f32
+    %v969 = arith.divf %in958, %v968 : f32
+    %v970 = arith.mulf %in960, %v969 : f32
+    %v971 = arith.subf %v964, %v970 : f32
     linalg.yield %v971 : f32
   } -> tensor<4x8xf32>
-  %e973 = tensor.empty() : tensor<4x8xf32>
-  %g989 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wpe, %g961, %g972, %step_size912, %bc2_sqrt913 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<f32>, tensor<f32>) outs(%e973 : tensor<4x8xf32>) {
-  ^bb0(%in974: f32, %in975: f32, %in976: f32, %in977: f32, %in978: f32, %out979: f32):
-    %v980 = arith.constant 9.999000000e-01 : f32
-    %v981 = arith.mulf %in974, %v980 : f32
-    %v982 = math.sqrt %in976 : f32
-    %v983 = arith.divf %v982, %in978 : f32
-    %v984 = arith.constant 1.000000000e-08 : f32
-    %v985 = arith.addf %v983, %v984 : f32
-    %v986 = arith.divf %in975, %v985 : f32
-    %v987 = arith.mulf %in977, %v986 : f32
-    %v988 = arith.subf %v981, %v987 : f32
-    linalg.yield %v988 : f32
-  } -> tensor<4x8xf32>
-  %e990 = tensor.empty() : tensor<8xf32>
-  %g999 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_ln1_w, %ar890 : tensor<8xf32>, tensor<8xf32>) outs(%e990 : tensor<8xf32>) {
-  ^bb0(%in991: f32, %in992: f32, %out993: f32):
-    %v994 = arith.constant 9.000000000e-01 : f32
-    %v995 = arith.mulf %in991, %v994 : f32
-    %v996 = arith.constant 1.000000000e-01 : f32
-    %v997 = arith.mulf %in992, %v996 : f32
-    %v998 = arith.addf %v995, %v997 : f32
-    linalg.yield %v998 : f32
+  %e973 = tensor.empty() : tensor<8xf32>
+  %g982 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_ln1_w, %ar873 : tensor<8xf32>, tensor<8xf32>) outs(%e973 : tensor<8xf32>) {
+  ^bb0(%in974: f32, %in975: f32, %out976: f32):
+    %v977 = arith.constant 9.000000000e-01 : f32
+    %v978 = arith.mulf %in974, %v977 : f32
+    %v979 = arith.constant 1.000000000e-01 : f32
+    %v980 = arith.mulf %in975, %v979 : f32
+    %v981 = arith.addf %v978, %v980 : f32
+    linalg.yield %v981 : f32
   } -> tensor<8xf32>
-  %e1000 = tensor.empty() : tensor<8xf32>
-  %g1010 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_ln1_w, %ar890 : tensor<8xf32>, tensor<8xf32>) outs(%e1000 : tensor<8xf32>) {
-  ^bb0(%in1001: f32, %in1002: f32, %out1003: f32):
-    %v1004 = arith.constant 9.990000000e-01 : f32
-    %v1005 = arith.mulf %in1001, %v1004 : f32
-    %v1006 = arith.mulf %in1002, %in1002 : f32
-    %v1007 = arith.constant 1.000000000e-03 : f32
-    %v1008 = arith.mulf %v1006, %v1007 : f32
-    %v1009 = arith.addf %v1005, %v1008 : f32
+  %e983 = tensor.empty() : tensor<8xf32>
+  %g993 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_ln1_w, %ar873 : tensor<8xf32>, tensor<8xf32>) outs(%e983 : tensor<8xf32>) {
+  ^bb0(%in984: f32, %in985: f32, %out986: f32):
+    %v987 = arith.constant 9.990000000e-01 : f32
+    %v988 = arith.mulf %in984, %v987 : f32
+    %v989 = arith.mulf %in985, %in985 : f32
+    %v990 = arith.constant 1.000000000e-03 : f32
+    %v991 = arith.mulf %v989, %v990 : f32
+    %v992 = arith.addf %v988, %v991 : f32
+    linalg.yield %v992 : f32
+  } -> tensor<8xf32>
+  %e994 = tensor.empty() : tensor<8xf32>
+  %g1010 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ln1_w, %g982, %g993, %step_size895, %bc2_sqrt896 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) outs(%e994 : tensor<8xf32>) {
+  ^bb0(%in995: f32, %in996: f32, %in997: f32, %in998: f32, %in999: f32, %out1000: f32):
+    %v1001 = arith.constant 9.999000000e-01 : f32
+    %v1002 = arith.mulf %in995, %v1001 : f32
+    %v1003 = math.sqrt %in997 : f32
+    %v1004 = arith.divf %v1003, %in999 : f32
+    %v1005 = arith.constant 1.000000000e-08 : f32
+    %v1006 = arith.addf %v1004, %v1005 : f32
+    %v1007 = arith.divf %in996, %v1006 : f32
+    %v1008 = arith.mulf %in998, %v1007 : f32
+    %v1009 = arith.subf %v1002, %v1008 : f32
     linalg.yield %v1009 : f32
   } -> tensor<8xf32>
   %e1011 = tensor.empty() : tensor<8xf32>
-  %g1027 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ln1_w, %g999, %g1010, %step_size912, %bc2_sqrt913 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) outs(%e1011 : tensor<8xf32>) {
-  ^bb0(%in1012: f32, %in1013: f32, %in1014: f32, %in1015: f32, %in1016: f32, %out1017: f32):
-    %v1018 = arith.constant 9.999000000e-01 : f32
-    %v1019 = arith.mulf %in1012, %v1018 : f32
-    %v1020 = math.sqrt %in1014 : f32
-    %v1021 = arith.divf %v1020, %in1016 : f32
-    %v1022 = arith.constant 1.000000000e-08 : f32
-    %v1023 = arith.addf %v1021, %v1022 : f32
-    %v1024 = arith.divf %in1013, %v1023 : f32
-    %v1025 = arith.mulf %in1015, %v1024 : f32
-    %v1026 = arith.subf %v1019, %v1025 : f32
-    linalg.yield %v1026 : f32
+  %g1020 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_ln1_b, %ar874 : tensor<8xf32>, tensor<8xf32>) outs(%e1011 : tensor<8xf32>) {
+  ^bb0(%in1012: f32, %in1013: f32, %out1014: f32):
+    %v1015 = arith.constant 9.000000000e-01 : f32
+    %v1016 = arith.mulf %in1012, %v1015 : f32
+    %v1017 = arith.constant 1.000000000e-01 : f32
+    %v1018 = arith.mulf %in1013, %v1017 : f32
+    %v1019 = arith.addf %v1016, %v1018 : f32
+    linalg.yield %v1019 : f32
   } -> tensor<8xf32>
-  %e1028 = tensor.empty() : tensor<8xf32>
-  %g1037 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_ln1_b, %ar891 : tensor<8xf32>, tensor<8xf32>) outs(%e1028 : tensor<8xf32>) {
-  ^bb0(%in1029: f32, %in1030: f32, %out1031: f32):
-    %v1032 = arith.constant 9.000000000e-01 : f32
-    %v1033 = arith.mulf %in1029, %v1032 : f32
-    %v1034 = arith.constant 1.000000000e-01 : f32
-    %v1035 = arith.mulf %in1030, %v1034 : f32
-    %v1036 = arith.addf %v1033, %v1035 : f32
-    linalg.yield %v1036 : f32
+  %e1021 = tensor.empty() : tensor<8xf32>
+  %g1031 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_ln1_b, %ar874 : tensor<8xf32>, tensor<8xf32>) outs(%e1021 : tensor<8xf32>) {
+  ^bb0(%in1022: f32, %in1023: f32, %out1024: f32):
+    %v1025 = arith.constant 9.990000000e-01 : f32
+    %v1026 = arith.mulf %in1022, %v1025 : f32
+    %v1027 = arith.mulf %in1023, %in1023 : f32
+    %v1028 = arith.constant 1.000000000e-03 : f32
+    %v1029 = arith.mulf %v1027, %v1028 : f32
+    %v1030 = arith.addf %v1026, %v1029 : f32
+    linalg.yield %v1030 : f32
   } -> tensor<8xf32>
-  %e1038 = tensor.empty() : tensor<8xf32>
-  %g1048 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_ln1_b, %ar891 : tensor<8xf32>, tensor<8xf32>) outs(%e1038 : tensor<8xf32>) {
-  ^bb0(%in1039: f32, %in1040: f32, %out1041: f32):
-    %v1042 = arith.constant 9.990000000e-01 : f32
-    %v1043 = arith.mulf %in1039, %v1042 : f32
-    %v1044 = arith.mulf %in1040, %in1040 : f32
-    %v1045 = arith.constant 1.000000000e-03 : f32
-    %v1046 = arith.mulf %v1044, %v1045 : f32
-    %v1047 = arith.addf %v1043, %v1046 : f32
+  %e1032 = tensor.empty() : tensor<8xf32>
+  %g1048 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ln1_b, %g1020, %g1031, %step_size895, %bc2_sqrt896 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) outs(%e1032 : tensor<8xf32>) {
+  ^bb0(%in1033: f32, %in1034: f32, %in1035: f32, %in1036: f32, %in1037: f32, %out1038: f32):
+    %v1039 = arith.constant 9.999000000e-01 : f32
+    %v1040 = arith.mulf %in1033, %v1039 : f32
+    %v1041 = math.sqrt %in1035 : f32
+    %v1042 = arith.divf %v1041, %in1037 : f32
+    %v1043 = arith.constant 1.000000000e-08 : f32
+    %v1044 = arith.addf %v1042, %v1043 : f32
+    %v1045 = arith.divf %in1034, %v1044 : f32
+    %v1046 = arith.mulf %in1036, %v1045 : f32
+    %v1047 = arith.subf %v1040, %v1046 : f32
     linalg.yield %v1047 : f32
   } -> tensor<8xf32>
-  %e1049 = tensor.empty() : tensor<8xf32>
-  %g1065 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ln1_b, %g1037, %g1048, %step_size912, %bc2_sqrt913 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) outs(%e1049 : tensor<8xf32>) {
-  ^bb0(%in1050: f32, %in1051: f32, %in1052: f32, %in1053: f32, %in1054: f32, %out1055: f32):
-    %v1056 = arith.constant 9.999000000e-01 : f32
-    %v1057 = arith.mulf %in1050, %v1056 : f32
-    %v1058 = math.sqrt %in1052 : f32
-    %v1059 = arith.divf %v1058, %in1054 : f32
-    %v1060 = arith.constant 1.000000000e-08 : f32
-    %v1061 = arith.addf %v1059, %v1060 : f32
-    %v1062 = arith.divf %in1051, %v1061 : f32
-    %v1063 = arith.mulf %in1053, %v1062 : f32
-    %v1064 = arith.subf %v1057, %v1063 : f32
-    linalg.yield %v1064 : f32
-  } -> tensor<8xf32>
-  %e1066 = tensor.empty() : tensor<8x8xf32>
-  %g1075 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wq, %ar892 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1066 : tensor<8x8xf32>) {
-  ^bb0(%in1067: f32, %in1068: f32, %out1069: f32):
-    %v1070 = arith.constant 9.000000000e-01 : f32
-    %v1071 = arith.mulf %in1067, %v1070 : f32
-    %v1072 = arith.constant 1.000000000e-01 : f32
-    %v1073 = arith.mulf %in1068, %v1072 : f32
-    %v1074 = arith.addf %v1071, %v1073 : f32
-    linalg.yield %v1074 : f32
+  %e1049 = tensor.empty() : tensor<8x8xf32>
+  %g1058 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wq, %ar875 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1049 : tensor<8x8xf32>) {
+  ^bb0(%in1050: f32, %in1051: f32, %out1052: f32):
+    %v1053 = arith.constant 9.000000000e-01 : f32
+    %v1054 = arith.mulf %in1050, %v1053 : f32
+    %v1055 = arith.constant 1.000000000e-01 : f32
+    %v1056 = arith.mulf %in1051, %v1055 : f32
+    %v1057 = arith.addf %v1054, %v1056 : f32
+    linalg.yield %v1057 : f32
   } -> tensor<8x8xf32>
-  %e1076 = tensor.empty() : tensor<8x8xf32>
-  %g1086 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wq, %ar892 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1076 : tensor<8x8xf32>) {
-  ^bb0(%in1077: f32, %in1078: f32, %out1079: f32):
-    %v1080 = arith.constant 9.990000000e-01 : f32
-    %v1081 = arith.mulf %in1077, %v1080 : f32
-    %v1082 = arith.mulf %in1078, %in1078 : f32
-    %v1083 = arith.constant 1.000000000e-03 : f32
-    %v1084 = arith.mulf %v1082, %v1083 : f32
-    %v1085 = arith.addf %v1081, %v1084 : f32
+  %e1059 = tensor.empty() : tensor<8x8xf32>
+  %g1069 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wq, %ar875 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1059 : tensor<8x8xf32>) {
+  ^bb0(%in1060: f32, %in1061: f32, %out1062: f32):
+    %v1063 = arith.constant 9.990000000e-01 : f32
+    %v1064 = arith.mulf %in1060, %v1063 : f32
+    %v1065 = arith.mulf %in1061, %in1061 : f32
+    %v1066 = arith.constant 1.000000000e-03 : f32
+    %v1067 = arith.mulf %v1065, %v1066 : f32
+    %v1068 = arith.addf %v1064, %v1067 : f32
+    linalg.yield %v1068 : f32
+  } -> tensor<8x8xf32>
+  %e1070 = tensor.empty() : tensor<8x8xf32>
+  %g1086 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wq, %g1058, %g1069, %step_size895, %bc2_sqrt896 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<f32>) outs(%e1070 : tensor<8x8xf32>) {
+  ^bb0(%in1071: f32, %in1072: f32, %in1073: f32, %in1074: f32, %in1075: f32, %out1076: f32):
+    %v1077 = arith.constant 9.999000000e-01 : f32
+    %v1078 = arith.mulf %in1071, %v1077 : f32
+    %v1079 = math.sqrt %in1073 : f32
+    %v1080 = arith.divf %v1079, %in1075 : f32
+    %v1081 = arith.constant 1.000000000e-08 : f32
+    %v1082 = arith.addf %v1080, %v1081 : f32
+    %v1083 = arith.divf %in1072, %v1082 : f32
+    %v1084 = arith.mulf %in1074, %v1083 : f32
+    %v1085 = arith.subf %v1078, %v1084 : f32
     linalg.yield %v1085 : f32
   } -> tensor<8x8xf32>
   %e1087 = tensor.empty() : tensor<8x8xf32>
-  %g1103 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wq, %g1075, %g1086, %step_size912, %bc2_sqrt913 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<f32>) outs(%e1087 : tensor<8x8xf32>) {
-  ^bb0(%in1088: f32, %in1089: f32, %in1090: f32, %in1091: f32, %in1092: f32, %out1093: f32):
-    %v1094 = arith.constant 9.999000000e-01 : f32
-    %v1095 = arith.mulf %in1088, %v1094 : f32
-    %v1096 = math.sqrt %in1090 : f32
-    %v1097 = arith.divf %v1096, %in1092 : f32
-    %v1098 = arith.constant 1.000000000e-08 : f32
-    %v1099 = arith.addf %v1097, %v1098 : f32
-    %v1100 = arith.divf %in1089, %v1099 : f32
-    %v1101 = arith.mulf %in1091, %v1100 : f32
-    %v1102 = arith.subf %v1095, %v1101 : f32
-    linalg.yield %v1102 : f32
+  %g1096 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wk, %ar876 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1087 : tensor<8x8xf32>) {
+  ^bb0(%in1088: f32, %in1089: f32, %out1090: f32):
+    %v1091 = arith.constant 9.000000000e-01 : f32
+    %v1092 = arith.mulf %in1088, %v1091 : f32
+    %v1093 = arith.constant 1.000000000e-01 : f32
+    %v1094 = arith.mulf %in1089, %v1093 : f32
+    %v1095 = arith.addf %v1092, %v1094 : f32
+    linalg.yield %v1095 : f32
   } -> tensor<8x8xf32>
-  %e1104 = tensor.empty() : tensor<8x8xf32>
-  %g1113 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wk, %ar893 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1104 : tensor<8x8xf32>) {
-  ^bb0(%in1105: f32, %in1106: f32, %out1107: f32):
-    %v1108 = arith.constant 9.000000000e-01 : f32
-    %v1109 = arith.mulf %in1105, %v1108 : f32
-    %v1110 = arith.constant 1.000000000e-01 : f32
-    %v1111 = arith.mulf %in1106, %v1110 : f32
-    %v1112 = arith.addf %v1109, %v1111 : f32
-    linalg.yield %v1112 : f32
+  %e1097 = tensor.empty() : tensor<8x8xf32>
+  %g1107 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wk, %ar876 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1097 : tensor<8x8xf32>) {
+  ^bb0(%in1098: f32, %in1099: f32, %out1100: f32):
+    %v1101 = arith.constant 9.990000000e-01 : f32
+    %v1102 = arith.mulf %in1098, %v1101 : f32
+    %v1103 = arith.mulf %in1099, %in1099 : f32
+    %v1104 = arith.constant 1.000000000e-03 : f32
+    %v1105 = arith.mulf %v1103, %v1104 : f32
+    %v1106 = arith.addf %v1102, %v1105 : f32
+    linalg.yield %v1106 : f32
   } -> tensor<8x8xf32>
-  %e1114 = tensor.empty() : tensor<8x8xf32>
-  %g1124 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wk, %ar893 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1114 : tensor<8x8xf32>) {
-  ^bb0(%in1115: f32, %in1116: f32, %out1117: f32):
-    %v1118 = arith.constant 9.990000000e-01 : f32
-    %v1119 = arith.mulf %in1115, %v1118 : f32
-    %v1120 = arith.mulf %in1116, %in1116 : f32
-    %v1121 = arith.constant 1.000000000e-03 : f32
-    %v1122 = arith.mulf %v1120, %v1121 : f32
-    %v1123 = arith.addf %v1119, %v1122 : f32
+  %e1108 = tensor.empty() : tensor<8x8xf32>
+  %g1124 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wk, %g1096, %g1107, %step_size895, %bc2_sqrt896 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<f32>) outs(%e1108 : tensor<8x8xf32>) {
+  ^bb0(%in1109: f32, %in1110: f32, %in1111: f32, %in1112: f32, %in1113: f32, %out1114: f32):
+    %v1115 = arith.constant 9.999000000e-01 : f32
+    %v1116 = arith.mulf %in1109, %v1115 : f32
+    %v1117 = math.sqrt %in1111 : f32
+    %v1118 = arith.divf %v1117, %in1113 : f32
+    %v1119 = arith.constant 1.000000000e-08 : f32
+    %v1120 = arith.addf %v1118, %v1119 : f32
+    %v1121 = arith.divf %in1110, %v1120 : f32
+    %v1122 = arith.mulf %in1112, %v1121 : f32
+    %v1123 = arith.subf %v1116, %v1122 : f32
     linalg.yield %v1123 : f32
   } -> tensor<8x8xf32>
   %e1125 = tensor.empty() : tensor<8x8xf32>
-  %g1141 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wk, %g1113, %g1124, %step_size912, %bc2_sqrt913 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<f32>) outs(%e1125 : tensor<8x8xf32>) {
-  ^bb0(%in1126: f32, %in1127: f32, %in1128: f32, %in1129: f32, %in1130: f32, %out1131: f32):
-    %v1132 = arith.constant 9.999000000e-01 : f32
-    %v1133 = arith.mulf %in1126, %v1132 : f32
-    %v1134 = math.sqrt %in1128 : f32
-    %v1135 = arith.divf %v1134, %in1130 : f32
-    %v1136 = arith.constant 1.000000000e-08 : f32
-    %v1137 = arith.addf %v1135, %v1136 : f32
-    %v1138 = arith.divf %in1127, %v1137 : f32
-    %v1139 = arith.mulf %in1129, %v1138 : f32
-    %v1140 = arith.subf %v1133, %v1139 : f32
-    linalg.yield %v1140 : f32
+  %g1134 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wv, %ar877 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1125 : tensor<8x8xf32>) {
+  ^bb0(%in1126: f32, %in1127: f32, %out1128: f32):
+    %v1129 = arith.constant 9.000000000e-01 : f32
+    %v1130 = arith.mulf %in1126, %v1129 : f32
+    %v1131 = arith.constant 1.000000000e-01 : f32
+    %v1132 = arith.mulf %in1127, %v1131 : f32
+    %v1133 = arith.addf %v1130, %v1132 : f32
+    linalg.yield %v1133 : f32
   } -> tensor<8x8xf32>
-  %e1142 = tensor.empty() : tensor<8x8xf32>
-  %g1151 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wv, %ar894 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1142 : tensor<8x8xf32>) {
-  ^bb0(%in1143: f32, %in1144: f32, %out1145: f32):
-    %v1146 = arith.constant 9.000000000e-01 : f32
-    %v1147 = arith.mulf %in1143, %v1146 : f32
-    %v1148 = arith.constant 1.000000000e-01 : f32
-    %v1149 = arith.mulf %in1144, %v1148 : f32
-    %v1150 = arith.addf %v1147, %v1149 : f32
-    linalg.yield %v1150 : f32
+  %e1135 = tensor.empty() : tensor<8x8xf32>
+  %g1145 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wv, %ar877 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1135 : tensor<8x8xf32>) {
+  ^bb0(%in1136: f32, %in1137: f32, %out1138: f32):
+    %v1139 = arith.constant 9.990000000e-01 : f32
+    %v1140 = arith.mulf %in1136, %v1139 : f32
+    %v1141 = arith.mulf %in1137, %in1137 : f32
+    %v1142 = arith.constant 1.000000000e-03 : f32
+    %v1143 = arith.mulf %v1141, %v1142 : f32
+    %v1144 = arith.addf %v1140, %v1143 : f32
+    linalg.yield %v1144 : f32
   } -> tensor<8x8xf32>
-  %e1152 = tensor.empty() : tensor<8x8xf32>
-  %g1162 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wv, %ar894 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1152 : tensor<8x8xf32>) {
-  ^bb0(%in1153: f32, %in1154: f32, %out1155: f32):
-    %v1156 = arith.constant 9.990000000e-01 : f32
-    %v1157 = arith.mulf %in1153, %v1156 : f32
-    %v1158 = arith.mulf %in1154, %in1154 : f32
-    %v1159 = arith.constant 1.000000000e-03 : f32
-    %v1160 = arith.mulf %v1158, %v1159 : f32
-    %v1161 = arith.addf %v1157, %v1160 : f32
+  %e1146 = tensor.empty() : tensor<8x8xf32>
+  %g1162 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wv, %g1134, %g1145, %step_size895, %bc2_sqrt896 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<f32>) outs(%e1146 : tensor<8x8xf32>) {
+  ^bb0(%in1147: f32, %in1148: f32, %in1149: f32, %in1150: f32, %in1151: f32, %out1152: f32):
+    %v1153 = arith.constant 9.999000000e-01 : f32
+    %v1154 = arith.mulf %in1147, %v1153 : f32
+    %v1155 = math.sqrt %in1149 : f32
+    %v1156 = arith.divf %v1155, %in1151 : f32
+    %v1157 = arith.constant 1.000000000e-08 : f32
+    %v1158 = arith.addf %v1156, %v1157 : f32
+    %v1159 = arith.divf %in1148, %v1158 : f32
+    %v1160 = arith.mulf %in1150, %v1159 : f32
+    %v1161 = arith.subf %v1154, %v1160 : f32
     linalg.yield %v1161 : f32
   } -> tensor<8x8xf32>
   %e1163 = tensor.empty() : tensor<8x8xf32>
-  %g1179 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wv, %g1151, %g1162, %step_size912, %bc2_sqrt913 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<f32>) outs(%e1163 : tensor<8x8xf32>) {
-  ^bb0(%in1164: f32, %in1165: f32, %in1166: f32, %in1167: f32, %in1168: f32, %out1169: f32):
-    %v1170 = arith.constant 9.999000000e-01 : f32
-    %v1171 = arith.mulf %in1164, %v1170 : f32
-    %v1172 = math.sqrt %in1166 : f32
-    %v1173 = arith.divf %v1172, %in1168 : f32
-    %v1174 = arith.constant 1.000000000e-08 : f32
-    %v1175 = arith.addf %v1173, %v1174 : f32
-    %v1176 = arith.divf %in1165, %v1175 : f32
-    %v1177 = arith.mulf %in1167, %v1176 : f32
-    %v1178 = arith.subf %v1171, %v1177 : f32
-    linalg.yield %v1178 : f32
+  %g1172 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wo, %ar878 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1163 : tensor<8x8xf32>) {
+  ^bb0(%in1164: f32, %in1165: f32, %out1166: f32):
+    %v1167 = arith.constant 9.000000000e-01 : f32
+    %v1168 = arith.mulf %in1164, %v1167 : f32
+    %v1169 = arith.constant 1.000000000e-01 : f32
+    %v1170 = arith.mulf %in1165, %v1169 : f32
+    %v1171 = arith.addf %v1168, %v1170 : f32
+    linalg.yield %v1171 : f32
   } -> tensor<8x8xf32>
-  %e1180 = tensor.empty() : tensor<8x8xf32>
-  %g1189 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_wo, %ar895 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1180 : tensor<8x8xf32>) {
-  ^bb0(%in1181: f32, %in1182: f32, %out1183: f32):
-    %v1184 = arith.constant 9.000000000e-01 : f32
-    %v1185 = arith.mulf %in1181, %v1184 : f32
-    %v1186 = arith.constant 1.000000000e-01 : f32
-    %v1187 = arith.mulf %in1182, %v1186 : f32
-    %v1188 = arith.addf %v1185, %v1187 : f32
-    linalg.yield %v1188 : f32
+  %e1173 = tensor.empty() : tensor<8x8xf32>
+  %g1183 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wo, %ar878 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1173 : tensor<8x8xf32>) {
+  ^bb0(%in1174: f32, %in1175: f32, %out1176: f32):
+    %v1177 = arith.constant 9.990000000e-01 : f32
+    %v1178 = arith.mulf %in1174, %v1177 : f32
+    %v1179 = arith.mulf %in1175, %in1175 : f32
+    %v1180 = arith.constant 1.000000000e-03 : f32
+    %v1181 = arith.mulf %v1179, %v1180 : f32
+    %v1182 = arith.addf %v1178, %v1181 : f32
+    linalg.yield %v1182 : f32
   } -> tensor<8x8xf32>
-  %e1190 = tensor.empty() : tensor<8x8xf32>
-  %g1200 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_wo, %ar895 : tensor<8x8xf32>, tensor<8x8xf32>) outs(%e1190 : tensor<8x8xf32>) {
-  ^bb0(%in1191: f32, %in1192: f32, %out1193: f32):
-    %v1194 = arith.constant 9.990000000e-01 : f32
-    %v1195 = arith.mulf %in1191, %v1194 : f32
-    %v1196 = arith.mulf %in1192, %in1192 : f32
-    %v1197 = arith.constant 1.000000000e-03 : f32
-    %v1198 = arith.mulf %v1196, %v1197 : f32
-    %v1199 = arith.addf %v1195, %v1198 : f32
+  %e1184 = tensor.empty() : tensor<8x8xf32>
+  %g1200 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wo, %g1172, %g1183, %step_size895, %bc2_sqrt896 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<f32>) outs(%e1184 : tensor<8x8xf32>) {
+  ^bb0(%in1185: f32, %in1186: f32, %in1187: f32, %in1188: f32, %in1189: f32, %out1190: f32):
+    %v1191 = arith.constant 9.999000000e-01 : f32
+    %v1192 = arith.mulf %in1185, %v1191 : f32
+    %v1193 = math.sqrt %in1187 : f32
+    %v1194 = arith.divf %v1193, %in1189 : f32
+    %v1195 = arith.constant 1.000000000e-08 : f32
+    %v1196 = arith.addf %v1194, %v1195 : f32
+    %v1197 = arith.divf %in1186, %v1196 : f32
+    %v1198 = arith.mulf %in1188, %v1197 : f32
+    %v1199 = arith.subf %v1192, %v1198 : f32
     linalg.yield %v1199 : f32
   } -> tensor<8x8xf32>
-  %e1201 = tensor.empty() : tensor<8x8xf32>
-  %g1217 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wo, %g1189, %g1200, %step_size912, %bc2_sqrt913 : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<f32>, tensor<f32>) outs(%e1201 : tensor<8x8xf32>) {
-  ^bb0(%in1202: f32, %in1203: f32, %in1204: f32, %in1205: f32, %in1206: f32, %out1207: f32):
-    %v1208 = arith.constant 9.999000000e-01 : f32
-    %v1209 = arith.mulf %in1202, %v1208 : f32
-    %v1210 = math.sqrt %in1204 : f32
-    %v1211 = arith.divf %v1210, %in1206 : f32
-    %v1212 = arith.constant 1.000000000e-08 : f32
-    %v1213 = arith.addf %v1211, %v1212 : f32
-    %v1214 = arith.divf %in1203, %v1213 : f32
-    %v1215 = arith.mulf %in1205, %v1214 : f32
-    %v1216 = arith.subf %v1209, %v1215 : f32
-    linalg.yield %v1216 : f32
-  } -> tensor<8x8xf32>
-  %e1218 = tensor.empty() : tensor<8xf32>
-  %g1227 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_ln2_w, %ar896 : tensor<8xf32>, tensor<8xf32>) outs(%e1218 : tensor<8xf32>) {
-  ^bb0(%in1219: f32, %in1220: f32, %out1221: f32):
-    %v1222 = arith.constant 9.000000000e-01 : f32
-    %v1223 = arith.mulf %in1219, %v1222 : f32
-    %v1224 = arith.constant 1.000000000e-01 : f32
-    %v1225 = arith.mulf %in1220, %v1224 : f32
-    %v1226 = arith.addf %v1223, %v1225 : f32
-    linalg.yield %v1226 : f32
+  %e1201 = tensor.empty() : tensor<8xf32>
+  %g1210 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_ln2_w, %ar879 : tensor<8xf32>, tensor<8xf32>) outs(%e1201 : tensor<8xf32>) {
+  ^bb0(%in1202: f32, %in1203: f32, %out1204: f32):
+    %v1205 = arith.constant 9.000000000e-01 : f32
+    %v1206 = arith.mulf %in1202, %v1205 : f32
+    %v1207 = arith.constant 1.000000000e-01 : f32
+    %v1208 = arith.mulf %in1203, %v1207 : f32
+    %v1209 = arith.addf %v1206, %v1208 : f32
+    linalg.yield %v1209 : f32
   } -> tensor<8xf32>
-  %e1228 = tensor.empty() : tensor<8xf32>
-  %g1238 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_ln2_w, %ar896 : tensor<8xf32>, tensor<8xf32>) outs(%e1228 : tensor<8xf32>) {
-  ^bb0(%in1229: f32, %in1230: f32, %out1231: f32):
-    %v1232 = arith.constant 9.990000000e-01 : f32
-    %v1233 = arith.mulf %in1229, %v1232 : f32
-    %v1234 = arith.mulf %in1230, %in1230 : f32
-    %v1235 = arith.constant 1.000000000e-03 : f32
-    %v1236 = arith.mulf %v1234, %v1235 : f32
-    %v1237 = arith.addf %v1233, %v1236 : f32
+  %e1211 = tensor.empty() : tensor<8xf32>
+  %g1221 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_ln2_w, %ar879 : tensor<8xf32>, tensor<8xf32>) outs(%e1211 : tensor<8xf32>) {
+  ^bb0(%in1212: f32, %in1213: f32, %out1214: f32):
+    %v1215 = arith.constant 9.990000000e-01 : f32
+    %v1216 = arith.mulf %in1212, %v1215 : f32
+    %v1217 = arith.mulf %in1213, %in1213 : f32
+    %v1218 = arith.constant 1.000000000e-03 : f32
+    %v1219 = arith.mulf %v1217, %v1218 : f32
+    %v1220 = arith.addf %v1216, %v1219 : f32
+    linalg.yield %v1220 : f32
+  } -> tensor<8xf32>
+  %e1222 = tensor.empty() : tensor<8xf32>
+  %g1238 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ln2_w, %g1210, %g1221, %step_size895, %bc2_sqrt896 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) outs(%e1222 : tensor<8xf32>) {
+  ^bb0(%in1223: f32, %in1224: f32, %in1225: f32, %in1226: f32, %in1227: f32, %out1228: f32):
+    %v1229 = arith.constant 9.999000000e-01 : f32
+    %v1230 = arith.mulf %in1223, %v1229 : f32
+    %v1231 = math.sqrt %in1225 : f32
+    %v1232 = arith.divf %v1231, %in1227 : f32
+    %v1233 = arith.constant 1.000000000e-08 : f32
+    %v1234 = arith.addf %v1232, %v1233 : f32
+    %v1235 = arith.divf %in1224, %v1234 : f32
+    %v1236 = arith.mulf %in1226, %v1235 : f32
+    %v1237 = arith.subf %v1230, %v1236 : f32
     linalg.yield %v1237 : f32
   } -> tensor<8xf32>
   %e1239 = tensor.empty() : tensor<8xf32>
-  %g1255 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ln2_w, %g1227, %g1238, %step_size912, %bc2_sqrt913 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) outs(%e1239 : tensor<8xf32>) {
-  ^bb0(%in1240: f32, %in1241: f32, %in1242: f32, %in1243: f32, %in1244: f32, %out1245: f32):
-    %v1246 = arith.constant 9.999000000e-01 : f32
-    %v1247 = arith.mulf %in1240, %v1246 : f32
-    %v1248 = math.sqrt %in1242 : f32
-    %v1249 = arith.divf %v1248, %in1244 : f32
-    %v1250 = arith.constant 1.000000000e-08 : f32
-    %v1251 = arith.addf %v1249, %v1250 : f32
-    %v1252 = arith.divf %in1241, %v1251 : f32
-    %v1253 = arith.mulf %in1243, %v1252 : f32
-    %v1254 = arith.subf %v1247, %v1253 : f32
-    linalg.yield %v1254 : f32
+  %g1248 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_ln2_b, %ar880 : tensor<8xf32>, tensor<8xf32>) outs(%e1239 : tensor<8xf32>) {
+  ^bb0(%in1240: f32, %in1241: f32, %out1242: f32):
+    %v1243 = arith.constant 9.000000000e-01 : f32
+    %v1244 = arith.mulf %in1240, %v1243 : f32
+    %v1245 = arith.constant 1.000000000e-01 : f32
+    %v1246 = arith.mulf %in1241, %v1245 : f32
+    %v1247 = arith.addf %v1244, %v1246 : f32
+    linalg.yield %v1247 : f32
   } -> tensor<8xf32>
-  %e1256 = tensor.empty() : tensor<8xf32>
-  %g1265 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_ln2_b, %ar897 : tensor<8xf32>, tensor<8xf32>) outs(%e1256 : tensor<8xf32>) {
-  ^bb0(%in1257: f32, %in1258: f32, %out1259: f32):
-    %v1260 = arith.constant 9.000000000e-01 : f32
-    %v1261 = arith.mulf %in1257, %v1260 : f32
-    %v1262 = arith.constant 1.000000000e-01 : f32
-    %v1263 = arith.mulf %in1258, %v1262 : f32
-    %v1264 = arith.addf %v1261, %v1263 : f32
-    linalg.yield %v1264 : f32
+  %e1249 = tensor.empty() : tensor<8xf32>
+  %g1259 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_ln2_b, %ar880 : tensor<8xf32>, tensor<8xf32>) outs(%e1249 : tensor<8xf32>) {
+  ^bb0(%in1250: f32, %in1251: f32, %out1252: f32):
+    %v1253 = arith.constant 9.990000000e-01 : f32
+    %v1254 = arith.mulf %in1250, %v1253 : f32
+    %v1255 = arith.mulf %in1251, %in1251 : f32
+    %v1256 = arith.constant 1.000000000e-03 : f32
+    %v1257 = arith.mulf %v1255, %v1256 : f32
+    %v1258 = arith.addf %v1254, %v1257 : f32
+    linalg.yield %v1258 : f32
   } -> tensor<8xf32>
-  %e1266 = tensor.empty() : tensor<8xf32>
-  %g1276 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_ln2_b, %ar897 : tensor<8xf32>, tensor<8xf32>) outs(%e1266 : tensor<8xf32>) {
-  ^bb0(%in1267: f32, %in1268: f32, %out1269: f32):
-    %v1270 = arith.constant 9.990000000e-01 : f32
-    %v1271 = arith.mulf %in1267, %v1270 : f32
-    %v1272 = arith.mulf %in1268, %in1268 : f32
-    %v1273 = arith.constant 1.000000000e-03 : f32
-    %v1274 = arith.mulf %v1272, %v1273 : f32
-    %v1275 = arith.addf %v1271, %v1274 : f32
+  %e1260 = tensor.empty() : tensor<8xf32>
+  %g1276 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ln2_b, %g1248, %g1259, %step_size895, %bc2_sqrt896 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) outs(%e1260 : tensor<8xf32>) {
+  ^bb0(%in1261: f32, %in1262: f32, %in1263: f32, %in1264: f32, %in1265: f32, %out1266: f32):
+    %v1267 = arith.constant 9.999000000e-01 : f32
+    %v1268 = arith.mulf %in1261, %v1267 : f32
+    %v1269 = math.sqrt %in1263 : f32
+    %v1270 = arith.divf %v1269, %in1265 : f32
+    %v1271 = arith.constant 1.000000000e-08 : f32
+    %v1272 = arith.addf %v1270, %v1271 : f32
+    %v1273 = arith.divf %in1262, %v1272 : f32
+    %v1274 = arith.mulf %in1264, %v1273 : f32
+    %v1275 = arith.subf %v1268, %v1274 : f32
     linalg.yield %v1275 : f32
   } -> tensor<8xf32>
-  %e1277 = tensor.empty() : tensor<8xf32>
-  %g1293 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ln2_b, %g1265, %g1276, %step_size912, %bc2_sqrt913 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) outs(%e1277 : tensor<8xf32>) {
-  ^bb0(%in1278: f32, %in1279: f32, %in1280: f32, %in1281: f32, %in1282: f32, %out1283: f32):
-    %v1284 = arith.constant 9.999000000e-01 : f32
-    %v1285 = arith.mulf %in1278, %v1284 : f32
-    %v1286 = math.sqrt %in1280 : f32
-    %v1287 = arith.divf %v1286, %in1282 : f32
-    %v1288 = arith.constant 1.000000000e-08 : f32
-    %v1289 = arith.addf %v1287, %v1288 : f32
-    %v1290 = arith.divf %in1279, %v1289 : f32
-    %v1291 = arith.mulf %in1281, %v1290 : f32
-    %v1292 = arith.subf %v1285, %v1291 : f32
-    linalg.yield %v1292 : f32
-  } -> tensor<8xf32>
-  %e1294 = tensor.empty() : tensor<8x16xf32>
-  %g1303 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_fc_w, %ar898 : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e1294 : tensor<8x16xf32>) {
-  ^bb0(%in1295: f32, %in1296: f32, %out1297: f32):
-    %v1298 = arith.constant 9.000000000e-01 : f32
-    %v1299 = arith.mulf %in1295, %v1298 : f32
-    %v1300 = arith.constant 1.000000000e-01 : f32
-    %v1301 = arith.mulf %in1296, %v1300 : f32
-    %v1302 = arith.addf %v1299, %v1301 : f32
-    linalg.yield %v1302 : f32
+  %e1277 = tensor.empty() : tensor<8x16xf32>
+  %g1286 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_fc_w, %ar881 : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e1277 : tensor<8x16xf32>) {
+  ^bb0(%in1278: f32, %in1279: f32, %out1280: f32):
+    %v1281 = arith.constant 9.000000000e-01 : f32
+    %v1282 = arith.mulf %in1278, %v1281 : f32
+    %v1283 = arith.constant 1.000000000e-01 : f32
+    %v1284 = arith.mulf %in1279, %v1283 : f32
+    %v1285 = arith.addf %v1282, %v1284 : f32
+    linalg.yield %v1285 : f32
   } -> tensor<8x16xf32>
-  %e1304 = tensor.empty() : tensor<8x16xf32>
-  %g1314 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_fc_w, %ar898 : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e1304 : tensor<8x16xf32>) {
-  ^bb0(%in1305: f32, %in1306: f32, %out1307: f32):
-    %v1308 = arith.constant 9.990000000e-01 : f32
-    %v1309 = arith.mulf %in1305, %v1308 : f32
-    %v1310 = arith.mulf %in1306, %in1306 : f32
-    %v1311 = arith.constant 1.000000000e-03 : f32
-    %v1312 = arith.mulf %v1310, %v1311 : f32
-    %v1313 = arith.addf %v1309, %v1312 : f32
+  %e1287 = tensor.empty() : tensor<8x16xf32>
+  %g1297 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_fc_w, %ar881 : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e1287 : tensor<8x16xf32>) {
+  ^bb0(%in1288: f32, %in1289: f32, %out1290: f32):
+    %v1291 = arith.constant 9.990000000e-01 : f32
+    %v1292 = arith.mulf %in1288, %v1291 : f32
+    %v1293 = arith.mulf %in1289, %in1289 : f32
+    %v1294 = arith.constant 1.000000000e-03 : f32
+    %v1295 = arith.mulf %v1293, %v1294 : f32
+    %v1296 = arith.addf %v1292, %v1295 : f32
+    linalg.yield %v1296 : f32
+  } -> tensor<8x16xf32>
+  %e1298 = tensor.empty() : tensor<8x16xf32>
+  %g1314 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%fc_w, %g1286, %g1297, %step_size895, %bc2_sqrt896 : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<f32>, tensor<f32>) outs(%e1298 : tensor<8x16xf32>) {
+  ^bb0(%in1299: f32, %in1300: f32, %in1301: f32, %in1302: f32, %in1303: f32, %out1304: f32):
+    %v1305 = arith.constant 9.999000000e-01 : f32
+    %v1306 = arith.mulf %in1299, %v1305 : f32
+    %v1307 = math.sqrt %in1301 : f32
+    %v1308 = arith.divf %v1307, %in1303 : f32
+    %v1309 = arith.constant 1.000000000e-08 : f32
+    %v1310 = arith.addf %v1308, %v1309 : f32
+    %v1311 = arith.divf %in1300, %v1310 : f32
+    %v1312 = arith.mulf %in1302, %v1311 : f32
+    %v1313 = arith.subf %v1306, %v1312 : f32
     linalg.yield %v1313 : f32
   } -> tensor<8x16xf32>
-  %e1315 = tensor.empty() : tensor<8x16xf32>
-  %g1331 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%fc_w, %g1303, %g1314, %step_size912, %bc2_sqrt913 : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<f32>, tensor<f32>) outs(%e1315 : tensor<8x16xf32>) {
-  ^bb0(%in1316: f32, %in1317: f32, %in1318: f32, %in1319: f32, %in1320: f32, %out1321: f32):
-    %v1322 = arith.constant 9.999000000e-01 : f32
-    %v1323 = arith.mulf %in1316, %v1322 : f32
-    %v1324 = math.sqrt %in1318 : f32
-    %v1325 = arith.divf %v1324, %in1320 : f32
-    %v1326 = arith.constant 1.000000000e-08 : f32
-    %v1327 = arith.addf %v1325, %v1326 : f32
-    %v1328 = arith.divf %in1317, %v1327 : f32
-    %v1329 = arith.mulf %in1319, %v1328 : f32
-    %v1330 = arith.subf %v1323, %v1329 : f32
-    linalg.yield %v1330 : f32
-  } -> tensor<8x16xf32>
-  %e1332 = tensor.empty() : tensor<16xf32>
-  %g1341 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_fc_b, %ar899 : tensor<16xf32>, tensor<16xf32>) outs(%e1332 : tensor<16xf32>) {
-  ^bb0(%in1333: f32, %in1334: f32, %out1335: f32):
-    %v1336 = arith.constant 9.000000000e-01 : f32
-    %v1337 = arith.mulf %in1333, %v1336 : f32
-    %v1338 = arith.constant 1.000000000e-01 : f32
-    %v1339 = arith.mulf %in1334, %v1338 : f32
-    %v1340 = arith.addf %v1337, %v1339 : f32
-    linalg.yield %v1340 : f32
+  %e1315 = tensor.empty() : tensor<16xf32>
+  %g1324 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_fc_b, %ar882 : tensor<16xf32>, tensor<16xf32>) outs(%e1315 : tensor<16xf32>) {
+  ^bb0(%in1316: f32, %in1317: f32, %out1318: f32):
+    %v1319 = arith.constant 9.000000000e-01 : f32
+    %v1320 = arith.mulf %in1316, %v1319 : f32
+    %v1321 = arith.constant 1.000000000e-01 : f32
+    %v1322 = arith.mulf %in1317, %v1321 : f32
+    %v1323 = arith.addf %v1320, %v1322 : f32
+    linalg.yield %v1323 : f32
   } -> tensor<16xf32>
-  %e1342 = tensor.empty() : tensor<16xf32>
-  %g1352 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_fc_b, %ar899 : tensor<16xf32>, tensor<16xf32>) outs(%e1342 : tensor<16xf32>) {
-  ^bb0(%in1343: f32, %in1344: f32, %out1345: f32):
-    %v1346 = arith.constant 9.990000000e-01 : f32
-    %v1347 = arith.mulf %in1343, %v1346 : f32
-    %v1348 = arith.mulf %in1344, %in1344 : f32
-    %v1349 = arith.constant 1.000000000e-03 : f32
-    %v1350 = arith.mulf %v1348, %v1349 : f32
-    %v1351 = arith.addf %v1347, %v1350 : f32
+  %e1325 = tensor.empty() : tensor<16xf32>
+  %g1335 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_fc_b, %ar882 : tensor<16xf32>, tensor<16xf32>) outs(%e1325 : tensor<16xf32>) {
+  ^bb0(%in1326: f32, %in1327: f32, %out1328: f32):
+    %v1329 = arith.constant 9.990000000e-01 : f32
+    %v1330 = arith.mulf %in1326, %v1329 : f32
+    %v1331 = arith.mulf %in1327, %in1327 : f32
+    %v1332 = arith.constant 1.000000000e-03 : f32
+    %v1333 = arith.mulf %v1331, %v1332 : f32
+    %v1334 = arith.addf %v1330, %v1333 : f32
+    linalg.yield %v1334 : f32
+  } -> tensor<16xf32>
+  %e1336 = tensor.empty() : tensor<16xf32>
+  %g1352 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%fc_b, %g1324, %g1335, %step_size895, %bc2_sqrt896 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>, tensor<f32>) outs(%e1336 : tensor<16xf32>) {
+  ^bb0(%in1337: f32, %in1338: f32, %in1339: f32, %in1340: f32, %in1341: f32, %out1342: f32):
+    %v1343 = arith.constant 9.999000000e-01 : f32
+    %v1344 = arith.mulf %in1337, %v1343 : f32
+    %v1345 = math.sqrt %in1339 : f32
+    %v1346 = arith.divf %v1345, %in1341 : f32
+    %v1347 = arith.constant 1.000000000e-08 : f32
+    %v1348 = arith.addf %v1346, %v1347 : f32
+    %v1349 = arith.divf %in1338, %v1348 : f32
+    %v1350 = arith.mulf %in1340, %v1349 : f32
+    %v1351 = arith.subf %v1344, %v1350 : f32
     linalg.yield %v1351 : f32
   } -> tensor<16xf32>
-  %e1353 = tensor.empty() : tensor<16xf32>
-  %g1369 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%fc_b, %g1341, %g1352, %step_size912, %bc2_sqrt913 : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<f32>, tensor<f32>) outs(%e1353 : tensor<16xf32>) {
-  ^bb0(%in1354: f32, %in1355: f32, %in1356: f32, %in1357: f32, %in1358: f32, %out1359: f32):
-    %v1360 = arith.constant 9.999000000e-01 : f32
-    %v1361 = arith.mulf %in1354, %v1360 : f32
-    %v1362 = math.sqrt %in1356 : f32
-    %v1363 = arith.divf %v1362, %in1358 : f32
-    %v1364 = arith.constant 1.000000000e-08 : f32
-    %v1365 = arith.addf %v1363, %v1364 : f32
-    %v1366 = arith.divf %in1355, %v1365 : f32
-    %v1367 = arith.mulf %in1357, %v1366 : f32
-    %v1368 = arith.subf %v1361, %v1367 : f32
-    linalg.yield %v1368 : f32
-  } -> tensor<16xf32>
-  %e1370 = tensor.empty() : tensor<16x8xf32>
-  %g1379 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_proj_w, %ar900 : tensor<16x8xf32>, tensor<16x8xf32>) outs(%e1370 : tensor<16x8xf32>) {
-  ^bb0(%in1371: f32, %in1372: f32, %out1373: f32):
-    %v1374 = arith.constant 9.000000000e-01 : f32
-    %v1375 = arith.mulf %in1371, %v1374 : f32
-    %v1376 = arith.constant 1.000000000e-01 : f32
-    %v1377 = arith.mulf %in1372, %v1376 : f32
-    %v1378 = arith.addf %v1375, %v1377 : f32
-    linalg.yield %v1378 : f32
+  %e1353 = tensor.empty() : tensor<16x8xf32>
+  %g1362 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_proj_w, %ar883 : tensor<16x8xf32>, tensor<16x8xf32>) outs(%e1353 : tensor<16x8xf32>) {
+  ^bb0(%in1354: f32, %in1355: f32, %out1356: f32):
+    %v1357 = arith.constant 9.000000000e-01 : f32
+    %v1358 = arith.mulf %in1354, %v1357 : f32
+    %v1359 = arith.constant 1.000000000e-01 : f32
+    %v1360 = arith.mulf %in1355, %v1359 : f32
+    %v1361 = arith.addf %v1358, %v1360 : f32
+    linalg.yield %v1361 : f32
   } -> tensor<16x8xf32>
-  %e1380 = tensor.empty() : tensor<16x8xf32>
-  %g1390 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_proj_w, %ar900 : tensor<16x8xf32>, tensor<16x8xf32>) outs(%e1380 : tensor<16x8xf32>) {
-  ^bb0(%in1381: f32, %in1382: f32, %out1383: f32):
-    %v1384 = arith.constant 9.990000000e-01 : f32
-    %v1385 = arith.mulf %in1381, %v1384 : f32
-    %v1386 = arith.mulf %in1382, %in1382 : f32
-    %v1387 = arith.constant 1.000000000e-03 : f32
-    %v1388 = arith.mulf %v1386, %v1387 : f32
-    %v1389 = arith.addf %v1385, %v1388 : f32
+  %e1363 = tensor.empty() : tensor<16x8xf32>
+  %g1373 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_proj_w, %ar883 : tensor<16x8xf32>, tensor<16x8xf32>) outs(%e1363 : tensor<16x8xf32>) {
+  ^bb0(%in1364: f32, %in1365: f32, %out1366: f32):
+    %v1367 = arith.constant 9.990000000e-01 : f32
+    %v1368 = arith.mulf %in1364, %v1367 : f32
+    %v1369 = arith.mulf %in1365, %in1365 : f32
+    %v1370 = arith.constant 1.000000000e-03 : f32
+    %v1371 = arith.mulf %v1369, %v1370 : f32
+    %v1372 = arith.addf %v1368, %v1371 : f32
+    linalg.yield %v1372 : f32
+  } -> tensor<16x8xf32>
+  %e1374 = tensor.empty() : tensor<16x8xf32>
+  %g1390 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%proj_w, %g1362, %g1373, %step_size895, %bc2_sqrt896 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<f32>) outs(%e1374 : tensor<16x8xf32>) {
+  ^bb0(%in1375: f32, %in1376: f32, %in1377: f32, %in1378: f32, %in1379: f32, %out1380: f32):
+    %v1381 = arith.constant 9.999000000e-01 : f32
+    %v1382 = arith.mulf %in1375, %v1381 : f32
+    %v1383 = math.sqrt %in1377 : f32
+    %v1384 = arith.divf %v1383, %in1379 : f32
+    %v1385 = arith.constant 1.000000000e-08 : f32
+    %v1386 = arith.addf %v1384, %v1385 : f32
+    %v1387 = arith.divf %in1376, %v1386 : f32
+    %v1388 = arith.mulf %in1378, %v1387 : f32
+    %v1389 = arith.subf %v1382, %v1388 : f32
     linalg.yield %v1389 : f32
   } -> tensor<16x8xf32>
-  %e1391 = tensor.empty() : tensor<16x8xf32>
-  %g1407 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%proj_w, %g1379, %g1390, %step_size912, %bc2_sqrt913 : tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<f32>, tensor<f32>) outs(%e1391 : tensor<16x8xf32>) {
-  ^bb0(%in1392: f32, %in1393: f32, %in1394: f32, %in1395: f32, %in1396: f32, %out1397: f32):
-    %v1398 = arith.constant 9.999000000e-01 : f32
-    %v1399 = arith.mulf %in1392, %v1398 : f32
-    %v1400 = math.sqrt %in1394 : f32
-    %v1401 = arith.divf %v1400, %in1396 : f32
-    %v1402 = arith.constant 1.000000000e-08 : f32
-    %v1403 = arith.addf %v1401, %v1402 : f32
-    %v1404 = arith.divf %in1393, %v1403 : f32
-    %v1405 = arith.mulf %in1395, %v1404 : f32
-    %v1406 = arith.subf %v1399, %v1405 : f32
-    linalg.yield %v1406 : f32
-  } -> tensor<16x8xf32>
-  %e1408 = tensor.empty() : tensor<8xf32>
-  %g1417 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_proj_b, %ar901 : tensor<8xf32>, tensor<8xf32>) outs(%e1408 : tensor<8xf32>) {
-  ^bb0(%in1409: f32, %in1410: f32, %out1411: f32):
-    %v1412 = arith.constant 9.000000000e-01 : f32
-    %v1413 = arith.mulf %in1409, %v1412 : f32
-    %v1414 = arith.constant 1.000000000e-01 : f32
-    %v1415 = arith.mulf %in1410, %v1414 : f32
-    %v1416 = arith.addf %v1413, %v1415 : f32
-    linalg.yield %v1416 : f32
+  %e1391 = tensor.empty() : tensor<8xf32>
+  %g1400 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%m_proj_b, %ar884 : tensor<8xf32>, tensor<8xf32>) outs(%e1391 : tensor<8xf32>) {
+  ^bb0(%in1392: f32, %in1393: f32, %out1394: f32):
+    %v1395 = arith.constant 9.000000000e-01 : f32
+    %v1396 = arith.mulf %in1392, %v1395 : f32
+    %v1397 = arith.constant 1.000000000e-01 : f32
+    %v1398 = arith.mulf %in1393, %v1397 : f32
+    %v1399 = arith.addf %v1396, %v1398 : f32
+    linalg.yield %v1399 : f32
   } -> tensor<8xf32>
-  %e1418 = tensor.empty() : tensor<8xf32>
-  %g1428 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_proj_b, %ar901 : tensor<8xf32>, tensor<8xf32>) outs(%e1418 : tensor<8xf32>) {
-  ^bb0(%in1419: f32, %in1420: f32, %out1421: f32):
-    %v1422 = arith.constant 9.990000000e-01 : f32
-    %v1423 = arith.mulf %in1419, %v1422 : f32
-    %v1424 = arith.mulf %in1420, %in1420 : f32
-    %v1425 = arith.constant 1.000000000e-03 : f32
-    %v1426 = arith.mulf %v1424, %v1425 : f32
-    %v1427 = arith.addf %v1423, %v1426 : f32
+  %e1401 = tensor.empty() : tensor<8xf32>
+  %g1411 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%v_proj_b, %ar884 : tensor<8xf32>, tensor<8xf32>) outs(%e1401 : tensor<8xf32>) {
+  ^bb0(%in1402: f32, %in1403: f32, %out1404: f32):
+    %v1405 = arith.constant 9.990000000e-01 : f32
+    %v1406 = arith.mulf %in1402, %v1405 : f32
+    %v1407 = arith.mulf %in1403, %in1403 : f32
+    %v1408 = arith.constant 1.000000000e-03 : f32
+    %v1409 = arith.mulf %v1407, %v1408 : f32
+    %v1410 = arith.addf %v1406, %v1409 : f32
+    linalg.yield %v1410 : f32
+  } -> tensor<8xf32>
+  %e1412 = tensor.empty() : tensor<8xf32>
+  %g1428 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%proj_b, %g1400, %g1411, %step_size895, %bc2_sqrt896 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) outs(%e1412 : tensor<8xf32>) {
+  ^bb0(%in1413: f32, %in1414: f32, %in1415: f32, %in1416: f32, %in1417: f32, %out1418: f32):
+    %v1419 = arith.constant 9.999000000e-01 : f32
+    %v1420 = arith.mulf %in1413, %v1419 : f32
+    %v1421 = math.sqrt %in1415 : f32
+    %v1422 = arith.divf %v1421, %in1417 : f32
+    %v1423 = arith.constant 1.000000000e-08 : f32
+    %v1424 = arith.addf %v1422, %v1423 : f32
+    %v1425 = arith.divf %in1414, %v1424 : f32
+    %v1426 = arith.mulf %in1416, %v1425 : f32
+    %v1427 = arith.subf %v1420, %v1426 : f32
     linalg.yield %v1427 : f32
   } -> tensor<8xf32>
-  %e1429 = tensor.empty() : tensor<8xf32>
-  %g1445 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%proj_b, %g1417, %g1428, %step_size912, %bc2_sqrt913 : tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<f32>, tensor<f32>) outs(%e1429 : tensor<8xf32>) {
-  ^bb0(%in1430: f32, %in1431: f32, %in1432: f32, %in1433: f32, %in1434: f32, %out1435: f32):
-    %v1436 = arith.constant 9.999000000e-01 : f32
-    %v1437 = arith.mulf %in1430, %v1436 : f32
-    %v1438 = math.sqrt %in1432 : f32
-    %v1439 = arith.divf %v1438, %in1434 : f32
-    %v1440 = arith.constant 1.000000000e-08 : f32
-    %v1441 = arith.addf %v1439, %v1440 : f32
-    %v1442 = arith.divf %in1431, %v1441 : f32
-    %v1443 = arith.mulf %in1433, %v1442 : f32
-    %v1444 = arith.subf %v1437, %v1443 : f32
-    linalg.yield %v1444 : f32
-  } -> tensor<8xf32>
-  %e1446 = tensor.empty() : tensor<8x11xf32>
-  %g1455 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_lm_head, %ar902 : tensor<8x11xf32>, tensor<8x11xf32>) outs(%e1446 : tensor<8x11xf32>) {
-  ^bb0(%in1447: f32, %in1448: f32, %out1449: f32):
-    %v1450 = arith.constant 9.000000000e-01 : f32
-    %v1451 = arith.mulf %in1447, %v1450 : f32
-    %v1452 = arith.constant 1.000000000e-01 : f32
-    %v1453 = arith.mulf %in1448, %v1452 : f32
-    %v1454 = arith.addf %v1451, %v1453 : f32
-    linalg.yield %v1454 : f32
+  %e1429 = tensor.empty() : tensor<8x11xf32>
+  %g1438 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%m_lm_head, %ar885 : tensor<8x11xf32>, tensor<8x11xf32>) outs(%e1429 : tensor<8x11xf32>) {
+  ^bb0(%in1430: f32, %in1431: f32, %out1432: f32):
+    %v1433 = arith.constant 9.000000000e-01 : f32
+    %v1434 = arith.mulf %in1430, %v1433 : f32
+    %v1435 = arith.constant 1.000000000e-01 : f32
+    %v1436 = arith.mulf %in1431, %v1435 : f32
+    %v1437 = arith.addf %v1434, %v1436 : f32
+    linalg.yield %v1437 : f32
   } -> tensor<8x11xf32>
-  %e1456 = tensor.empty() : tensor<8x11xf32>
-  %g1466 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_lm_head, %ar902 : tensor<8x11xf32>, tensor<8x11xf32>) outs(%e1456 : tensor<8x11xf32>) {
-  ^bb0(%in1457: f32, %in1458: f32, %out1459: f32):
-    %v1460 = arith.constant 9.990000000e-01 : f32
-    %v1461 = arith.mulf %in1457, %v1460 : f32
-    %v1462 = arith.mulf %in1458, %in1458 : f32
-    %v1463 = arith.constant 1.000000000e-03 : f32
-    %v1464 = arith.mulf %v1462, %v1463 : f32
-    %v1465 = arith.addf %v1461, %v1464 : f32
+  %e1439 = tensor.empty() : tensor<8x11xf32>
+  %g1449 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%v_lm_head, %ar885 : tensor<8x11xf32>, tensor<8x11xf32>) outs(%e1439 : tensor<8x11xf32>) {
+  ^bb0(%in1440: f32, %in1441: f32, %out1442: f32):
+    %v1443 = arith.constant 9.990000000e-01 : f32
+    %v1444 = arith.mulf %in1440, %v1443 : f32
+    %v1445 = arith.mulf %in1441, %in1441 : f32
+    %v1446 = arith.constant 1.000000000e-03 : f32
+    %v1447 = arith.mulf %v1445, %v1446 : f32
+    %v1448 = arith.addf %v1444, %v1447 : f32
+    linalg.yield %v1448 : f32
+  } -> tensor<8x11xf32>
+  %e1450 = tensor.empty() : tensor<8x11xf32>
+  %g1466 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%lm_head, %g1438, %g1449, %step_size895, %bc2_sqrt896 : tensor<8x11xf32>, tensor<8x11xf32>, tensor<8x11xf32>, tensor<f32>, tensor<f32>) outs(%e1450 : tensor<8x11xf32>) {
+  ^bb0(%in1451: f32, %in1452: f32, %in1453: f32, %in1454: f32, %in1455: f32, %out1456: f32):
+    %v1457 = arith.constant 9.999000000e-01 : f32
+    %v1458 = arith.mulf %in1451, %v1457 : f32
+    %v1459 = math.sqrt %in1453 : f32
+    %v1460 = arith.divf %v1459, %in1455 : f32
+    %v1461 = arith.constant 1.000000000e-08 : f32
+    %v1462 = arith.addf %v1460, %v1461 : f32
+    %v1463 = arith.divf %in1452, %v1462 : f32
+    %v1464 = arith.mulf %in1454, %v1463 : f32
+    %v1465 = arith.subf %v1458, %v1464 : f32
     linalg.yield %v1465 : f32
   } -> tensor<8x11xf32>
-  %e1467 = tensor.empty() : tensor<8x11xf32>
-  %g1483 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> ()>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%lm_head, %g1455, %g1466, %step_size912, %bc2_sqrt913 : tensor<8x11xf32>, tensor<8x11xf32>, tensor<8x11xf32>, tensor<f32>, tensor<f32>) outs(%e1467 : tensor<8x11xf32>) {
-  ^bb0(%in1468: f32, %in1469: f32, %in1470: f32, %in1471: f32, %in1472: f32, %out1473: f32):
-    %v1474 = arith.constant 9.999000000e-01 : f32
-    %v1475 = arith.mulf %in1468, %v1474 : f32
-    %v1476 = math.sqrt %in1470 : f32
-    %v1477 = arith.divf %v1476, %in1472 : f32
-    %v1478 = arith.constant 1.000000000e-08 : f32
-    %v1479 = arith.addf %v1477, %v1478 : f32
-    %v1480 = arith.divf %in1469, %v1479 : f32
-    %v1481 = arith.mulf %in1471, %v1480 : f32
-    %v1482 = arith.subf %v1475, %v1481 : f32
-    linalg.yield %v1482 : f32
-  } -> tensor<8x11xf32>
-  return %g351, %g951, %g989, %g1027, %g1065, %g1103, %g1141, %g1179, %g1217, %g1255, %g1293, %g1331, %g1369, %g1407, %g1445, %g1483, %g923, %g934, %g961, %g972, %g999, %g1010, %g1037, %g1048, %g1075, %g1086, %g1113, %g1124, %g1151, %g1162, %g1189, %g1200, %g1227, %g1238, %g1265, %g1276, %g1303, %g1314, %g1341, %g1352, %g1379, %g1390, %g1417, %g1428, %g1455, %g1466, %t904 : tensor<f32>, tensor<11x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<16xf32>, tensor<16x8xf32>, tensor<8xf32>, tensor<8x11xf32>, tensor<11x8xf32>, tensor<11x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x11xf32>, tensor<8x11xf32>, tensor<f32>
+  return %g351, %g934, %g972, %g1010, %g1048, %g1086, %g1124, %g1162, %g1200, %g1238, %g1276, %g1314, %g1352, %g1390, %g1428, %g1466, %g906, %g917, %g944, %g955, %g982, %g993, %g1020, %g1031, %g1058, %g1069, %g1096, %g1107, %g1134, %g1145, %g1172, %g1183, %g1210, %g1221, %g1248, %g1259, %g1286, %g1297, %g1324, %g1335, %g1362, %g1373, %g1400, %g1411, %g1438, %g1449, %t887 : tensor<f32>, tensor<11x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<16xf32>, tensor<16x8xf32>, tensor<8xf32>, tensor<8x11xf32>, tensor<11x8xf32>, tensor<11x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x11xf32>, tensor<8x11xf32>, tensor<f32>
 }
