@@ -758,6 +758,11 @@ class Graph:
         out = self.collapse(x, reassoc)
         return self.record(out, [x], lambda g: [self.expand(g, reassoc, x.shape)])
 
+    def view_expand(self, x, reassoc, shape):
+        """aten.view splitting dimensions: tensor.expand_shape (backward: collapse)."""
+        out = self.expand(x, reassoc, shape)
+        return self.record(out, [x], lambda g: [self.collapse(g, reassoc)])
+
     def cross_entropy(self, logits, labels, ignore=-100):
         """F.cross_entropy(logits.view(-1, C), labels.view(-1)): collapse_shape,
         log_softmax with keepdim maps, nll_loss mean over non-ignored labels."""

@@ -13,20 +13,22 @@ import argparse
 import os
 import random
 import sys
+import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import frontend_gen as fg  # noqa: E402
 
 B, T, D, V, F = 4, 4, 8, 11, 16
+H = 1
 
 HEADER = """\
 GPT-style transformer block, one training step with AdamW, written op for op
 as torch-mlir's TorchToLinalg lowers the PyTorch module (B = %(B)d sequences of
-T = %(T)d tokens, D = %(D)d, vocabulary V = %(V)d, MLP width F = %(F)d, one head).
+T = %(T)d tokens, D = %(D)d, vocabulary V = %(V)d, MLP width F = %(F)d, H = %(H)d heads).
 
 PyTorch (nn.Module forward, then loss.backward(), then optim.AdamW.step()):
   x   = wte(tokens) + wpe                        # [B,T,D]
-  x   = x + attn(ln_1(x))                        # causal single-head attention
+  x   = x + attn(ln_1(x))                        # causal multi-head attention
   x   = x + mlp(ln_2(x))                         # c_fc, GELU(tanh), c_proj
   logits = x @ lm_head                           # [B,T,V]
   loss = F.cross_entropy(logits.view(-1, V), targets.view(-1), ignore_index=-100)
@@ -49,6 +51,9 @@ Lowerings copied (torch-mlir lib/Conversion/TorchToLinalg/):
   aten.view + aten.mm   aot_autograd's trace of nn.Linear on [B,T,K]
                         (c_fc, c_proj, lm_head): tensor.collapse_shape to
                         [B*T,K], linalg.matmul, tensor.expand_shape
+  aten.view (heads)     q.view(B,T,H,D/H).transpose(1,2) then view(B*H,T,D/H):
+                        tensor.expand_shape, linalg.transpose, tensor.collapse_shape
+                        (the sample dimension merged with the heads), and back
   aten.transpose.int    DataMovement.cpp: linalg.transpose
   aten.bmm              Linear.cpp ConvertAtenBmmOp: linalg.batch_matmul
   masked_fill(causal)   the mask from arange comparisons: linalg.index 1 >=
@@ -60,19 +65,30 @@ Lowerings copied (torch-mlir lib/Conversion/TorchToLinalg/):
   aten.nll_loss_forward/backward  Uncategorized.cpp: the per-token extract-gather
                         %%logp[linalg.index 0, target] on the [B*T,V] view,
                         ignore_index = -100, mean over valid tokens (the count is a
-                        prologue statistic), total_weight = numel - ignored
+                        prologue statistic), total_weight = numel - ignored;
+                        torch-mlir extracts at the raw target, out of bounds for
+                        -100 (the select discards it): here a select of the index
+                        keeps the read in bounds
 The backward is generated mechanically by gen_gpt_block.py (each emitter knows
 its vector-Jacobian product); every gradient goes through shard.all_reduce
 (average) on @dp, then AdamW (step, m, v as gacc.state / gacc.state_out).
 
-Arguments: parameters %(params)s;
+Arguments: parameters
+  %(params)s;
   tokens, targets [B,T] i64 (gacc.batch = 0; targets may be -100);
   m_*, v_* AdamW moments per parameter and step (gacc.state).
 Results: loss, then param_out for each parameter, then state_out for every
-  moment and the step count."""
+  moment and the step count.
+
+Regenerate: python3 gen_gpt_block.py > gpt_block.mlir. Variants for checking:
+--no-keepdim (reductions without the size-1 dimension, same numbers),
+--grads (gradients as gacc.grad results instead of AdamW), --inputs DIR
+(arg<i>.npy with about a quarter of the targets -100)."""
 
 
-def build(keepdim=True, grads_only=False):
+def build(keepdim=True, grads_only=False, heads=2):
+    global H
+    H = heads
     g = fg.Graph()
     g.keepdim = keepdim
     g.generator = "gen_gpt_block.py"
@@ -110,14 +126,31 @@ def build(keepdim=True, grads_only=False):
     q = g.linear_bmm(h, P["wq"])
     k = g.linear_bmm(h, P["wk"])
     v = g.linear_bmm(h, P["wv"])
-    g.comment("att = softmax(masked_fill(q @ k^T / sqrt(D), causal))   (bmm, transpose)")
+    if H > 1:
+        Dh = D // H
+        g.comment("heads: view [B,T,H,Dh] (expand_shape), transpose(1, 2), "
+                  "view [B*H,T,Dh] (collapse_shape)")
+
+        def heads(t):
+            t = g.view_expand(t, [[0], [1], [2, 3]], (B, T, H, Dh))
+            t = g.transpose_op(t, [0, 2, 1, 3])
+            return g.view_collapse(t, [[0, 1], [2], [3]])
+        q, k, v = heads(q), heads(k), heads(v)
+    else:
+        Dh = D
+    g.comment("att = softmax(masked_fill(q @ k^T / sqrt(Dh), causal))   (bmm, transpose)")
     kt = g.transpose_op(k, [0, 2, 1])
     s = g.bmm(q, kt)
-    s = g.scale(s, 1.0 / (D ** 0.5))
+    s = g.scale(s, 1.0 / (Dh ** 0.5))
     s = g.causal_mask(s)
     p = g.softmax(s)
     g.comment("y = (att @ v) @ wo;  x = x + y")
     a = g.bmm(p, v)
+    if H > 1:
+        g.comment("merge heads: view [B,H,T,Dh], transpose(1, 2), view [B,T,D]")
+        a = g.view_expand(a, [[0, 1], [2], [3]], (B, H, T, Dh))
+        a = g.transpose_op(a, [0, 2, 1, 3])
+        a = g.view_collapse(a, [[0], [1], [2, 3]])
     o = g.linear_bmm(a, P["wo"])
     x1 = g.binary("add", x0, i3, o, i3, (B, T, D))
 
@@ -168,9 +201,10 @@ def build(keepdim=True, grads_only=False):
         results.append((mo, "gacc.state_out = %d : i64" % arg_index[m.name]))
         results.append((vo, "gacc.state_out = %d : i64" % arg_index[v_.name]))
     results.append((step_out, "gacc.state_out = %d : i64" % arg_index[step.name]))
-    header = (HEADER % dict(B=B, T=T, D=D, V=V, F=F,
-                            params=", ".join("%d %s %s" % (i, nm, "x".join(map(str, shp)))
-                                             for i, (nm, shp) in enumerate(specs)))).split("\n")
+    plist = "\n  ".join(textwrap.wrap(", ".join(
+        "%d %s [%s]" % (i, nm, ",".join(map(str, shp))) for i, (nm, shp) in enumerate(specs)),
+        74))
+    header = (HEADER % dict(B=B, T=T, D=D, V=V, F=F, H=H, params=plist)).split("\n")
     return g, g.function(results, header, grid=True)
 
 
@@ -195,7 +229,7 @@ def write_inputs(g, d, seed):
         elif "param" in attr:
             fan = v.shape[0] if v.shape else 1
             vals = [rng.gauss(0.0, 1.0) / fan ** 0.5 for _ in range(n)]
-            if v.name.endswith("_w%") or v.name in ("%ln1_w", "%ln2_w"):
+            if v.name in ("%ln1_w", "%ln2_w"):
                 vals = [1.0 + 0.3 * rng.gauss(0.0, 1.0) for _ in range(n)]
             fg.write_npy(path, vals, v.shape, "f4")
         else:
@@ -212,8 +246,11 @@ def main():
     ap.add_argument("--grads", action="store_true",
                     help="return the gradients (gacc.grad) instead of the AdamW "
                     "update, so gacc-check compares them with LibTorch autograd")
+    ap.add_argument("--heads", type=int, default=2,
+                    help="attention heads (views [B,T,H,D/H] -> [B*H,T,D/H]); "
+                    "gpt_block.mlir has 2")
     opts = ap.parse_args()
-    g, text = build(not opts.no_keepdim, opts.grads)
+    g, text = build(not opts.no_keepdim, opts.grads, opts.heads)
     if opts.inputs:
         write_inputs(g, opts.inputs, opts.seed)
     else:
