@@ -86,9 +86,10 @@ Regenerate: python3 gen_gpt_block.py > gpt_block.mlir. Variants for checking:
 (arg<i>.npy with about a quarter of the targets -100)."""
 
 
-def build(keepdim=True, grads_only=False, heads=2):
-    global H
+def build(keepdim=True, grads_only=False, heads=2, batch=4):
+    global H, B
     H = heads
+    B = batch
     g = fg.Graph()
     g.keepdim = keepdim
     g.generator = "gen_gpt_block.py"
@@ -249,8 +250,10 @@ def main():
     ap.add_argument("--heads", type=int, default=2,
                     help="attention heads (views [B,T,H,D/H] -> [B*H,T,D/H]); "
                     "gpt_block.mlir has 2")
+    ap.add_argument("--batch", type=int, default=4,
+                    help="sequences B (gpt_block.mlir has 4)")
     opts = ap.parse_args()
-    g, text = build(not opts.no_keepdim, opts.grads, opts.heads)
+    g, text = build(not opts.no_keepdim, opts.grads, opts.heads, opts.batch)
     if opts.inputs:
         write_inputs(g, opts.inputs, opts.seed)
     else:
