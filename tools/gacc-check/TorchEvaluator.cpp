@@ -42,6 +42,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 using namespace mlir;
 
@@ -500,6 +501,68 @@ struct Payload {
   llvm::DenseSet<Operation *> combiners;
   llvm::DenseMap<Value, Tensor> poison;
 };
+
+/// Matches output `k` of `op` as an arg-max/min: its payload yields
+/// `select(pred, index, out_k)` where `index` is `linalg.index r` (possibly
+/// through index_cast) and `pred` compares `x` with `out_v`, the block
+/// argument of another output v whose reduced value (`reducedValue(v)`) is x,
+/// strictly: `x > out_v` (cmpf ogt, cmpi sgt, or the mirrored lt) for a max,
+/// `x < out_v` for a min. Returns (v, r, isMax).
+std::optional<std::tuple<unsigned, int64_t, bool>>
+matchArgReduction(linalg::LinalgOp op, unsigned k,
+                  function_ref<Value(unsigned)> reducedValue) {
+  Block *block = op.getBlock();
+  unsigned numInputs = op.getNumDpsInputs();
+  if (block->getNumArguments() != numInputs + op.getNumDpsInits())
+    return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(block->getTerminator());
+  auto select = yield.getOperand(k).getDefiningOp<arith::SelectOp>();
+  if (!select || select->getBlock() != block ||
+      select.getFalseValue() != block->getArgument(numInputs + k))
+    return std::nullopt;
+  Value index = select.getTrueValue();
+  if (auto cast = index.getDefiningOp<arith::IndexCastOp>())
+    index = cast.getIn();
+  else if (auto cast = index.getDefiningOp<arith::IndexCastUIOp>())
+    index = cast.getIn();
+  auto indexOp = index.getDefiningOp<linalg::IndexOp>();
+  if (!indexOp)
+    return std::nullopt;
+  Value lhs, rhs;
+  bool greater;
+  if (auto cmp = select.getCondition().getDefiningOp<arith::CmpFOp>()) {
+    if (cmp.getPredicate() != arith::CmpFPredicate::OGT &&
+        cmp.getPredicate() != arith::CmpFPredicate::OLT)
+      return std::nullopt;
+    greater = cmp.getPredicate() == arith::CmpFPredicate::OGT;
+    lhs = cmp.getLhs();
+    rhs = cmp.getRhs();
+  } else if (auto cmp = select.getCondition().getDefiningOp<arith::CmpIOp>()) {
+    if (cmp.getPredicate() != arith::CmpIPredicate::sgt &&
+        cmp.getPredicate() != arith::CmpIPredicate::slt)
+      return std::nullopt;
+    greater = cmp.getPredicate() == arith::CmpIPredicate::sgt;
+    lhs = cmp.getLhs();
+    rhs = cmp.getRhs();
+  } else {
+    return std::nullopt;
+  }
+  for (unsigned v = 0; v < op.getNumDpsInits(); ++v) {
+    if (v == k)
+      continue;
+    Value outV = block->getArgument(numInputs + v);
+    Value x = reducedValue(v);
+    if (!x)
+      continue;
+    if (lhs == x && rhs == outV)
+      return std::make_tuple(v, static_cast<int64_t>(indexOp.getDim()),
+                             greater);
+    if (rhs == x && lhs == outV)
+      return std::make_tuple(v, static_cast<int64_t>(indexOp.getDim()),
+                             !greater);
+  }
+  return std::nullopt;
+}
 
 class Evaluator {
 public:
@@ -1426,6 +1489,13 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
     std::optional<Combiner> combiner; // set for reductions
     bool identity = false;            // reduction yielding the output as is
     bool skip = false; // an unused result the evaluator cannot compute
+    // Arg-max/min (torch-mlir's max.dim/min.dim indices): the index along
+    // loop `argDim` of the first extremum of the value reduced by output
+    // `argOf`, where it beats that output's initial value.
+    std::optional<unsigned> argOf;
+    int64_t argDim = 0;
+    bool argMax = true;
+    bool pending = false; // not COMBINER(out, value); maybe an arg-reduction
   };
   SmallVector<OutputPlan> plans(numInits);
   Payload payload;
@@ -1472,28 +1542,57 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
         other = def->getOperand(0);
     }
     if (!other) {
-      // An unused result (the indices of torch-mlir's max.dim, which
-      // log_softmax leaves unused) need not be computed; its accumulator
-      // must not feed the outputs that are.
-      if (op->getResult(k).use_empty()) {
-        plan.skip = true;
-        if (outArg)
-          payload.reducedOutputs.insert(outArg);
-        continue;
-      }
-      unsupported("output #" + Twine(k) +
-                  " is reduced, but the payload does not yield "
-                  "COMBINER(output, value) with a supported combiner "
-                  "(addf/addi, mulf/muli, maximumf/minimumf, maxnumf/minnumf, "
-                  "maxsi/minsi)");
+      plan.pending = true;
+      if (outArg)
+        payload.reducedOutputs.insert(outArg);
+      continue;
     }
     plan.value = other;
     plan.combiner = combiner;
     payload.combiners.insert(def);
     payload.reducedOutputs.insert(outArg);
   }
+  // Reductions that are not COMBINER(out, value): the arg-max/min form
+  // `select(cmp(x, out_v), index_cast(linalg.index r), out_k)` next to an
+  // output v that reduces x by max/min (torch-mlir's max.dim and argmax),
+  // or an unused result (the indices of max.dim, which log_softmax leaves
+  // unused), which need not be computed.
+  for (unsigned k = 0; k < numInits; ++k) {
+    OutputPlan &plan = plans[k];
+    if (!plan.pending)
+      continue;
+    if (std::optional<std::tuple<unsigned, int64_t, bool>> arg =
+            matchArgReduction(op, k, [&](unsigned v) -> const Value {
+              const OutputPlan &p = plans[v];
+              return p.combiner ? p.value : Value();
+            })) {
+      auto [v, dim, isMax] = *arg;
+      const OutputPlan &valuePlan = plans[v];
+      bool combinerFits = isMax ? (valuePlan.combiner == Combiner::MaximumF ||
+                                   valuePlan.combiner == Combiner::Max)
+                                : (valuePlan.combiner == Combiner::MinimumF ||
+                                   valuePlan.combiner == Combiner::Min);
+      if (combinerFits && valuePlan.reducedDims == plan.reducedDims &&
+          plan.reducedDims.size() == 1 && plan.reducedDims[0] == dim &&
+          maps[numInputs + k] == maps[numInputs + v]) {
+        plan.argOf = v;
+        plan.argDim = dim;
+        plan.argMax = isMax;
+        continue;
+      }
+    }
+    if (op->getResult(k).use_empty()) {
+      plan.skip = true;
+      continue;
+    }
+    unsupported("output #" + Twine(k) +
+                " is reduced, but the payload does not yield "
+                "COMBINER(output, value) with a supported combiner "
+                "(addf/addi, mulf/muli, maximumf/minimumf, maxnumf/minnumf, "
+                "maxsi/minsi) or an arg-max/min select");
+  }
   for (const OutputPlan &plan : plans)
-    if (!plan.identity && !plan.skip &&
+    if (!plan.identity && !plan.skip && !plan.argOf &&
         payload.reducedOutputs.contains(plan.value))
       unsupported("the payload uses a reduced output other than in its "
                   "combiner");
@@ -1593,7 +1692,7 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
   // The payload ops the computed outputs need (unused results are skipped).
   llvm::DenseSet<Value> neededValues;
   for (const OutputPlan &plan : plans)
-    if (!plan.identity && !plan.skip)
+    if (!plan.identity && !plan.skip && !plan.argOf)
       neededValues.insert(plan.value);
   llvm::DenseSet<Operation *> needed;
   for (Operation &inner : llvm::reverse(block->without_terminator())) {
@@ -1637,6 +1736,40 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
     }
     if (plan.identity) {
       finish(k, operands[numInputs + k]);
+      continue;
+    }
+    if (plan.argOf) {
+      unsigned v = *plan.argOf;
+      Value xValue = plans[v].value;
+      checkNotPoison(xValue, payload, "output #" + Twine(k));
+      Tensor x = get(xValue).expand(toAt(loopSizes));
+      Tensor initValue = initView(v);
+      if (at::isFloatingType(x.scalar_type()) &&
+          (at::any(at::isnan(x)).item<bool>() ||
+           at::any(at::isnan(initValue)).item<bool>()))
+        unsupported("output #" + Twine(k) +
+                    " is an arg-max/min of values that contain NaN");
+      int64_t r = plan.argDim;
+      Tensor extremum = plan.argMax ? x.amax(r, /*keepdim=*/true)
+                                    : x.amin(r, /*keepdim=*/true);
+      Tensor first = at::eq(x, extremum).to(at::kByte).argmax(r);
+      extremum = extremum.squeeze(r);
+      SmallVector<int64_t> remaining;
+      for (unsigned d = 0; d < numLoops; ++d)
+        if (static_cast<int64_t>(d) != r)
+          remaining.push_back(d);
+      SmallVector<int64_t> perm =
+          llvm::map_to_vector(plan.outDims, [&](int64_t d) {
+            return static_cast<int64_t>(llvm::find(remaining, d) -
+                                        remaining.begin());
+          });
+      extremum = extremum.permute(toAt(perm));
+      first = first.permute(toAt(perm));
+      Tensor initIndex = initView(k);
+      Tensor better = plan.argMax
+                          ? at::gt(extremum, initValue.to(x.scalar_type()))
+                          : at::lt(extremum, initValue.to(x.scalar_type()));
+      place(k, at::where(better, first.to(initIndex.scalar_type()), initIndex));
       continue;
     }
     checkNotPoison(plan.value, payload, "output #" + Twine(k));

@@ -1206,6 +1206,71 @@ func.func @log_softmax(%x: tensor<4x5xf32>)
   EXPECT_LE(relError(r32[0], ls), 1e-6);
 }
 
+// aten.max.dim / argmax as TorchToLinalg lowers them: one generic yields the
+// running maximum and `select(cmpf ogt, index_cast(linalg.index 1), idx)`;
+// ties keep the first index, an initial value that is not beaten keeps the
+// initial index.
+TEST_F(EvaluatorTest, ArgMaxAndArgMinLikeTorchMlir) {
+  func::FuncOp f = parse(R"mlir(
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#red = affine_map<(d0, d1) -> (d0)>
+func.func @argmax(%x: tensor<3x4xf32>)
+    -> (tensor<3xf32>, tensor<3xi64>, tensor<3xf32>, tensor<3xi64>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %m2 = arith.constant -2.0 : f32
+  %c0i = arith.constant 0 : i64
+  %c7i = arith.constant 7 : i64
+  %ev = tensor.empty() : tensor<3xf32>
+  %fv = linalg.fill ins(%ninf : f32) outs(%ev : tensor<3xf32>) -> tensor<3xf32>
+  %gv = linalg.fill ins(%m2 : f32) outs(%ev : tensor<3xf32>) -> tensor<3xf32>
+  %ei = tensor.empty() : tensor<3xi64>
+  %fi = linalg.fill ins(%c0i : i64) outs(%ei : tensor<3xi64>) -> tensor<3xi64>
+  %gi = linalg.fill ins(%c7i : i64) outs(%ei : tensor<3xi64>) -> tensor<3xi64>
+  %max:2 = linalg.generic {indexing_maps = [#map, #red, #red],
+                           iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<3x4xf32>) outs(%fv, %fi : tensor<3xf32>, tensor<3xi64>) {
+  ^bb0(%in: f32, %old: f32, %oldi: i64):
+    %i = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i64
+    %m = arith.maximumf %in, %old : f32
+    %gt = arith.cmpf ogt, %in, %old : f32
+    %sel = arith.select %gt, %ii, %oldi : i64
+    linalg.yield %m, %sel : f32, i64
+  } -> (tensor<3xf32>, tensor<3xi64>)
+  %min:2 = linalg.generic {indexing_maps = [#map, #red, #red],
+                           iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<3x4xf32>) outs(%gv, %gi : tensor<3xf32>, tensor<3xi64>) {
+  ^bb0(%in: f32, %old: f32, %oldi: i64):
+    %i = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i64
+    %m = arith.minimumf %in, %old : f32
+    %lt = arith.cmpf olt, %in, %old : f32
+    %sel = arith.select %lt, %ii, %oldi : i64
+    linalg.yield %m, %sel : f32, i64
+  } -> (tensor<3xf32>, tensor<3xi64>)
+  return %max#0, %max#1, %min#0, %min#1
+      : tensor<3xf32>, tensor<3xi64>, tensor<3xf32>, tensor<3xi64>
+}
+)mlir");
+  ASSERT_TRUE(f);
+  Tensor x = torch::tensor({{1.0f, 5.0f, 5.0f, 2.0f},
+                            {-1.0f, -1.0f, -3.0f, -3.0f},
+                            {0.f, 0.f, 0.f, 0.f}});
+  std::vector<Tensor> r = evaluate(f, {x}, torch::kFloat32);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_TRUE(torch::equal(r[0], torch::tensor({5.0f, -1.0f, 0.0f})));
+  EXPECT_TRUE(torch::equal(r[1], torch::tensor(std::vector<int64_t>{1, 0, 0})));
+  EXPECT_TRUE(torch::equal(r[2], torch::tensor({-2.0f, -3.0f, -2.0f})));
+  EXPECT_TRUE(torch::equal(r[3], torch::tensor(std::vector<int64_t>{7, 2, 7})));
+  // NaN has no defined arg-max here: an error, not a number.
+  Tensor xn = x.clone();
+  xn[0][1] = std::nanf("");
+  std::string diag = evaluateExpectingFailure(f, {xn}, torch::kFloat32);
+  EXPECT_NE(diag.find("arg-max/min of values that contain NaN"),
+            std::string::npos)
+      << diag;
+}
+
 // Layer norm over the last dimension as TorchToLinalg writes it: keepdim
 // mean and variance ([N, 1] outputs through `(d0, 0)`), then the normalized
 // value with `(d0, 0)` broadcasts and an affine [D] scale and shift.
