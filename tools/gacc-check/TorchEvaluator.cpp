@@ -3,10 +3,13 @@
 // An interpreter of training-step functions on LibTorch tensors. Every SSA
 // value of the function is a torch tensor (scalars are 0-dim tensors). A
 // linalg structured op is evaluated on whole tensors: each operand is
-// broadcast to the iteration space by its indexing map, the payload is
-// evaluated once with torch's elementwise ops, and reductions are recognized
-// by their combiner (add -> sum, mul -> prod, max/min -> amax/amin). Everything
-// is a torch op, so the evaluation is differentiable.
+// broadcast to the iteration space by its indexing map (a view for projected
+// permutations and constant indices, a gather for any other affine map, e.g.
+// convolution windows), the payload is evaluated once with torch's elementwise
+// ops, reductions are recognized by their combiner (add -> sum, mul -> prod,
+// max/min -> amax/amin, arg-max/min selects), and outputs with constant
+// indices (keepdim `(d0, 0)`) are written at those positions. Everything is a
+// torch op, so the evaluation is differentiable.
 //
 // Anything the evaluator cannot represent exactly is an error at the op, never
 // an approximation.
