@@ -1271,6 +1271,59 @@ func.func @argmax(%x: tensor<3x4xf32>)
       << diag;
 }
 
+// aten.embedding as TorchToLinalg lowers it: a generic over [indices...,
+// D] that gathers `tensor.extract %weight[index_cast(ids), linalg.index 2]`;
+// the gradient of the weight accumulates over repeated ids. And a keepdim
+// output on the einsum fast path (`out[i, 0] += x[i, j] * x[i, j]`).
+TEST_F(EvaluatorTest, EmbeddingGatherAndKeepdimContraction) {
+  func::FuncOp f = parse(R"mlir(
+func.func @embed(%ids: tensor<2x3xi64>, %w: tensor<5x4xf32>)
+    -> (tensor<2x3x4xf32>, tensor<5x1xf32>) {
+  %e = tensor.empty() : tensor<2x3x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>,
+                                        affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                       iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%ids : tensor<2x3xi64>) outs(%e : tensor<2x3x4xf32>) {
+  ^bb0(%id: i64, %o: f32):
+    %i = arith.index_cast %id : i64 to index
+    %j = linalg.index 2 : index
+    %v = tensor.extract %w[%i, %j] : tensor<5x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<2x3x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e51 = tensor.empty() : tensor<5x1xf32>
+  %z51 = linalg.fill ins(%zero : f32) outs(%e51 : tensor<5x1xf32>) -> tensor<5x1xf32>
+  %sq = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                         affine_map<(d0, d1) -> (d0, d1)>,
+                                         affine_map<(d0, d1) -> (d0, 0)>],
+                        iterator_types = ["parallel", "reduction"]}
+      ins(%w, %w : tensor<5x4xf32>, tensor<5x4xf32>) outs(%z51 : tensor<5x1xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<5x1xf32>
+  return %r, %sq : tensor<2x3x4xf32>, tensor<5x1xf32>
+}
+)mlir");
+  ASSERT_TRUE(f);
+  torch::manual_seed(16);
+  Tensor ids =
+      torch::tensor(std::vector<int64_t>{0, 4, 4, 2, 0, 4}).reshape({2, 3});
+  Tensor w = torch::randn({5, 4}, torch::kDouble).requires_grad_(true);
+  std::vector<Tensor> r = evaluate(f, {ids, w}, torch::kFloat64);
+  ASSERT_EQ(r.size(), 2u);
+  Tensor ref = torch::embedding(w, ids);
+  EXPECT_TRUE(torch::equal(r[0], ref));
+  EXPECT_LE(relError(r[1], (w * w).sum(1, /*keepdim=*/true)), 1e-15);
+  Tensor seed = torch::randn({2, 3, 4}, torch::kDouble);
+  EXPECT_LE(
+      relError(gradients(r[0], seed, {w})[0], gradients(ref, seed, {w})[0]),
+      1e-15);
+  EXPECT_LE(relError(torch::autograd::grad({r[1].sum()}, {w})[0], 2 * w),
+            1e-15);
+}
+
 // Layer norm over the last dimension as TorchToLinalg writes it: keepdim
 // mean and variance ([N, 1] outputs through `(d0, 0)`), then the normalized
 // value with `(d0, 0)` broadcasts and an affine [D] scale and shift.
