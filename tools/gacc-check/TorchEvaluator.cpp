@@ -1919,7 +1919,8 @@ LogicalResult Evaluator::evalRegionTensorOp(Operation *op) {
       return failure();
     result = *t;
   }
-  result = result.to(source.scalar_type()).contiguous();
+  // A fresh tensor (never a view of an input) that the source is copied into.
+  result = result.to(source.scalar_type()).clone(at::MemoryFormat::Contiguous);
   Tensor view = result;
   for (int64_t d = 0; d < source.dim(); ++d)
     view = view.narrow(d, low[d], source.size(d));

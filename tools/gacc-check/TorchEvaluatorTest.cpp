@@ -1867,6 +1867,36 @@ func.func @forms(%a: tensor<2x3xf32>, %b: tensor<1x3xf32>, %lo: index,
   EXPECT_TRUE(torch::equal(g[1], torch::full({1, 3}, 2.0, torch::kDouble)));
 }
 
+// Padding with a scalar argument that requires grad, where the padded tensor
+// is as small as the padding value (no copy would be made by a broadcast).
+TEST_F(EvaluatorTest, PadWithArgumentValueIsDifferentiable) {
+  func::FuncOp f = parse(R"mlir(
+func.func @pad(%a: tensor<1xf32>, %p: f32) -> (tensor<1xf32>, tensor<3xf32>) {
+  %same = tensor.pad %a low[0] high[0] {
+  ^bb0(%i: index):
+    tensor.yield %p : f32
+  } : tensor<1xf32> to tensor<1xf32>
+  %more = tensor.pad %a low[1] high[1] {
+  ^bb0(%i: index):
+    tensor.yield %p : f32
+  } : tensor<1xf32> to tensor<3xf32>
+  return %same, %more : tensor<1xf32>, tensor<3xf32>
+}
+)mlir");
+  ASSERT_TRUE(f);
+  Tensor a = torch::tensor({2.0}, torch::kDouble).requires_grad_(true);
+  Tensor p = torch::tensor(5.0, torch::kDouble).requires_grad_(true);
+  std::vector<Tensor> r = evaluate(f, {a, p}, torch::kFloat64);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(torch::equal(r[0].detach(), a.detach()));
+  EXPECT_TRUE(torch::equal(r[1].detach(),
+                           torch::tensor({5.0, 2.0, 5.0}, torch::kDouble)));
+  std::vector<Tensor> g =
+      torch::autograd::grad({r[0].sum() + r[1].sum()}, {a, p});
+  EXPECT_EQ(g[0].item<double>(), 2.0);
+  EXPECT_EQ(g[1].item<double>(), 2.0);
+}
+
 // Dead ops (results unused, no side effects) are not evaluated, even when
 // they could not be; unused results of a live linalg op are skipped when the
 // evaluator cannot compute them.
