@@ -3,10 +3,13 @@
 // An interpreter of training-step functions on LibTorch tensors. Every SSA
 // value of the function is a torch tensor (scalars are 0-dim tensors). A
 // linalg structured op is evaluated on whole tensors: each operand is
-// broadcast to the iteration space by its indexing map, the payload is
-// evaluated once with torch's elementwise ops, and reductions are recognized
-// by their combiner (add -> sum, mul -> prod, max/min -> amax/amin). Everything
-// is a torch op, so the evaluation is differentiable.
+// broadcast to the iteration space by its indexing map (a view for projected
+// permutations and constant indices, a gather for any other affine map, e.g.
+// convolution windows), the payload is evaluated once with torch's elementwise
+// ops, reductions are recognized by their combiner (add -> sum, mul -> prod,
+// max/min -> amax/amin, arg-max/min selects), and outputs with constant
+// indices (keepdim `(d0, 0)`) are written at those positions. Everything is a
+// torch op, so the evaluation is differentiable.
 //
 // Anything the evaluator cannot represent exactly is an error at the op, never
 // an approximation.
@@ -18,6 +21,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -26,6 +30,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -35,10 +40,12 @@
 
 #include <ATen/ATen.h>
 
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 using namespace mlir;
 
@@ -330,10 +337,96 @@ Tensor combine(const Tensor &init, const Tensor &reduced, Combiner combiner) {
   llvm_unreachable("unknown combiner");
 }
 
+/// The most elements a tensor materialized over (part of) a linalg iteration
+/// domain may have (2^27): gathers of non-projected indexing maps and payloads
+/// evaluated on the whole domain. Larger ops are an error, not an OOM.
+constexpr int64_t kMaxMaterializedElements = int64_t(1) << 27;
+
+/// Whether every result of `map` is a loop dimension (each at most once) or a
+/// constant: the operand is a broadcast/permuted view of the iteration space.
+bool isPermutationWithConstants(AffineMap map) {
+  llvm::SmallBitVector seen(map.getNumDims());
+  for (AffineExpr expr : map.getResults()) {
+    if (isa<AffineConstantExpr>(expr))
+      continue;
+    auto d = dyn_cast<AffineDimExpr>(expr);
+    if (!d || seen.test(d.getPosition()))
+      return false;
+    seen.set(d.getPosition());
+  }
+  return true;
+}
+
+/// The loop dimensions that the results of `map` use, in increasing order.
+SmallVector<int64_t> getUsedDims(AffineMap map) {
+  llvm::SmallBitVector used(map.getNumDims());
+  for (AffineExpr expr : map.getResults())
+    expr.walk([&](AffineExpr e) {
+      if (auto d = dyn_cast<AffineDimExpr>(e))
+        used.set(d.getPosition());
+    });
+  SmallVector<int64_t> dims;
+  for (int64_t d : used.set_bits())
+    dims.push_back(d);
+  return dims;
+}
+
+int64_t product(ArrayRef<int64_t> sizes) {
+  int64_t n = 1;
+  for (int64_t size : sizes) {
+    if (size != 0 && n > std::numeric_limits<int64_t>::max() / size)
+      return std::numeric_limits<int64_t>::max();
+    n *= size;
+  }
+  return n;
+}
+
+/// The values of the affine expression `expr` at every point of the iteration
+/// space, as an int64 tensor with one dimension per loop (the loop's size
+/// along the loops `expr` uses, 1 elsewhere).
+Tensor affineIndices(AffineExpr expr, ArrayRef<int64_t> loopSizes) {
+  at::TensorOptions options(at::kLong);
+  SmallVector<int64_t> ones(loopSizes.size(), 1);
+  if (auto d = dyn_cast<AffineDimExpr>(expr)) {
+    SmallVector<int64_t> shape = ones;
+    shape[d.getPosition()] = loopSizes[d.getPosition()];
+    return at::arange(loopSizes[d.getPosition()], options).reshape(toAt(shape));
+  }
+  if (auto c = dyn_cast<AffineConstantExpr>(expr))
+    return at::full(toAt(ones), c.getValue(), options);
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    unsupported("affine expression " + toString(expr) +
+                " uses a symbol (only loop dimensions and constants are "
+                "supported)");
+  Tensor lhs = affineIndices(binary.getLHS(), loopSizes);
+  Tensor rhs = affineIndices(binary.getRHS(), loopSizes);
+  switch (expr.getKind()) {
+  case AffineExprKind::Add:
+    return lhs + rhs;
+  case AffineExprKind::Mul:
+    return lhs * rhs;
+  case AffineExprKind::Mod:
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv:
+    if (at::any(rhs <= 0).item<bool>())
+      unsupported("affine expression " + toString(expr) +
+                  " divides by a value that is not positive");
+    if (expr.getKind() == AffineExprKind::Mod)
+      return at::remainder(lhs, rhs);
+    if (expr.getKind() == AffineExprKind::FloorDiv)
+      return at::div(lhs, rhs, "floor");
+    return at::neg(at::div(at::neg(lhs), rhs, "floor"));
+  default:
+    unsupported("unsupported affine expression " + toString(expr));
+  }
+}
+
 /// Broadcasts operand `t` of a linalg op to the iteration space: constant
 /// indices select, the remaining dimensions are permuted into loop order and
 /// size-1 dimensions are inserted for the loops the operand does not use. The
-/// result has one dimension per loop (size 1 where broadcast).
+/// result has one dimension per loop (size 1 where broadcast). `map` must
+/// satisfy isPermutationWithConstants.
 Tensor toIterationSpace(Tensor t, AffineMap map, ArrayRef<int64_t> loopSizes) {
   for (int64_t j = static_cast<int64_t>(map.getNumResults()) - 1; j >= 0; --j)
     if (auto c = dyn_cast<AffineConstantExpr>(map.getResult(j)))
@@ -352,13 +445,127 @@ Tensor toIterationSpace(Tensor t, AffineMap map, ArrayRef<int64_t> loopSizes) {
   return t.reshape(toAt(shape));
 }
 
+/// Gathers operand `t` of a linalg op into the iteration space for any affine
+/// `map` (convolution windows `d0 + d5`, strides `2 * d2`, diagonals): each
+/// result of the map becomes an index tensor over the loops, and advanced
+/// indexing reads the operand at every point (differentiably: the gradient
+/// scatters back with accumulation). Same result layout as toIterationSpace.
+/// An index out of bounds is an error (the op would read out of bounds).
+Tensor gatherToIterationSpace(const Tensor &t, AffineMap map,
+                              ArrayRef<int64_t> loopSizes,
+                              unsigned operandNumber) {
+  SmallVector<int64_t> used = getUsedDims(map);
+  SmallVector<int64_t> usedSizes =
+      llvm::map_to_vector(used, [&](int64_t d) { return loopSizes[d]; });
+  int64_t numel = product(usedSizes);
+  if (numel > kMaxMaterializedElements)
+    unsupported("reading operand #" + Twine(operandNumber) +
+                " through indexing map " + toString(map) + " needs " +
+                Twine(numel) + " elements (more than 2^27)");
+  c10::List<c10::optional<Tensor>> indices;
+  for (auto [j, expr] : llvm::enumerate(map.getResults())) {
+    Tensor index = affineIndices(expr, loopSizes);
+    if (index.numel() > 0 && (index.min().item<int64_t>() < 0 ||
+                              index.max().item<int64_t>() >= t.size(j)))
+      unsupported("indexing map " + toString(map) + " reads operand #" +
+                  Twine(operandNumber) + " out of bounds in dimension " +
+                  Twine(j) + " (indices " + Twine(index.min().item<int64_t>()) +
+                  " to " + Twine(index.max().item<int64_t>()) + ", size " +
+                  Twine(t.size(j)) + ")");
+    indices.push_back(c10::optional<Tensor>(index));
+  }
+  SmallVector<int64_t> shape(loopSizes.size(), 1);
+  for (int64_t d : used)
+    shape[d] = loopSizes[d];
+  if (indices.empty())
+    return t.reshape(toAt(shape));
+  return at::index(t, indices).reshape(toAt(shape));
+}
+
+/// Operand `t` in the iteration space (see toIterationSpace), by a view where
+/// `map` allows it and by a gather otherwise.
+Tensor operandInIterationSpace(const Tensor &t, AffineMap map,
+                               ArrayRef<int64_t> loopSizes,
+                               unsigned operandNumber) {
+  if (isPermutationWithConstants(map))
+    return toIterationSpace(t, map, loopSizes);
+  return gatherToIterationSpace(t, map, loopSizes, operandNumber);
+}
+
 /// The payload being evaluated: its iteration space, the block arguments of
-/// reduced outputs (only their combiners may use them) and those combiners.
+/// reduced outputs (only their combiners may use them) and those combiners,
+/// and which payload values may be poison (a bool mask over the iteration
+/// space per value: a tensor.extract out of bounds yields poison, which the
+/// payload may discard with a select, as torch-mlir's nll_loss does for
+/// ignored targets; a poison value that reaches an output is an error).
 struct Payload {
   SmallVector<int64_t> loopSizes;
   llvm::DenseSet<Value> reducedOutputs;
   llvm::DenseSet<Operation *> combiners;
+  llvm::DenseMap<Value, Tensor> poison;
 };
+
+/// Matches output `k` of `op` as an arg-max/min: its payload yields
+/// `select(pred, index, out_k)` where `index` is `linalg.index r` (possibly
+/// through index_cast) and `pred` compares `x` with `out_v`, the block
+/// argument of another output v whose reduced value (`reducedValue(v)`) is x,
+/// strictly: `x > out_v` (cmpf ogt, cmpi sgt, or the mirrored lt) for a max,
+/// `x < out_v` for a min. Returns (v, r, isMax).
+std::optional<std::tuple<unsigned, int64_t, bool>>
+matchArgReduction(linalg::LinalgOp op, unsigned k,
+                  function_ref<Value(unsigned)> reducedValue) {
+  Block *block = op.getBlock();
+  unsigned numInputs = op.getNumDpsInputs();
+  if (block->getNumArguments() != numInputs + op.getNumDpsInits())
+    return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(block->getTerminator());
+  auto select = yield.getOperand(k).getDefiningOp<arith::SelectOp>();
+  if (!select || select->getBlock() != block ||
+      select.getFalseValue() != block->getArgument(numInputs + k))
+    return std::nullopt;
+  Value index = select.getTrueValue();
+  if (auto cast = index.getDefiningOp<arith::IndexCastOp>())
+    index = cast.getIn();
+  else if (auto cast = index.getDefiningOp<arith::IndexCastUIOp>())
+    index = cast.getIn();
+  auto indexOp = index.getDefiningOp<linalg::IndexOp>();
+  if (!indexOp)
+    return std::nullopt;
+  Value lhs, rhs;
+  bool greater;
+  if (auto cmp = select.getCondition().getDefiningOp<arith::CmpFOp>()) {
+    if (cmp.getPredicate() != arith::CmpFPredicate::OGT &&
+        cmp.getPredicate() != arith::CmpFPredicate::OLT)
+      return std::nullopt;
+    greater = cmp.getPredicate() == arith::CmpFPredicate::OGT;
+    lhs = cmp.getLhs();
+    rhs = cmp.getRhs();
+  } else if (auto cmp = select.getCondition().getDefiningOp<arith::CmpIOp>()) {
+    if (cmp.getPredicate() != arith::CmpIPredicate::sgt &&
+        cmp.getPredicate() != arith::CmpIPredicate::slt)
+      return std::nullopt;
+    greater = cmp.getPredicate() == arith::CmpIPredicate::sgt;
+    lhs = cmp.getLhs();
+    rhs = cmp.getRhs();
+  } else {
+    return std::nullopt;
+  }
+  for (unsigned v = 0; v < op.getNumDpsInits(); ++v) {
+    if (v == k)
+      continue;
+    Value outV = block->getArgument(numInputs + v);
+    Value x = reducedValue(v);
+    if (!x)
+      continue;
+    if (lhs == x && rhs == outV)
+      return std::make_tuple(v, static_cast<int64_t>(indexOp.getDim()),
+                             greater);
+    if (rhs == x && lhs == outV)
+      return std::make_tuple(v, static_cast<int64_t>(indexOp.getDim()),
+                             !greater);
+  }
+  return std::nullopt;
+}
 
 class Evaluator {
 public:
@@ -387,7 +594,20 @@ private:
   void evalArithMath(Operation *op);
   void evalTensorOp(Operation *op, Payload *payload);
   LogicalResult evalLinalg(linalg::LinalgOp op);
+  /// Evaluates `inner`, an op of a payload or tensor region evaluated on
+  /// whole tensors, and propagates poison (see Payload).
+  LogicalResult evalPayloadOp(Operation *inner, Payload &payload);
+  /// Throws when `value` may be poison anywhere in the iteration space.
+  void checkNotPoison(Value value, const Payload &payload, const Twine &what);
   LogicalResult evalCall(func::CallOp op);
+  /// tensor.generate and tensor.pad: ops whose region computes elements.
+  LogicalResult evalRegionTensorOp(Operation *op);
+  /// Evaluates `body`, whose arguments are the indices of a tensor of shape
+  /// `shape` and which yields one element, on all indices at once.
+  FailureOr<Tensor> evalIndexRegion(Block &body, ArrayRef<int64_t> shape);
+  /// ml_program.global_load_const and global_load of a global that is never
+  /// stored: the global's initial value.
+  void evalGlobalLoad(Operation *op);
 
   Tensor get(Value value) const {
     auto it = values.find(value);
@@ -479,12 +699,35 @@ LogicalResult Evaluator::bind(func::FuncOp func, ArrayRef<Tensor> args) {
   return success();
 }
 
+/// The ops of `block` whose evaluation matters: the terminator, ops that may
+/// have side effects, and every op whose results (also through values captured
+/// by regions) reach them. Dead ops without side effects are not evaluated.
+static llvm::DenseSet<Operation *> getLiveOps(Block &block) {
+  llvm::DenseSet<Operation *> live;
+  for (Operation &op : llvm::reverse(block)) {
+    bool isLive =
+        op.hasTrait<OpTrait::IsTerminator>() || !isMemoryEffectFree(&op);
+    for (Value result : op.getResults()) {
+      for (Operation *user : result.getUsers()) {
+        Operation *ancestor = block.findAncestorOpInBlock(*user);
+        isLive |= !ancestor || live.contains(ancestor);
+      }
+    }
+    if (isLive)
+      live.insert(&op);
+  }
+  return live;
+}
+
 FailureOr<SmallVector<Tensor>> Evaluator::run(func::FuncOp func,
                                               ArrayRef<Tensor> args) {
   if (failed(bind(func, args)))
     return failure();
   Block &entry = func.front();
+  llvm::DenseSet<Operation *> live = getLiveOps(entry);
   for (Operation &op : entry) {
+    if (!live.contains(&op))
+      continue;
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       SmallVector<Tensor> results;
       for (Value v : ret.getOperands())
@@ -509,7 +752,9 @@ LogicalResult Evaluator::evalOp(Operation *op, Payload *payload) {
         unsupported("internal error: result #" +
                     Twine(result.getResultNumber()) + " was not computed");
       const Tensor &t = it->second;
-      if (t.scalar_type() != dtypeOf(result.getType()) ||
+      if (!t.defined() && result.use_empty())
+        continue; // an unused result that was not computed
+      if (!t.defined() || t.scalar_type() != dtypeOf(result.getType()) ||
           (!payload && !gacc::matchesType(t, result.getType(), computeType)))
         unsupported("internal error: result #" +
                     Twine(result.getResultNumber()) + " has dtype " +
@@ -557,6 +802,8 @@ LogicalResult Evaluator::evalOpImpl(Operation *op, Payload *payload) {
     return success();
   }
   if (dialect == "tensor") {
+    if (!payload && isa<tensor::GenerateOp, tensor::PadOp>(op))
+      return evalRegionTensorOp(op);
     evalTensorOp(op, payload);
     return success();
   }
@@ -579,23 +826,107 @@ LogicalResult Evaluator::evalOpImpl(Operation *op, Payload *payload) {
   }
   if (auto call = dyn_cast<func::CallOp>(op))
     return evalCall(call);
+  if (dialect == "ml_program") {
+    evalGlobalLoad(op);
+    return success();
+  }
   unsupported("unsupported operation");
+}
+
+/// The integer value of `v` (i1 as 0/1); wider than 64 bits is an error.
+static int64_t intValue(const APInt &v) {
+  if (v.getBitWidth() == 1)
+    return v.getBoolValue();
+  if (v.getBitWidth() > 64)
+    unsupported("integers wider than 64 bits are not supported");
+  return v.getSExtValue();
+}
+
+/// The torch dtype that stores elements of `type` bit for bit in a
+/// dense_resource blob (i1 is one byte per element).
+static std::optional<at::ScalarType> getStorageDType(Type type) {
+  if (type.isF16())
+    return at::kHalf;
+  return gacc::getTorchDType(type, at::kFloat);
+}
+
+/// The tensor (in `dtype`) of a constant's elements: dense (splat or not) or
+/// dense_resource.
+static Tensor elementsToTensor(ElementsAttr attr, at::ScalarType dtype) {
+  auto type = cast<ShapedType>(attr.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  Type elementType = type.getElementType();
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    std::optional<at::ScalarType> storage = getStorageDType(elementType);
+    if (!storage)
+      unsupported("unsupported dense_resource element type " +
+                  toString(elementType));
+    ArrayRef<char> data = resource.getData();
+    int64_t numel = product(shape);
+    size_t bytes = static_cast<size_t>(numel) * at::elementSize(*storage);
+    if (data.size() != bytes)
+      unsupported("the dense_resource blob has " + Twine(data.size()) +
+                  " bytes, but " + Twine(bytes) +
+                  " are expected (missing or splat blob)");
+    Tensor t = at::empty(toAt(shape), at::TensorOptions(*storage));
+    if (bytes)
+      std::memcpy(t.data_ptr(), data.data(), bytes);
+    return t.to(dtype);
+  }
+  auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr);
+  if (!dense)
+    unsupported("unsupported constant attribute " + toString(attr));
+  if (isa<FloatType>(elementType)) {
+    if (dense.isSplat()) {
+      double v = FloatAttr::getValueAsDouble(dense.getSplatValue<APFloat>());
+      return at::full(toAt(shape), v, at::TensorOptions(dtype));
+    }
+    std::vector<double> data;
+    for (const APFloat &v : dense.getValues<APFloat>())
+      data.push_back(FloatAttr::getValueAsDouble(v));
+    return at::tensor(data, at::TensorOptions(at::kDouble))
+        .reshape(toAt(shape))
+        .to(dtype);
+  }
+  if (!elementType.isIntOrIndex())
+    unsupported("unsupported constant element type " + toString(elementType));
+  if (dense.isSplat())
+    return at::full(toAt(shape), intValue(dense.getSplatValue<APInt>()),
+                    at::TensorOptions(at::kLong))
+        .to(dtype);
+  std::vector<int64_t> data;
+  for (const APInt &v : dense.getValues<APInt>())
+    data.push_back(intValue(v));
+  return at::tensor(data, at::TensorOptions(at::kLong))
+      .reshape(toAt(shape))
+      .to(dtype);
+}
+
+/// Reinterprets the bits of `t` (holding values of type `from`) as values of
+/// type `to` (same element width), in `dtype`. Not differentiable.
+static Tensor bitcast(const Tensor &t, Type from, Type to,
+                      at::ScalarType dtype) {
+  Type fromElement = getElementTypeOrSelf(from);
+  Type toElement = getElementTypeOrSelf(to);
+  std::optional<at::ScalarType> fromOwn = getStorageDType(fromElement);
+  std::optional<at::ScalarType> toOwn = getStorageDType(toElement);
+  if (!fromOwn || !toOwn || *fromOwn == at::kBool || *toOwn == at::kBool ||
+      at::elementSize(*fromOwn) != at::elementSize(*toOwn))
+    unsupported("bit casts from " + toString(fromElement) + " to " +
+                toString(toElement) + " are not supported");
+  Tensor own = t.detach().to(*fromOwn).contiguous();
+  if (own.dim() == 0)
+    return own.reshape({1}).view(*toOwn).reshape({}).to(dtype);
+  return own.view(*toOwn).to(dtype);
 }
 
 void Evaluator::evalConstant(arith::ConstantOp op) {
   Type type = op.getType();
   at::ScalarType dtype = dtypeOf(type);
-  at::TensorOptions options(dtype);
   Attribute attr = op.getValue();
-  auto intValue = [](const APInt &v) -> int64_t {
-    if (v.getBitWidth() == 1)
-      return v.getBoolValue();
-    if (v.getBitWidth() > 64)
-      unsupported("integers wider than 64 bits are not supported");
-    return v.getSExtValue();
-  };
   if (auto f = dyn_cast<FloatAttr>(attr)) {
-    set(op.getResult(), at::scalar_tensor(f.getValueAsDouble(), options));
+    set(op.getResult(),
+        at::scalar_tensor(f.getValueAsDouble(), at::TensorOptions(dtype)));
     return;
   }
   if (auto i = dyn_cast<IntegerAttr>(attr)) {
@@ -604,40 +935,10 @@ void Evaluator::evalConstant(arith::ConstantOp op) {
             .to(dtype));
     return;
   }
-  auto dense = dyn_cast<DenseIntOrFPElementsAttr>(attr);
-  if (!dense)
+  auto elements = dyn_cast<ElementsAttr>(attr);
+  if (!elements)
     unsupported("unsupported constant attribute " + toString(attr));
-  SmallVector<int64_t> shape(dense.getType().getShape());
-  Type elementType = dense.getElementType();
-  if (isa<FloatType>(elementType)) {
-    if (dense.isSplat()) {
-      double v = FloatAttr::getValueAsDouble(dense.getSplatValue<APFloat>());
-      set(op.getResult(), at::full(toAt(shape), v, options));
-      return;
-    }
-    std::vector<double> data;
-    for (const APFloat &v : dense.getValues<APFloat>())
-      data.push_back(FloatAttr::getValueAsDouble(v));
-    set(op.getResult(), at::tensor(data, at::TensorOptions(at::kDouble))
-                            .reshape(toAt(shape))
-                            .to(dtype));
-    return;
-  }
-  if (!elementType.isIntOrIndex())
-    unsupported("unsupported constant element type " + toString(elementType));
-  if (dense.isSplat()) {
-    set(op.getResult(),
-        at::full(toAt(shape), intValue(dense.getSplatValue<APInt>()),
-                 at::TensorOptions(at::kLong))
-            .to(dtype));
-    return;
-  }
-  std::vector<int64_t> data;
-  for (const APInt &v : dense.getValues<APInt>())
-    data.push_back(intValue(v));
-  set(op.getResult(), at::tensor(data, at::TensorOptions(at::kLong))
-                          .reshape(toAt(shape))
-                          .to(dtype));
+  set(op.getResult(), elementsToTensor(elements, dtype));
 }
 
 void Evaluator::evalArithMath(Operation *op) {
@@ -834,9 +1135,10 @@ void Evaluator::evalArithMath(Operation *op) {
   else if (isa<arith::ExtUIOp, arith::IndexCastUIOp>(op))
     r = castIntUnsigned(in[0], operandWidth(0), dtype);
   else if (isa<arith::BitcastOp>(op)) {
-    if (op->getOperand(0).getType() != result.getType())
-      unsupported("bit casts between different types are not supported");
-    r = in[0];
+    r = op->getOperand(0).getType() == result.getType()
+            ? in[0]
+            : bitcast(in[0], op->getOperand(0).getType(), result.getType(),
+                      dtype);
   }
   // Math.
   else if (isa<math::AbsFOp, math::AbsIOp>(op))
@@ -927,13 +1229,23 @@ void Evaluator::evalTensorOp(Operation *op, Payload *payload) {
   if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
     Tensor source = get(extract.getTensor());
     c10::List<c10::optional<Tensor>> indices;
+    Tensor outOfBounds;
     for (auto [d, v] : llvm::enumerate(extract.getIndices())) {
       Tensor index = get(v);
-      if (at::any(index < 0).item<bool>() ||
-          at::any(index >= source.size(d)).item<bool>())
-        unsupported("index out of bounds in dimension " + Twine(d));
+      Tensor bad = at::logical_or(index < 0, index >= source.size(d));
+      if (at::any(bad).item<bool>()) {
+        // Outside payloads this is an error; inside, the lanes that read out
+        // of bounds are poison (read at a clamped index, then tracked).
+        if (!payload || source.size(d) == 0)
+          unsupported("index out of bounds in dimension " + Twine(d));
+        index = index.clamp(0, source.size(d) - 1);
+        outOfBounds =
+            outOfBounds.defined() ? at::logical_or(outOfBounds, bad) : bad;
+      }
       indices.push_back(c10::optional<Tensor>(index));
     }
+    if (outOfBounds.defined())
+      payload->poison[extract.getResult()] = outOfBounds;
     set(extract.getResult(),
         indices.empty() ? source : at::index(source, indices));
     return;
@@ -1063,35 +1375,6 @@ void Evaluator::evalTensorOp(Operation *op, Payload *payload) {
         at::cat(inputs, static_cast<int64_t>(concat.getDim())));
     return;
   }
-  if (auto pad = dyn_cast<tensor::PadOp>(op)) {
-    Value padValue = pad.getConstantPaddingValue();
-    if (!padValue)
-      unsupported("only padding with a value defined outside the region or "
-                  "by a constant is supported");
-    if (padValue.getParentRegion() == &pad.getRegion()) {
-      auto constant = padValue.getDefiningOp<arith::ConstantOp>();
-      if (!constant)
-        unsupported("unsupported padding value");
-      evalConstant(constant);
-    }
-    Tensor source = get(pad.getSource());
-    SmallVector<int64_t> low = resolve(pad.getMixedLowPad());
-    SmallVector<int64_t> high = resolve(pad.getMixedHighPad());
-    SmallVector<int64_t> shape, offsets, strides;
-    for (int64_t d = 0; d < source.dim(); ++d) {
-      if (low[d] < 0 || high[d] < 0)
-        unsupported("negative padding is not supported");
-      shape.push_back(low[d] + source.size(d) + high[d]);
-      offsets.push_back(low[d]);
-      strides.push_back(1);
-    }
-    Tensor result =
-        get(padValue).to(source.scalar_type()).expand(toAt(shape)).contiguous();
-    SmallVector<int64_t> sizes(source.sizes().begin(), source.sizes().end());
-    slice(result, offsets, sizes, strides).copy_(source);
-    set(pad.getResult(), result);
-    return;
-  }
   if (auto insert = dyn_cast<tensor::InsertOp>(op)) {
     Tensor dest = get(insert.getDest()).clone();
     Tensor view = dest;
@@ -1103,6 +1386,12 @@ void Evaluator::evalTensorOp(Operation *op, Payload *payload) {
     }
     view.copy_(get(insert.getScalar()));
     set(insert.getResult(), dest);
+    return;
+  }
+  if (auto cast = dyn_cast<tensor::BitcastOp>(op)) {
+    set(cast.getResult(),
+        bitcast(get(cast.getSource()), cast.getSource().getType(),
+                cast.getType(), dtypeOf(cast.getType())));
     return;
   }
   if (auto rank = dyn_cast<tensor::RankOp>(op)) {
@@ -1140,9 +1429,12 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
   if (maps.size() != op->getNumOperands())
     unsupported("the op does not have one indexing map per operand");
 
-  // Operands and the iteration space.
+  // Operands and the iteration space. Loop sizes come from the operand
+  // dimensions indexed by a plain loop dimension: first from the operands read
+  // as views (projected permutations with constants, whose sizes must agree),
+  // then from the gathered ones (convolution inputs `d2 + d5`).
   SmallVector<Tensor> operands;
-  SmallVector<int64_t> loopSizes(numLoops, -1);
+  SmallVector<bool> isView;
   for (OpOperand &operand : op->getOpOperands()) {
     unsigned i = operand.getOperandNumber();
     Tensor t = get(operand.get());
@@ -1151,40 +1443,38 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
         map.getNumResults() != t.dim())
       unsupported("indexing map " + toString(map) + " does not fit operand #" +
                   Twine(i));
-    llvm::SmallBitVector seen(numLoops);
-    for (auto [j, expr] : llvm::enumerate(map.getResults())) {
-      if (auto dimExpr = dyn_cast<AffineDimExpr>(expr)) {
-        unsigned d = dimExpr.getPosition();
-        if (seen.test(d))
-          unsupported("indexing map " + toString(map) + " of operand #" +
-                      Twine(i) + " uses loop dimension d" + Twine(d) +
-                      " twice (only projected permutations and constant "
-                      "indices are supported)");
-        seen.set(d);
-        if (loopSizes[d] < 0)
-          loopSizes[d] = t.size(j);
-        else if (loopSizes[d] != t.size(j))
-          unsupported("operand #" + Twine(i) + " has size " + Twine(t.size(j)) +
-                      " in dimension " + Twine(j) + ", but loop dimension d" +
-                      Twine(d) + " has size " + Twine(loopSizes[d]));
-      } else if (auto c = dyn_cast<AffineConstantExpr>(expr)) {
-        if (c.getValue() < 0 || c.getValue() >= t.size(j))
-          unsupported("constant index " + Twine(c.getValue()) +
-                      " out of bounds in indexing map " + toString(map));
-      } else {
-        unsupported("indexing map " + toString(map) + " of operand #" +
-                    Twine(i) + " is not a projected permutation (result " +
-                    toString(expr) +
-                    "; only projected permutations and constant indices are "
-                    "supported)");
+    operands.push_back(t);
+    isView.push_back(isPermutationWithConstants(map));
+  }
+  SmallVector<int64_t> loopSizes(numLoops, -1);
+  for (bool views : {true, false}) {
+    for (auto [i, map] : llvm::enumerate(maps)) {
+      if (isView[i] != views)
+        continue;
+      const Tensor &t = operands[i];
+      for (auto [j, expr] : llvm::enumerate(map.getResults())) {
+        if (auto dimExpr = dyn_cast<AffineDimExpr>(expr)) {
+          unsigned d = dimExpr.getPosition();
+          if (loopSizes[d] < 0)
+            loopSizes[d] = t.size(j);
+          else if (views && loopSizes[d] != t.size(j))
+            unsupported("operand #" + Twine(i) + " has size " +
+                        Twine(t.size(j)) + " in dimension " + Twine(j) +
+                        ", but loop dimension d" + Twine(d) + " has size " +
+                        Twine(loopSizes[d]));
+        } else if (auto c = dyn_cast<AffineConstantExpr>(expr)) {
+          if (views && (c.getValue() < 0 || c.getValue() >= t.size(j)))
+            unsupported("constant index " + Twine(c.getValue()) +
+                        " out of bounds in indexing map " + toString(map));
+        }
       }
     }
-    operands.push_back(t);
   }
   for (auto [d, size] : llvm::enumerate(loopSizes))
     if (size < 0)
       unsupported("cannot infer the size of loop dimension d" + Twine(d) +
-                  " from the operands");
+                  " from the operands (no operand indexes it with a plain "
+                  "loop dimension)");
 
   unsigned numArgs = block->getNumArguments();
   if (numArgs != numInputs + numInits && numArgs != numInputs)
@@ -1195,11 +1485,20 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
 
   // How each output is computed.
   struct OutputPlan {
-    SmallVector<int64_t> outDims;     // loop dim of each output dimension
+    SmallVector<int64_t> outDims; // loop dim of each non-constant output dim
+    SmallVector<std::pair<int64_t, int64_t>> consts; // (output dim, index)
     SmallVector<int64_t> reducedDims; // loop dims not indexing the output
     Value value;                      // elementwise: yielded; reduce: operand
     std::optional<Combiner> combiner; // set for reductions
     bool identity = false;            // reduction yielding the output as is
+    bool skip = false; // an unused result the evaluator cannot compute
+    // Arg-max/min (torch-mlir's max.dim/min.dim indices): the index along
+    // loop `argDim` of the first extremum of the value reduced by output
+    // `argOf`, where it beats that output's initial value.
+    std::optional<unsigned> argOf;
+    int64_t argDim = 0;
+    bool argMax = true;
+    bool pending = false; // not COMBINER(out, value); maybe an arg-reduction
   };
   SmallVector<OutputPlan> plans(numInits);
   Payload payload;
@@ -1207,12 +1506,16 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
   for (unsigned k = 0; k < numInits; ++k) {
     OutputPlan &plan = plans[k];
     AffineMap map = maps[numInputs + k];
+    if (!isView[numInputs + k])
+      unsupported("output indexing map " + toString(map) +
+                  " is not a projected permutation with constant indices");
     llvm::SmallBitVector used(numLoops);
-    for (AffineExpr expr : map.getResults()) {
-      auto dimExpr = dyn_cast<AffineDimExpr>(expr);
-      if (!dimExpr)
-        unsupported("output indexing map " + toString(map) +
-                    " is not a projected permutation");
+    for (auto [j, expr] : llvm::enumerate(map.getResults())) {
+      if (auto c = dyn_cast<AffineConstantExpr>(expr)) {
+        plan.consts.push_back({static_cast<int64_t>(j), c.getValue()});
+        continue;
+      }
+      auto dimExpr = cast<AffineDimExpr>(expr);
       plan.outDims.push_back(dimExpr.getPosition());
       used.set(dimExpr.getPosition());
     }
@@ -1241,30 +1544,95 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
       else if (def->getOperand(1) == outArg && def->getOperand(0) != outArg)
         other = def->getOperand(0);
     }
-    if (!other)
-      unsupported("output #" + Twine(k) +
-                  " is reduced, but the payload does not yield "
-                  "COMBINER(output, value) with a supported combiner "
-                  "(addf/addi, mulf/muli, maximumf/minimumf, maxnumf/minnumf, "
-                  "maxsi/minsi)");
+    if (!other) {
+      plan.pending = true;
+      if (outArg)
+        payload.reducedOutputs.insert(outArg);
+      continue;
+    }
     plan.value = other;
     plan.combiner = combiner;
     payload.combiners.insert(def);
     payload.reducedOutputs.insert(outArg);
   }
+  // Reductions that are not COMBINER(out, value): the arg-max/min form
+  // `select(cmp(x, out_v), index_cast(linalg.index r), out_k)` next to an
+  // output v that reduces x by max/min (torch-mlir's max.dim and argmax),
+  // or an unused result (the indices of max.dim, which log_softmax leaves
+  // unused), which need not be computed.
+  for (unsigned k = 0; k < numInits; ++k) {
+    OutputPlan &plan = plans[k];
+    if (!plan.pending)
+      continue;
+    if (std::optional<std::tuple<unsigned, int64_t, bool>> arg =
+            matchArgReduction(op, k, [&](unsigned v) -> const Value {
+              const OutputPlan &p = plans[v];
+              return p.combiner ? p.value : Value();
+            })) {
+      auto [v, dim, isMax] = *arg;
+      const OutputPlan &valuePlan = plans[v];
+      bool combinerFits = isMax ? (valuePlan.combiner == Combiner::MaximumF ||
+                                   valuePlan.combiner == Combiner::Max)
+                                : (valuePlan.combiner == Combiner::MinimumF ||
+                                   valuePlan.combiner == Combiner::Min);
+      if (combinerFits && valuePlan.reducedDims == plan.reducedDims &&
+          plan.reducedDims.size() == 1 && plan.reducedDims[0] == dim &&
+          maps[numInputs + k] == maps[numInputs + v]) {
+        plan.argOf = v;
+        plan.argDim = dim;
+        plan.argMax = isMax;
+        continue;
+      }
+    }
+    if (op->getResult(k).use_empty()) {
+      plan.skip = true;
+      continue;
+    }
+    unsupported("output #" + Twine(k) +
+                " is reduced, but the payload does not yield "
+                "COMBINER(output, value) with a supported combiner "
+                "(addf/addi, mulf/muli, maximumf/minimumf, maxnumf/minnumf, "
+                "maxsi/minsi) or an arg-max/min select");
+  }
   for (const OutputPlan &plan : plans)
-    if (!plan.identity && payload.reducedOutputs.contains(plan.value))
+    if (!plan.identity && !plan.skip && !plan.argOf &&
+        payload.reducedOutputs.contains(plan.value))
       unsupported("the payload uses a reduced output other than in its "
                   "combiner");
 
   auto finish = [&](unsigned k, Tensor t) {
     set(op->getResult(k), t.to(dtypeOf(op->getResult(k).getType())));
   };
+  // The output operand restricted to the positions the op writes (its
+  // constant indices selected), in the order of the output's loop dims.
+  auto initView = [&](unsigned k) {
+    Tensor init = operands[numInputs + k];
+    for (auto [j, c] : llvm::reverse(plans[k].consts))
+      init = init.select(j, c);
+    return init;
+  };
+  // Output k is `v` (over the output's loop dims) at the written positions
+  // and the output operand elsewhere.
+  auto place = [&](unsigned k, Tensor v) {
+    Tensor init = operands[numInputs + k];
+    v = v.to(init.scalar_type());
+    if (plans[k].consts.empty()) {
+      finish(k, v.contiguous());
+      return;
+    }
+    Tensor result = init.clone();
+    Tensor view = result;
+    for (auto [j, c] : llvm::reverse(plans[k].consts))
+      view = view.select(j, c);
+    view.copy_(v);
+    finish(k, result);
+  };
 
   // Fast path: a single contraction sum(a * b) is an einsum (matmul,
-  // batch_matmul, matvec, weight gradients), which avoids materializing the
-  // iteration space.
-  if (numInits == 1 && plans[0].combiner == Combiner::Add &&
+  // batch_matmul, matvec, weight gradients, convolutions), which avoids
+  // materializing the iteration space; an operand whose map is not a
+  // projected permutation is gathered over the loops it uses first.
+  if (numInits == 1 && !plans[0].skip && plans[0].combiner == Combiner::Add &&
       at::isFloatingType(operands[numInputs].scalar_type()) && numLoops <= 52 &&
       llvm::range_size(block->without_terminator()) == 2) {
     auto mul = plans[0].value.getDefiningOp<arith::MulFOp>();
@@ -1279,39 +1647,64 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
       a = inputArg(mul.getLhs());
       b = inputArg(mul.getRhs());
     }
-    auto letters = [&](AffineMap map) -> std::optional<std::string> {
-      std::string s;
-      for (AffineExpr expr : map.getResults()) {
-        auto dimExpr = dyn_cast<AffineDimExpr>(expr);
-        if (!dimExpr)
-          return std::nullopt;
-        unsigned d = dimExpr.getPosition();
-        s += static_cast<char>(d < 26 ? 'a' + d : 'A' + (d - 26));
-      }
-      return s;
+    auto letter = [](int64_t d) {
+      return static_cast<char>(d < 26 ? 'a' + d : 'A' + (d - 26));
     };
     if (a && b) {
-      std::optional<std::string> la = letters(maps[*a]), lb = letters(maps[*b]),
-                                 lo = letters(maps[numInputs]);
       llvm::SmallBitVector covered(numLoops);
       for (unsigned i : {*a, *b})
-        for (AffineExpr expr : maps[i].getResults())
-          if (auto dimExpr = dyn_cast<AffineDimExpr>(expr))
-            covered.set(dimExpr.getPosition());
-      if (la && lb && lo && covered.all() &&
-          operands[*a].scalar_type() == operands[numInputs].scalar_type() &&
-          operands[*b].scalar_type() == operands[numInputs].scalar_type()) {
-        Tensor init = operands[numInputs];
-        Tensor product = at::einsum(*la + "," + *lb + "->" + *lo,
-                                    {operands[*a], operands[*b]});
-        finish(0, init + product.to(init.scalar_type()));
+        for (int64_t d : getUsedDims(maps[i]))
+          covered.set(d);
+      Tensor init = operands[numInputs];
+      if (covered.all() && operands[*a].scalar_type() == init.scalar_type() &&
+          operands[*b].scalar_type() == init.scalar_type()) {
+        auto einsumOperand = [&](unsigned i, std::string &s) {
+          AffineMap map = maps[i];
+          if (map.isProjectedPermutation()) {
+            for (AffineExpr expr : map.getResults())
+              s += letter(cast<AffineDimExpr>(expr).getPosition());
+            return operands[i];
+          }
+          Tensor t = operandInIterationSpace(operands[i], map, loopSizes, i);
+          SmallVector<int64_t> sizes;
+          for (int64_t d : getUsedDims(map)) {
+            s += letter(d);
+            sizes.push_back(loopSizes[d]);
+          }
+          return t.reshape(toAt(sizes));
+        };
+        std::string la, lb, lo;
+        Tensor ta = einsumOperand(*a, la);
+        Tensor tb = einsumOperand(*b, lb);
+        for (int64_t d : plans[0].outDims)
+          lo += letter(d);
+        Tensor product = at::einsum(la + "," + lb + "->" + lo, {ta, tb});
+        place(0, initView(0) + product.to(init.scalar_type()));
         return success();
       }
     }
   }
 
-  // General path: bind the payload arguments to the operands broadcast to the
-  // iteration space and evaluate the payload on whole tensors.
+  // General path: bind the payload arguments to the operands in the iteration
+  // space and evaluate the payload on whole tensors.
+  int64_t domain = product(loopSizes);
+  if (domain > kMaxMaterializedElements)
+    unsupported("the iteration domain " + toString(toAt(loopSizes)) + " has " +
+                Twine(domain) +
+                " points (more than 2^27); the evaluator materializes it");
+  // The payload ops the computed outputs need (unused results are skipped).
+  llvm::DenseSet<Value> neededValues;
+  for (const OutputPlan &plan : plans)
+    if (!plan.identity && !plan.skip && !plan.argOf)
+      neededValues.insert(plan.value);
+  llvm::DenseSet<Operation *> needed;
+  for (Operation &inner : llvm::reverse(block->without_terminator())) {
+    if (!llvm::any_of(inner.getResults(),
+                      [&](Value v) { return neededValues.contains(v); }))
+      continue;
+    needed.insert(&inner);
+    neededValues.insert(inner.getOperands().begin(), inner.getOperands().end());
+  }
   SmallVector<Value> payloadValues;
   llvm::scope_exit cleanup([&] {
     for (Value v : payloadValues)
@@ -1322,35 +1715,70 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
     if (i >= numArgs)
       continue;
     BlockArgument arg = block->getArgument(i);
-    if (payload.reducedOutputs.contains(arg))
+    if (payload.reducedOutputs.contains(arg) || !neededValues.contains(arg))
       continue;
-    set(arg, toIterationSpace(operands[i], maps[i], loopSizes));
+    set(arg, operandInIterationSpace(operands[i], maps[i], loopSizes, i));
     payloadValues.push_back(arg);
   }
   for (Operation &inner : block->without_terminator()) {
-    if (payload.combiners.contains(&inner))
+    if (!needed.contains(&inner))
       continue;
     for (Value v : inner.getOperands())
       if (payload.reducedOutputs.contains(v))
         unsupported("the payload uses a reduced output other than in its "
                     "combiner");
-    if (inner.getNumRegions() != 0)
-      return emitFail(&inner) << "ops with regions inside a linalg payload "
-                                 "are not supported";
-    if (failed(evalOp(&inner, &payload)))
+    if (failed(evalPayloadOp(&inner, payload)))
       return failure();
     llvm::append_range(payloadValues, inner.getResults());
   }
 
   for (auto [k, plan] : llvm::enumerate(plans)) {
-    Tensor init = operands[numInputs + k];
-    if (plan.identity) {
-      finish(k, init);
+    if (plan.skip) {
+      set(op->getResult(k), Tensor());
       continue;
     }
+    if (plan.identity) {
+      finish(k, operands[numInputs + k]);
+      continue;
+    }
+    if (plan.argOf) {
+      unsigned v = *plan.argOf;
+      Value xValue = plans[v].value;
+      checkNotPoison(xValue, payload, "output #" + Twine(k));
+      Tensor x = get(xValue).expand(toAt(loopSizes));
+      Tensor initValue = initView(v);
+      if (at::isFloatingType(x.scalar_type()) &&
+          (at::any(at::isnan(x)).item<bool>() ||
+           at::any(at::isnan(initValue)).item<bool>()))
+        unsupported("output #" + Twine(k) +
+                    " is an arg-max/min of values that contain NaN");
+      int64_t r = plan.argDim;
+      Tensor extremum = plan.argMax ? x.amax(r, /*keepdim=*/true)
+                                    : x.amin(r, /*keepdim=*/true);
+      Tensor first = at::eq(x, extremum).to(at::kByte).argmax(r);
+      extremum = extremum.squeeze(r);
+      SmallVector<int64_t> remaining;
+      for (unsigned d = 0; d < numLoops; ++d)
+        if (static_cast<int64_t>(d) != r)
+          remaining.push_back(d);
+      SmallVector<int64_t> perm =
+          llvm::map_to_vector(plan.outDims, [&](int64_t d) {
+            return static_cast<int64_t>(llvm::find(remaining, d) -
+                                        remaining.begin());
+          });
+      extremum = extremum.permute(toAt(perm));
+      first = first.permute(toAt(perm));
+      Tensor initIndex = initView(k);
+      Tensor better = plan.argMax
+                          ? at::gt(extremum, initValue.to(x.scalar_type()))
+                          : at::lt(extremum, initValue.to(x.scalar_type()));
+      place(k, at::where(better, first.to(initIndex.scalar_type()), initIndex));
+      continue;
+    }
+    checkNotPoison(plan.value, payload, "output #" + Twine(k));
     Tensor t = get(plan.value).expand(toAt(loopSizes));
     if (!plan.combiner) {
-      finish(k, t.permute(toAt(plan.outDims)).contiguous());
+      place(k, t.permute(toAt(plan.outDims)));
       continue;
     }
     Tensor reduced = reduce(t, plan.reducedDims, *plan.combiner);
@@ -1365,10 +1793,178 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
           return static_cast<int64_t>(llvm::find(remaining, d) -
                                       remaining.begin());
         });
+    Tensor init = initView(k);
     reduced = reduced.permute(toAt(perm)).to(init.scalar_type());
-    finish(k, combine(init, reduced, *plan.combiner));
+    place(k, combine(init, reduced, *plan.combiner));
   }
   return success();
+}
+
+LogicalResult Evaluator::evalPayloadOp(Operation *inner, Payload &payload) {
+  if (inner->getNumRegions() != 0)
+    return emitFail(inner) << "ops with regions inside a payload are not "
+                              "supported";
+  if (failed(evalOp(inner, &payload)))
+    return failure();
+  // Poison propagates through every op except a select that discards it.
+  auto maskOf = [&](Value v) { return payload.poison.lookup(v); };
+  auto orMask = [](const Tensor &a, const Tensor &b) {
+    if (!a.defined())
+      return b;
+    if (!b.defined())
+      return a;
+    return at::logical_or(a, b);
+  };
+  Tensor mask;
+  if (auto select = dyn_cast<arith::SelectOp>(inner)) {
+    Tensor onTrue = maskOf(select.getTrueValue());
+    Tensor onFalse = maskOf(select.getFalseValue());
+    if (onTrue.defined() || onFalse.defined()) {
+      Tensor no = at::zeros({}, at::TensorOptions(at::kBool));
+      mask =
+          at::where(get(select.getCondition()), onTrue.defined() ? onTrue : no,
+                    onFalse.defined() ? onFalse : no);
+    }
+    mask = orMask(mask, maskOf(select.getCondition()));
+  } else {
+    for (Value v : inner->getOperands())
+      mask = orMask(mask, maskOf(v));
+  }
+  for (Value result : inner->getResults()) {
+    Tensor m = orMask(mask, maskOf(result));
+    if (m.defined() && at::any(m).item<bool>())
+      payload.poison[result] = m;
+    else
+      payload.poison.erase(result);
+  }
+  return success();
+}
+
+void Evaluator::checkNotPoison(Value value, const Payload &payload,
+                               const Twine &what) {
+  Tensor mask = payload.poison.lookup(value);
+  if (mask.defined() && at::any(mask).item<bool>())
+    unsupported(
+        what +
+        " depends on a tensor.extract that reads out of "
+        "bounds (at " +
+        Twine(at::sum(mask.expand(toAt(payload.loopSizes))).item<int64_t>()) +
+        " points of the iteration space)");
+}
+
+FailureOr<Tensor> Evaluator::evalIndexRegion(Block &body,
+                                             ArrayRef<int64_t> shape) {
+  if (body.getNumArguments() != shape.size())
+    unsupported("the region does not have one argument per dimension");
+  int64_t numel = product(shape);
+  if (numel > kMaxMaterializedElements)
+    unsupported("the region computes " + Twine(numel) +
+                " elements (more than 2^27)");
+  Payload payload;
+  payload.loopSizes = SmallVector<int64_t>(shape);
+  SmallVector<Value> regionValues;
+  llvm::scope_exit cleanup([&] {
+    for (Value v : regionValues)
+      values.erase(v);
+  });
+  for (auto [d, arg] : llvm::enumerate(body.getArguments())) {
+    SmallVector<int64_t> argShape(shape.size(), 1);
+    argShape[d] = shape[d];
+    set(arg, at::arange(shape[d], at::TensorOptions(at::kLong))
+                 .reshape(toAt(argShape)));
+    regionValues.push_back(arg);
+  }
+  for (Operation &inner : body.without_terminator()) {
+    if (failed(evalPayloadOp(&inner, payload)))
+      return failure();
+    llvm::append_range(regionValues, inner.getResults());
+  }
+  Operation *terminator = body.getTerminator();
+  if (terminator->getNumOperands() != 1)
+    unsupported("the region does not yield one value");
+  Value yielded = terminator->getOperand(0);
+  checkNotPoison(yielded, payload, "the yielded value");
+  return get(yielded).expand(toAt(shape)).contiguous();
+}
+
+LogicalResult Evaluator::evalRegionTensorOp(Operation *op) {
+  if (auto generate = dyn_cast<tensor::GenerateOp>(op)) {
+    SmallVector<int64_t> shape =
+        shapeOf(generate.getType(), generate.getDynamicExtents());
+    FailureOr<Tensor> t = evalIndexRegion(generate.getBody().front(), shape);
+    if (failed(t))
+      return failure();
+    set(generate.getResult(), t->to(dtypeOf(generate.getType())));
+    return success();
+  }
+  auto pad = cast<tensor::PadOp>(op);
+  Tensor source = get(pad.getSource());
+  SmallVector<int64_t> low = resolve(pad.getMixedLowPad());
+  SmallVector<int64_t> high = resolve(pad.getMixedHighPad());
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < source.dim(); ++d) {
+    if (low[d] < 0 || high[d] < 0)
+      unsupported("negative padding is not supported");
+    shape.push_back(low[d] + source.size(d) + high[d]);
+  }
+  // The padding: a value from outside the region, or the region evaluated
+  // on every index (also where the source goes; overwritten below).
+  Tensor result;
+  Value padValue = pad.getConstantPaddingValue();
+  if (padValue && padValue.getParentRegion() != &pad.getRegion()) {
+    result = get(padValue).expand(toAt(shape));
+  } else {
+    FailureOr<Tensor> t = evalIndexRegion(pad.getRegion().front(), shape);
+    if (failed(t))
+      return failure();
+    result = *t;
+  }
+  // A fresh tensor (never a view of an input) that the source is copied into.
+  result = result.to(source.scalar_type()).clone(at::MemoryFormat::Contiguous);
+  Tensor view = result;
+  for (int64_t d = 0; d < source.dim(); ++d)
+    view = view.narrow(d, low[d], source.size(d));
+  view.copy_(source);
+  set(pad.getResult(), result);
+  return success();
+}
+
+void Evaluator::evalGlobalLoad(Operation *op) {
+  SymbolRefAttr symbol;
+  if (auto load = dyn_cast<ml_program::GlobalLoadConstOp>(op))
+    symbol = load.getGlobal();
+  else if (auto load = dyn_cast<ml_program::GlobalLoadOp>(op))
+    symbol = load.getGlobal();
+  else
+    unsupported("unsupported operation");
+  auto global =
+      SymbolTable::lookupNearestSymbolFrom<ml_program::GlobalOp>(op, symbol);
+  if (!global)
+    unsupported("cannot find the global " + toString(symbol));
+  if (global.getIsMutable()) {
+    // A mutable global reads its initial value only if nothing stores to it.
+    Operation *top = SymbolTable::getNearestSymbolTable(global);
+    bool stored = false;
+    top->walk([&](ml_program::GlobalStoreOp store) {
+      stored |= SymbolTable::lookupNearestSymbolFrom(
+                    store, store.getGlobal()) == global.getOperation();
+    });
+    if (stored)
+      unsupported("the global " + toString(symbol) +
+                  " is stored to (only globals that are never stored are "
+                  "supported)");
+  }
+  std::optional<Attribute> value = global.getValue();
+  auto elements = value ? dyn_cast<ElementsAttr>(*value) : ElementsAttr();
+  if (!elements)
+    unsupported("the global " + toString(symbol) +
+                " has no dense initial value");
+  Type type = op->getResult(0).getType();
+  Tensor t = elementsToTensor(elements, dtypeOf(type));
+  if (!gacc::matchesType(t, type, computeType))
+    unsupported("the value of the global " + toString(symbol) +
+                " does not have type " + toString(type));
+  set(op->getResult(0), t);
 }
 
 LogicalResult Evaluator::evalCall(func::CallOp op) {
@@ -1413,7 +2009,10 @@ mlir::gacc::evaluateWithTorchOnRanks(
     if (failed(ranks.back()->bind(func, args)))
       return failure();
   }
+  llvm::DenseSet<Operation *> live = getLiveOps(func.front());
   for (Operation &op : func.front()) {
+    if (!live.contains(&op))
+      continue;
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       SmallVector<SmallVector<torch::Tensor>> results;
       for (auto &rank : ranks) {

@@ -41,12 +41,21 @@ namespace mlir::gacc {
 /// autograd works through the results.
 ///
 /// Supported: func.return/func.call; arith and math (scalars inside linalg
-/// bodies and elementwise on tensors); linalg structured ops (named and
-/// generic) whose indexing maps are projected permutations or constants,
-/// with reductions by a recognized combiner (add, mul, max, min) and
-/// linalg.index; linalg.softmax; tensor.empty/extract_slice/insert_slice/
-/// collapse_shape/expand_shape/cast/dim/extract/from_elements/splat/concat;
-/// shard.all_reduce (identity: one rank).
+/// bodies and elementwise on tensors; bitcasts between types of one width);
+/// linalg structured ops, named (matmul, batch_matmul, transpose, broadcast,
+/// reduce, map, fill, copy, the convolutions and poolings with strides and
+/// dilations, ...) and generic, with any affine indexing maps on inputs
+/// (projected permutations and constant indices are views, anything else,
+/// e.g. `d2 + d5`, a gather) and projected permutations with constant indices
+/// on outputs (keepdim `(d0, 0)`), reductions by a recognized combiner (add,
+/// mul, max, min) or arg-max/min select, and linalg.index; linalg.softmax;
+/// tensor.empty/extract_slice/insert_slice/collapse_shape/expand_shape/cast/
+/// dim/extract (also with computed indices inside payloads, where an
+/// out-of-bounds read is poison that a select may discard)/insert/
+/// from_elements/splat/concat/pad/generate/bitcast/rank/reshape; dense and
+/// dense_resource constants; ml_program.global_load_const (and global_load of
+/// a global never stored); shard.all_reduce (identity: one rank). Ops whose
+/// results are unused and that have no side effects are not evaluated.
 FailureOr<SmallVector<torch::Tensor>>
 evaluateWithTorch(func::FuncOp func, ArrayRef<torch::Tensor> args,
                   torch::ScalarType computeType);
