@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -70,6 +71,14 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // bf16/f16 arithmetic in f32 and the casts as integer code: no call of a
+  // compiler-runtime conversion routine the host may lack.
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16", "f16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  pm.addPass(createExpandNarrowFloatsPass());
   pm.addPass(arith::createArithExpandOpsPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());

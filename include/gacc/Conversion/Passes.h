@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -27,6 +28,11 @@ namespace mlir::gacc {
 /// Makes `shard.all_reduce` bufferizable: in place on its operand's buffer,
 /// as a call to the runtime (`gaccrt_all_reduce`).
 void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
+
+/// Adds the patterns of gacc-expand-narrow-floats: f32/f64 <-> bf16/f16
+/// casts as integer arithmetic (round to nearest even), narrow `math.fma`
+/// in f32.
+void populateExpandNarrowFloatsPatterns(RewritePatternSet &patterns);
 
 /// Options of `gacc-lower-to-cpu`.
 struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {

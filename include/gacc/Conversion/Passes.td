@@ -118,4 +118,19 @@ def GpuSerialKernelsPass : Pass<"gacc-gpu-serial-kernels", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def ExpandNarrowFloatsPass : Pass<"gacc-expand-narrow-floats"> {
+  let summary = "Expand bf16/f16 casts into integer arithmetic";
+  let description = [{
+    Runs on the CPU path after arithmetic on bf16 and f16 has been emulated
+    in f32 (`arith-emulate-unsupported-floats`,
+    `math-extend-to-supported-types`): every remaining `arith.extf` and
+    `arith.truncf` between f32 (or f64, through f32) and bf16/f16 becomes
+    integer arithmetic on the bits, rounding to nearest even, and
+    `math.fma` on a narrow type computes in f32. The lowered code then calls
+    no compiler-runtime routine (`__truncsfbf2`, `__extendhfsf2`,
+    `__truncsfhf2`) that the host's libgcc may lack.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // GACC_CONVERSION_PASSES_TD
