@@ -30,7 +30,8 @@ using namespace mlir;
 using namespace mlir::gacc;
 
 void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
-                                             bool traceRegions) {
+                                             bool traceRegions,
+                                             bool reportIndexErrors) {
   InlineMicroBatchesPassOptions inlineOptions;
   inlineOptions.traceRegions = traceRegions;
   pm.addPass(createInlineMicroBatchesPass(inlineOptions));
@@ -42,6 +43,10 @@ void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
   // No CSE here: merging identical fills would make accumulators share an
   // init and force copies in bufferization.
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCopyRepeatedResultsPass());
+  GuardGathersPassOptions guard;
+  guard.report = reportIndexErrors;
+  pm.addPass(createGuardGathersPass(guard));
 
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;

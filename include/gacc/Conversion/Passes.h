@@ -86,12 +86,23 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
 
 /// Adds the common first half of both lowerings: regions inlined, tensor
 /// work fused, one-shot bufferization with in-place accumulators in their
-/// buckets, results as out-parameters.
-void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions);
+/// buckets, results as out-parameters. Data-dependent gather indices are
+/// clamped into their tensor; with `reportIndexErrors` an out-of-range one
+/// also calls gaccrt_index_error (gacc-guard-gathers).
+void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions,
+                                 bool reportIndexErrors = true);
+
+/// Checks the option values of `gacc-lower-to-cuda` (chip, features,
+/// format, tile sizes within the CUDA block limits, an explicit cuda-path
+/// with libdevice); reports the first problem through `emitError`.
+LogicalResult
+verifyLowerToCUDAOptions(const LowerToCUDAOptions &options,
+                         function_ref<void(const Twine &)> emitError);
 
 /// Adds the CUDA lowering of a gradient-accumulated step (after
 /// gacc-pipeline): cuBLAS GEMMs, GPU kernels compiled to PTX for the chip,
-/// NCCL collectives, host code in the LLVM dialect.
+/// NCCL collectives, host code in the LLVM dialect. Expects options that
+/// verifyLowerToCUDAOptions accepts.
 void buildLowerToCUDAPipeline(OpPassManager &pm,
                               const LowerToCUDAOptions &options);
 
