@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -29,7 +30,8 @@ using namespace mlir;
 using namespace mlir::gacc;
 
 void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
-                                             bool traceRegions) {
+                                             bool traceRegions,
+                                             bool reportIndexErrors) {
   InlineMicroBatchesPassOptions inlineOptions;
   inlineOptions.traceRegions = traceRegions;
   pm.addPass(createInlineMicroBatchesPass(inlineOptions));
@@ -41,6 +43,10 @@ void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
   // No CSE here: merging identical fills would make accumulators share an
   // init and force copies in bufferization.
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCopyRepeatedResultsPass());
+  GuardGathersPassOptions guard;
+  guard.report = reportIndexErrors;
+  pm.addPass(createGuardGathersPass(guard));
 
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -71,6 +77,14 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // bf16/f16 arithmetic in f32 and the casts as integer code: no call of a
+  // compiler-runtime conversion routine the host may lack.
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16", "f16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  pm.addPass(createExpandNarrowFloatsPass());
   pm.addPass(arith::createArithExpandOpsPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());

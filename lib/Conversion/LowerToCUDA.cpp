@@ -29,8 +29,11 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Regex.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
 
 using namespace mlir;
 using namespace mlir::gacc;
@@ -44,9 +47,74 @@ static std::string getCudaPath(const LowerToCUDAOptions &options) {
   return "/usr/local/cuda";
 }
 
+/// The libdevice bitcode of the toolkit.
+static std::string getLibdevicePath(const LowerToCUDAOptions &options) {
+  return getCudaPath(options) + "/nvvm/libdevice/libdevice.10.bc";
+}
+
+LogicalResult mlir::gacc::verifyLowerToCUDAOptions(
+    const LowerToCUDAOptions &options,
+    function_ref<void(const Twine &)> emitError) {
+  // sm_<major><minor> with an optional feature suffix (sm_90a, sm_100f).
+  static const llvm::Regex chip("^sm_([0-9]+)[af]?$");
+  SmallVector<StringRef> match;
+  unsigned version = 0;
+  if (!chip.match(options.chip, &match) || match[1].getAsInteger(10, version) ||
+      version < 30) {
+    emitError("gacc-lower-to-cuda: option chip='" + options.chip +
+              "' is not an NVIDIA GPU architecture; expected sm_<version> "
+              "such as sm_80 or sm_90");
+    return failure();
+  }
+  static const llvm::Regex features(
+      "^([+-][A-Za-z0-9_.]+(,[+-][A-Za-z0-9_.]+)*)?$");
+  if (!features.match(options.features)) {
+    emitError("gacc-lower-to-cuda: option features='" + options.features +
+              "' is not a list of +feature/-feature (e.g. +ptx80)");
+    return failure();
+  }
+  if (options.format != "isa" && options.format != "bin") {
+    emitError("gacc-lower-to-cuda: option format='" + options.format +
+              "' is not a kernel format; expected isa (PTX) or bin (cubin)");
+    return failure();
+  }
+  if (options.tileSizes.size() > 3) {
+    emitError("gacc-lower-to-cuda: option tile-sizes has " +
+              Twine(options.tileSizes.size()) +
+              " entries; a thread block has at most 3 dimensions");
+    return failure();
+  }
+  int64_t threads = 1;
+  for (int64_t size : options.tileSizes) {
+    if (size < 1) {
+      emitError("gacc-lower-to-cuda: option tile-sizes has the entry " +
+                Twine(size) + "; every tile size must be positive");
+      return failure();
+    }
+    threads *= std::min<int64_t>(size, 1 << 20);
+    if (threads > 1024) {
+      emitError("gacc-lower-to-cuda: option tile-sizes asks for more than "
+                "1024 threads per block (the CUDA limit); use smaller tile "
+                "sizes such as 32,8");
+      return failure();
+    }
+  }
+  if (!options.cudaPath.empty() &&
+      !llvm::sys::fs::exists(getLibdevicePath(options))) {
+    emitError("gacc-lower-to-cuda: option cuda-path='" + options.cudaPath +
+              "' is not a CUDA toolkit: '" + getLibdevicePath(options) +
+              "' does not exist");
+    return failure();
+  }
+  return success();
+}
+
 void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
                                           const LowerToCUDAOptions &options) {
-  buildBufferizedStepPipeline(pm, options.traceRegions);
+  // Gather indices are clamped on the GPU, not reported (kernels cannot
+  // call the host runtime).
+  buildBufferizedStepPipeline(pm, options.traceRegions,
+                              /*reportIndexErrors=*/false);
   MatmulToBlasPassOptions blas;
   blas.callee = "gaccrt_cuda_sgemm";
   pm.addPass(createMatmulToBlasPass(blas));
@@ -89,9 +157,9 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   target.features = options.features;
   target.optLevel = 3;
   // Math functions in kernels call libdevice (__nv_expf, ...).
-  std::string libdevice =
-      getCudaPath(options) + "/nvvm/libdevice/libdevice.10.bc";
-  if (llvm::sys::fs::exists(libdevice))
+  std::string libdevice = getLibdevicePath(options);
+  bool haveLibdevice = llvm::sys::fs::exists(libdevice);
+  if (haveLibdevice)
     target.linkLibs.push_back(libdevice);
   pm.addPass(createGpuNVVMAttachTarget(target));
   pm.addPass(createLowerAffinePass());
@@ -105,6 +173,12 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  // Without libdevice, kernels that call its math functions would become PTX
+  // with unresolved calls: an error instead.
+  RequireLibdevicePassOptions require;
+  require.libdevice = haveLibdevice ? libdevice : "";
+  require.searched = libdevice;
+  pm.addPass(createRequireLibdevicePass(require));
 
   pm.addPass(createGpuToLLVMConversionPass());
   GpuModuleToBinaryPassOptions binary;
@@ -123,9 +197,27 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
 }
 
 void mlir::gacc::registerLowerToCUDAPipeline() {
-  PassPipelineRegistration<LowerToCUDAOptions>(
+  // As PassPipelineRegistration, with the option values checked before any
+  // upstream pass sees them.
+  registerPassPipeline(
       "gacc-lower-to-cuda",
       "Lower a gradient-accumulated step for an NVIDIA GPU: cuBLAS GEMMs, "
       "PTX kernels, NCCL collectives, host code in LLVM",
-      buildLowerToCUDAPipeline);
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        LowerToCUDAOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        bool ok = succeeded(
+            verifyLowerToCUDAOptions(options, [&](const Twine &message) {
+              (void)errorHandler(message);
+            }));
+        if (!ok)
+          return failure();
+        buildLowerToCUDAPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const ::mlir::detail::PassOptions &)> optHandler) {
+        optHandler(LowerToCUDAOptions());
+      });
 }

@@ -660,7 +660,7 @@ struct MicroBatchPass : public gacc::impl::MicroBatchPassBase<MicroBatchPass> {
 
   void runOnOperation() override {
     func::FuncOp func = findTrainingStep(getOperation(), entry);
-    if (!func)
+    if (!func || failed(verifyNotMicroBatched(func)))
       return signalPassFailure();
     foldStaticDims(func);
     BatchAnalysisOptions options;

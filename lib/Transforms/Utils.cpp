@@ -137,3 +137,18 @@ Value mlir::gacc::insertFlatSlice(OpBuilder &builder, Location loc,
       ArrayRef<OpFoldResult>{builder.getIndexAttr(size)},
       ArrayRef<OpFoldResult>{builder.getIndexAttr(1)});
 }
+
+LogicalResult mlir::gacc::verifyNotMicroBatched(func::FuncOp func) {
+  MicroBatchOp region;
+  func.walk([&](MicroBatchOp op) {
+    region = op;
+    return WalkResult::interrupt();
+  });
+  if (!region)
+    return success();
+  region.emitOpError("step '")
+      << func.getSymName()
+      << "' is already micro-batched; run gacc-pipeline (or "
+         "gacc-micro-batch) once, on the original step";
+  return failure();
+}

@@ -24,7 +24,7 @@ using namespace mlir::gacc;
 static std::optional<std::pair<func::FuncOp, BatchAnalysis>>
 analyzeStep(ModuleOp module, StringRef entry, bool allowStatistics) {
   func::FuncOp func = findTrainingStep(module, entry);
-  if (!func)
+  if (!func || failed(verifyNotMicroBatched(func)))
     return std::nullopt;
   BatchAnalysisOptions options;
   options.allowMicroBatchStatistics = allowStatistics;

@@ -51,6 +51,9 @@ public:
 std::unique_ptr<Backend> createSingleBackend();
 std::unique_ptr<Backend> createMpiBackend();
 
+/// The collective timeout of gaccrt_set_collective_timeout (0: none).
+double collectiveTimeoutSeconds();
+
 /// Prints "gaccrt: error: <message>" on stderr.
 void printError(const std::string &message);
 

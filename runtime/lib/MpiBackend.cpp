@@ -14,7 +14,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 using namespace gaccrt;
 
@@ -94,23 +97,47 @@ public:
   int rank() const override { return rankValue; }
   int worldSize() const override { return sizeValue; }
 
-  void barrier() override { check(MPI_Barrier(comm), "MPI_Barrier"); }
+  void barrier() override {
+    stallForTest();
+    if (collectiveTimeoutSeconds() <= 0)
+      return check(MPI_Barrier(comm), "MPI_Barrier");
+    MPI_Request request;
+    check(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
+    wait(request, "MPI_Barrier");
+  }
 
   void allReduceSum(void *data, int64_t count, ReduceType type) override {
+    stallForTest();
     char *bytes = static_cast<char *>(data);
     for (int64_t begin = 0; begin < count; begin += kMaxMpiCount) {
       int n = static_cast<int>(std::min(kMaxMpiCount, count - begin));
-      check(MPI_Allreduce(MPI_IN_PLACE, bytes + begin * sizeOf(type), n,
-                          toMpi(type), MPI_SUM, comm),
-            "MPI_Allreduce");
+      if (collectiveTimeoutSeconds() <= 0) {
+        check(MPI_Allreduce(MPI_IN_PLACE, bytes + begin * sizeOf(type), n,
+                            toMpi(type), MPI_SUM, comm),
+              "MPI_Allreduce");
+        continue;
+      }
+      MPI_Request request;
+      check(MPI_Iallreduce(MPI_IN_PLACE, bytes + begin * sizeOf(type), n,
+                           toMpi(type), MPI_SUM, comm, &request),
+            "MPI_Iallreduce");
+      wait(request, "MPI_Allreduce");
     }
   }
 
   void broadcast(void *data, int64_t bytes, int root) override {
+    stallForTest();
     char *base = static_cast<char *>(data);
     for (int64_t begin = 0; begin < bytes; begin += kMaxMpiCount) {
       int n = static_cast<int>(std::min(kMaxMpiCount, bytes - begin));
-      check(MPI_Bcast(base + begin, n, MPI_BYTE, root, comm), "MPI_Bcast");
+      if (collectiveTimeoutSeconds() <= 0) {
+        check(MPI_Bcast(base + begin, n, MPI_BYTE, root, comm), "MPI_Bcast");
+        continue;
+      }
+      MPI_Request request;
+      check(MPI_Ibcast(base + begin, n, MPI_BYTE, root, comm, &request),
+            "MPI_Ibcast");
+      wait(request, "MPI_Bcast");
     }
   }
 
@@ -120,6 +147,57 @@ public:
   }
 
 private:
+  /// Polls a nonblocking collective until it completes or the collective
+  /// timeout passes; then names the call and the ranks that did not join
+  /// and aborts every rank (a stopped rank would otherwise leave the others
+  /// waiting forever).
+  void wait(MPI_Request &request, const char *call) {
+    ++collectiveNumber;
+    double timeout = collectiveTimeoutSeconds();
+    auto start = std::chrono::steady_clock::now();
+    auto pause = std::chrono::microseconds(20);
+    for (;;) {
+      int done = 0;
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done)
+        return;
+      std::chrono::duration<double> waited =
+          std::chrono::steady_clock::now() - start;
+      if (waited.count() > timeout)
+        break;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(10000));
+    }
+    std::string others;
+    if (sizeValue == 2) {
+      others = "rank " + std::to_string(1 - rankValue);
+    } else {
+      others = "one of ranks";
+      for (int r = 0; r < sizeValue; ++r)
+        if (r != rankValue)
+          others += " " + std::to_string(r);
+    }
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%g", timeout);
+    printError(std::string(call) + " (collective #" +
+               std::to_string(collectiveNumber) +
+               " of this rank) timed out "
+               "on rank " +
+               std::to_string(rankValue) + " after " + seconds +
+               " s (--collective-timeout): " + others +
+               " did not join it (stopped, crashed or hung); aborting all "
+               "ranks");
+    abortAll();
+  }
+
+  /// Test only: GACCRT_TEST_STALL_RANK=r makes rank r stop answering (sleep)
+  /// at its first collective, as a hung rank would.
+  void stallForTest() {
+    static const char *stall = std::getenv("GACCRT_TEST_STALL_RANK");
+    if (stall && std::atoi(stall) == rankValue)
+      std::this_thread::sleep_for(std::chrono::seconds(3600));
+  }
+
   /// Turns a failed MPI call into a message naming it, then aborts all ranks.
   /// (Not through `fatal`: this also works during init and finalize.)
   void check(int rc, const char *call) {
@@ -134,6 +212,7 @@ private:
   int rankValue = 0;
   int sizeValue = 1;
   bool ownsMpi = false;
+  int64_t collectiveNumber = 0;
 };
 
 } // namespace

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -246,6 +247,12 @@ TEST(Npy, ErrorsNameTheFileAndTheProblem) {
 
   std::string missing = temporary("does-not-exist.npy");
   EXPECT_NE(readError(missing).find(missing + ": cannot open the file"),
+            std::string::npos);
+
+  // A directory named like an input is an error, not an uncaught exception.
+  std::string directory = temporary("dir.npy");
+  std::filesystem::create_directories(directory);
+  EXPECT_NE(readError(directory).find(directory + ": is a directory"),
             std::string::npos);
 
   std::string unsupported = temporary("complex.npy");

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <sys/stat.h>
 
 using namespace gacc;
 
@@ -450,11 +451,24 @@ bool gacc::readNpy(const std::string &path, NpyArray &out, std::string &error) {
     error = path + ": " + message;
     return false;
   };
+  // A directory opens as a stream but fails (throws) on the first read.
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0)
+    return fail("cannot open the file: " + std::string(std::strerror(errno)));
+  if (S_ISDIR(info.st_mode))
+    return fail("is a directory, expected a .npy file");
+  if (!S_ISREG(info.st_mode))
+    return fail("not a regular file, expected a .npy file");
   std::ifstream file(path, std::ios::binary);
   if (!file)
     return fail("cannot open the file: " + std::string(std::strerror(errno)));
-  std::vector<char> bytes((std::istreambuf_iterator<char>(file)),
-                          std::istreambuf_iterator<char>());
+  std::vector<char> bytes;
+  try {
+    bytes.assign(std::istreambuf_iterator<char>(file),
+                 std::istreambuf_iterator<char>());
+  } catch (const std::exception &e) {
+    return fail(std::string("cannot read the file: ") + e.what());
+  }
   if (file.bad())
     return fail("cannot read the file");
 

@@ -31,9 +31,11 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -358,6 +360,9 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
   std::unique_ptr<CompiledStep> step(new CompiledStep());
   step->impl = std::make_unique<Impl>(registry);
   MLIRContext &context = step->impl->context;
+  // Diagnostics name their location; a note must not print the whole step
+  // (megabytes for a large graph).
+  context.printOpOnDiagnostic(false);
 
   std::string fileError;
   auto file = openInputFile(path, &fileError);
@@ -444,6 +449,9 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
     error = "compiling '" + path + "' failed";
     return nullptr;
   }
+  if (auto sites = module->getAttrOfType<ArrayAttr>("gacc.gather_sites"))
+    for (auto site : sites.getAsValueRange<StringAttr>())
+      step->gatherSites.push_back(site.str());
   // Other functions in the file (helpers, test mains) are compiled too but
   // only the step is called.
   ExecutionEngineOptions engineOptions;
@@ -465,6 +473,8 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
         };
         add("gaccrt_all_reduce", reinterpret_cast<void *>(&gaccrt_all_reduce));
         add("gaccrt_sgemm", reinterpret_cast<void *>(&gaccrt_sgemm));
+        add("gaccrt_index_error",
+            reinterpret_cast<void *>(&gaccrt_index_error));
         add("gaccrt_trace_region_begin",
             reinterpret_cast<void *>(&gaccrt_trace_region_begin));
         add("gaccrt_trace_region_end",
@@ -586,10 +596,22 @@ bool CompiledStep::run(const std::vector<NpyArray> &inputs,
     for (size_t k = 0; k < n; ++k)
       packed.push_back(&fields[next++]);
   }
+  gaccrt_index_errors_reset();
   llvm::Error status = impl->engine->invokePacked(name, packed);
   if (status) {
     error =
         "running '" + name + "' failed: " + llvm::toString(std::move(status));
+    return false;
+  }
+  int64_t badIndex = 0, bound = 0, site = 0;
+  if (int64_t count = gaccrt_index_errors(&badIndex, &bound, &site)) {
+    error = "index " + std::to_string(badIndex) + " out of range [0, " +
+            std::to_string(bound) + ") in gather at " +
+            (site >= 0 && site < static_cast<int64_t>(gatherSites.size())
+                 ? gatherSites[site]
+                 : "site #" + std::to_string(site)) +
+            " (" + std::to_string(count) +
+            " out-of-range reads in this step; they read a clamped index)";
     return false;
   }
   outputs.clear();
@@ -631,16 +653,39 @@ bool readStepInputs(const CompiledStep &step, const std::string &inputDir,
                     int rank, int world, std::vector<NpyArray> &inputs,
                     std::string &error) {
   std::string dir = inputDir;
-  // Per-rank folders, when present, must match the number of ranks.
-  int rankDirs = 0;
-  while (llvm::sys::fs::is_directory(dir + "/rank" + std::to_string(rankDirs)))
-    ++rankDirs;
-  if (rankDirs > 0) {
-    if (rankDirs != world) {
-      error = "'" + dir + "' has per-rank folders rank0..rank" +
-              std::to_string(rankDirs - 1) + " (" + std::to_string(rankDirs) +
-              " ranks) but gacc-run runs with " + std::to_string(world) +
-              " rank" + (world == 1 ? "" : "s");
+  if (!llvm::sys::fs::is_directory(dir)) {
+    error = "--input-dir='" + dir + "' is not a directory";
+    return false;
+  }
+  // Per-rank folders (rank<r>), when present, must be rank0..rank<N-1> for
+  // N ranks; report the folders by their names.
+  std::vector<std::pair<long long, std::string>> rankDirs;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    long long r;
+    if (name.starts_with("rank") && !name.drop_front(4).empty() &&
+        !name.drop_front(4).getAsInteger(10, r) &&
+        llvm::sys::fs::is_directory(it->path()))
+      rankDirs.emplace_back(r, name.str());
+  }
+  std::sort(rankDirs.begin(), rankDirs.end());
+  if (!rankDirs.empty()) {
+    bool match = static_cast<int>(rankDirs.size()) == world;
+    for (size_t k = 0; match && k < rankDirs.size(); ++k)
+      match = rankDirs[k].first == static_cast<long long>(k) &&
+              rankDirs[k].second == "rank" + std::to_string(k);
+    if (!match) {
+      std::string names;
+      for (size_t k = 0; k < rankDirs.size(); ++k)
+        names += (k ? ", " : "") + rankDirs[k].second;
+      error = "'" + dir + "' has per-rank folders " + names + " (" +
+              std::to_string(rankDirs.size()) + ") but gacc-run runs with " +
+              std::to_string(world) + " rank" + (world == 1 ? "" : "s") +
+              ", which reads " +
+              (world == 1 ? std::string("rank0")
+                          : "rank0..rank" + std::to_string(world - 1));
       return false;
     }
     dir += "/rank" + std::to_string(rank);

@@ -103,7 +103,9 @@ public:
   void resetPeak() const;
   bool isCuda() const { return cuda; }
 
-  /// Runs one step. `inputs` must have been prepared.
+  /// Runs one step. `inputs` must have been prepared. An out-of-range
+  /// gather index (gacc-guard-gathers) fails the step with a message naming
+  /// the index, the bound and the site.
   bool run(const std::vector<NpyArray> &inputs, std::vector<NpyArray> &outputs,
            std::string &error);
 
@@ -115,6 +117,8 @@ private:
   bool cuda = false;
   std::vector<TensorInfo> args, results;
   int64_t batchSize = 0;
+  /// Descriptions of the checked gathers, by site number.
+  std::vector<std::string> gatherSites;
 };
 
 /// Reads the inputs of `rank` (of `world` ranks) from `dir`: `arg<i>.npy`,

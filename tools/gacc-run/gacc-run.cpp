@@ -50,6 +50,11 @@ static cl::opt<uint64_t> seed("seed", cl::desc("Seed of random inputs"),
 static cl::opt<std::string> traceFile("trace",
                                       cl::desc("Write a Chrome trace (JSON)"),
                                       cl::init(""), cl::cat(category));
+static cl::opt<double> collectiveTimeout(
+    "collective-timeout",
+    cl::desc("Fail (naming the call and the rank) when a collective has not "
+             "completed after SECONDS (a stopped rank); 0: wait forever"),
+    cl::init(0), cl::cat(category));
 static cl::opt<bool> noBlas("no-blas",
                             cl::desc("Lower matmuls to loops, not OpenBLAS"),
                             cl::init(false), cl::cat(category));
@@ -101,6 +106,12 @@ int main(int argc, char **argv) {
       argc, argv,
       "gacc-run: compile a training step with gradient accumulation and run "
       "it\n");
+  if (collectiveTimeout < 0) {
+    llvm::errs()
+        << "gacc-run: error: --collective-timeout must be at least 0\n";
+    return 1;
+  }
+  gaccrt_set_collective_timeout(collectiveTimeout);
   if (gaccrt_init() != 0)
     return 1;
   int rank = gaccrt_rank(), world = gaccrt_world_size();
@@ -113,8 +124,17 @@ int main(int argc, char **argv) {
     return fail("--steps must be at least 1");
   if (warmup < 0 || warmup >= steps)
     return fail("--warmup must be between 0 and --steps - 1");
-  if (!traceFile.empty())
+  if (!traceFile.empty()) {
+    // Fail before compiling when the trace cannot be written at the end.
+    llvm::SmallString<128> parent(llvm::sys::path::parent_path(traceFile));
+    if (parent.empty())
+      parent = ".";
+    if (!llvm::sys::fs::is_directory(parent) ||
+        llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))
+      return fail("--trace='" + traceFile + "': cannot write in '" +
+                  parent.str().str() + "'");
     gaccrt_trace_enable(traceFile.c_str());
+  }
 
   StepOptions options = getStepOptionsFromFlags();
   options.blas = !noBlas;
@@ -228,6 +248,12 @@ int main(int argc, char **argv) {
                                     : " (runtime-accounted)")
                  << ", collectives/step " << collectives
                  << ", bytes reduced/step " << bytesReduced << "\n";
+  }
+  if (!traceFile.empty()) {
+    int written = gaccrt_trace_write();
+    gaccrt_trace_enable(nullptr); // written once, not again at finalize
+    if (written != 0)
+      return fail("cannot write the trace to '" + traceFile + "'");
   }
   finalizeRuntime();
   return 0;

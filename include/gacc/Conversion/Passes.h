@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -27,6 +28,11 @@ namespace mlir::gacc {
 /// Makes `shard.all_reduce` bufferizable: in place on its operand's buffer,
 /// as a call to the runtime (`gaccrt_all_reduce`).
 void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
+
+/// Adds the patterns of gacc-expand-narrow-floats: f32/f64 <-> bf16/f16
+/// casts as integer arithmetic (round to nearest even), narrow `math.fma`
+/// in f32.
+void populateExpandNarrowFloatsPatterns(RewritePatternSet &patterns);
 
 /// Options of `gacc-lower-to-cpu`.
 struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
@@ -80,12 +86,23 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
 
 /// Adds the common first half of both lowerings: regions inlined, tensor
 /// work fused, one-shot bufferization with in-place accumulators in their
-/// buckets, results as out-parameters.
-void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions);
+/// buckets, results as out-parameters. Data-dependent gather indices are
+/// clamped into their tensor; with `reportIndexErrors` an out-of-range one
+/// also calls gaccrt_index_error (gacc-guard-gathers).
+void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions,
+                                 bool reportIndexErrors = true);
+
+/// Checks the option values of `gacc-lower-to-cuda` (chip, features,
+/// format, tile sizes within the CUDA block limits, an explicit cuda-path
+/// with libdevice); reports the first problem through `emitError`.
+LogicalResult
+verifyLowerToCUDAOptions(const LowerToCUDAOptions &options,
+                         function_ref<void(const Twine &)> emitError);
 
 /// Adds the CUDA lowering of a gradient-accumulated step (after
 /// gacc-pipeline): cuBLAS GEMMs, GPU kernels compiled to PTX for the chip,
-/// NCCL collectives, host code in the LLVM dialect.
+/// NCCL collectives, host code in the LLVM dialect. Expects options that
+/// verifyLowerToCUDAOptions accepts.
 void buildLowerToCUDAPipeline(OpPassManager &pm,
                               const LowerToCUDAOptions &options);
 

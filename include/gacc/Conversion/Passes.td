@@ -133,4 +133,72 @@ def GpuSerialKernelsPass : Pass<"gacc-gpu-serial-kernels", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def CopyRepeatedResultsPass
+    : Pass<"gacc-copy-repeated-results", "ModuleOp"> {
+  let summary = "Give every returned tensor its own buffer";
+  let description = [{
+    Runs before bufferization. A value returned more than once (the loss also
+    returned as a `gacc.metric`; a generic that yields its own `outs` and
+    folds to it) is returned as a `linalg.copy` of itself at every repeat, so
+    that each result bufferizes to its own buffer and becomes its own
+    out-parameter.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def RequireLibdevicePass : Pass<"gacc-require-libdevice", "ModuleOp"> {
+  let summary = "Fail when kernels call libdevice and it is not linked";
+  let description = [{
+    Runs in the CUDA lowering after the kernels are in the NVVM/LLVM
+    dialects. A kernel module that declares a libdevice function (`__nv_*`,
+    from math ops) while no libdevice bitcode is linked would become PTX with
+    unresolved calls; this is an error at the kernel module naming the
+    function and where libdevice was searched.
+  }];
+  let options = [
+    Option<"libdevice", "libdevice", "std::string", /*default=*/"\"\"",
+           "The libdevice bitcode that is linked (empty: none)">,
+    Option<"searched", "searched", "std::string", /*default=*/"\"\"",
+           "Where libdevice was looked for (for the message)">,
+  ];
+}
+
+def GuardGathersPass : Pass<"gacc-guard-gathers", "ModuleOp"> {
+  let summary = "Bounds-check and clamp data-dependent gather indices";
+  let description = [{
+    Runs before bufferization. A `tensor.extract` inside a linalg body whose
+    index depends on tensor data (an embedding id, a class label) gets its
+    index checked against the dimension and clamped into it, so no read is
+    out of bounds. With `report` (the CPU path) an out-of-range index also
+    calls `gaccrt_index_error(index, bound, site)`; the module attribute
+    `gacc.gather_sites` describes each site (location, table and index
+    arguments) for the tools' error message. Without `report` (the CUDA
+    path) the index is only clamped.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"true",
+           "Call gaccrt_index_error for an out-of-range index">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def ExpandNarrowFloatsPass : Pass<"gacc-expand-narrow-floats"> {
+  let summary = "Expand bf16/f16 casts into integer arithmetic";
+  let description = [{
+    Runs on the CPU path after arithmetic on bf16 and f16 has been emulated
+    in f32 (`arith-emulate-unsupported-floats`,
+    `math-extend-to-supported-types`): every remaining `arith.extf` and
+    `arith.truncf` between f32 (or f64, through f32) and bf16/f16 becomes
+    integer arithmetic on the bits, rounding to nearest even, and
+    `math.fma` on a narrow type computes in f32. The lowered code then calls
+    no compiler-runtime routine (`__truncsfbf2`, `__extendhfsf2`,
+    `__truncsfhf2`) that the host's libgcc may lack.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // GACC_CONVERSION_PASSES_TD

@@ -59,6 +59,11 @@ FailureOr<func::FuncOp> buildStepForBatchSize(func::FuncOp func,
                                               const BatchAnalysis &analysis,
                                               int64_t size, StringRef name);
 
+/// Fails with an error at the first `gacc.micro_batch` op of `func` when the
+/// step has already been split into micro-batch regions (gacc-pipeline run
+/// twice), instead of letting the batch analysis reject the region op.
+LogicalResult verifyNotMicroBatched(func::FuncOp func);
+
 } // namespace mlir::gacc
 
 #endif // GACC_TRANSFORMS_UTILS_H

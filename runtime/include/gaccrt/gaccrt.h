@@ -85,11 +85,31 @@ GACCRT_API void gaccrt_all_reduce_memref_f32(float *allocated, float *aligned,
                                              int64_t bucket);
 /** Broadcasts `bytes` bytes at `data` from rank `root` to every rank. */
 GACCRT_API void gaccrt_broadcast(void *data, int64_t bytes, int root);
+/** Collective timeout in seconds (0, the default: wait forever). With a
+ *  timeout, the MPI backend runs each collective nonblocking and polls it;
+ *  when it has not completed in time (a rank stopped answering) it prints
+ *  an error naming the call, this rank and the ranks that did not join, and
+ *  aborts every rank. */
+GACCRT_API void gaccrt_set_collective_timeout(double seconds);
+GACCRT_API double gaccrt_collective_timeout(void);
 /** Number of gaccrt_all_reduce* calls since init or gaccrt_reset_stats. */
 GACCRT_API int64_t gaccrt_collectives_issued(void);
 /** Sum of count * sizeof(dtype) over those calls. */
 GACCRT_API int64_t gaccrt_bytes_reduced(void);
 GACCRT_API void gaccrt_reset_stats(void);
+
+/*===--- Index checks -----------------------------------------------------===*/
+
+/** Called by compiled code (gacc-guard-gathers) when a gather reads a tensor
+ *  at `index` outside [0, bound) at gather site `site`; the compiled code
+ *  then reads a clamped index, so nothing out of bounds is read. Records the
+ *  first such error (and counts all) until gaccrt_index_errors_reset. */
+GACCRT_API void gaccrt_index_error(int64_t index, int64_t bound, int64_t site);
+/** Number of index errors since the last reset; when non-zero and the
+ *  pointers are not NULL, stores the first error's index, bound and site. */
+GACCRT_API int64_t gaccrt_index_errors(int64_t *index, int64_t *bound,
+                                       int64_t *site);
+GACCRT_API void gaccrt_index_errors_reset(void);
 
 /*===--- Memory -----------------------------------------------------------===*/
 
