@@ -747,10 +747,6 @@ LogicalResult BatchAnalysisBuilder::visit(Operation *op) {
       break;
     }
   }
-  if (auto region = dyn_cast<MicroBatchOp>(op))
-    return region.emitOpError(
-        "expected a training step that is not micro-batched yet; the step "
-        "already has gacc.micro_batch regions (run gacc-pipeline once)");
   if (op->getNumRegions() != 0 && !isa<linalg::LinalgOp>(op) &&
       (anyPerSample || anyPost || anyStat)) {
     // tensor.pad's body only computes the padding value.

@@ -14,10 +14,12 @@
 
 #include "gacc/Conversion/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 
 #define DEBUG_TYPE "gacc-guard-gathers"
 
@@ -121,6 +123,41 @@ static std::string describeSite(tensor::ExtractOp extract,
   return text;
 }
 
+/// Looks through integer casts to the value they convert.
+static Value stripIntegerCasts(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (!isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+             arith::ExtUIOp, arith::TruncIOp>(def))
+      break;
+    value = def->getOperand(0);
+  }
+  return value;
+}
+
+/// The constants `index` is compared with for (in)equality inside `body`:
+/// sentinels like nll_loss's ignore_index (-100). torch-mlir's lowering reads
+/// `logp[i, target]` for every target and discards the value with a select
+/// on `target == ignore_index`, so an index equal to a sentinel is clamped
+/// but not reported.
+static SmallVector<int64_t> findSentinels(Value index, Block *body) {
+  SmallVector<int64_t> sentinels;
+  Value source = stripIntegerCasts(index);
+  body->getParentOp()->walk([&](arith::CmpIOp cmp) {
+    if (cmp.getPredicate() != arith::CmpIPredicate::eq &&
+        cmp.getPredicate() != arith::CmpIPredicate::ne)
+      return;
+    for (int side = 0; side < 2; ++side) {
+      if (stripIntegerCasts(cmp->getOperand(side)) != source)
+        continue;
+      APInt value;
+      if (matchPattern(cmp->getOperand(1 - side), m_ConstantInt(&value)) &&
+          !llvm::is_contained(sentinels, value.getSExtValue()))
+        sentinels.push_back(value.getSExtValue());
+    }
+  });
+  return sentinels;
+}
+
 namespace {
 struct GuardGathersPass
     : public gacc::impl::GuardGathersPassBase<GuardGathersPass> {
@@ -186,6 +223,16 @@ struct GuardGathersPass
       if (errorFunction) {
         Value outOfRange = arith::XOrIOp::create(
             b, loc, inRange, arith::ConstantIntOp::create(b, loc, 1, 1));
+        for (int64_t sentinel : findSentinels(index, body)) {
+          Value isSentinel = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::eq, index,
+              arith::ConstantIndexOp::create(b, loc, sentinel));
+          outOfRange = arith::AndIOp::create(
+              b, loc, outOfRange,
+              arith::XOrIOp::create(
+                  b, loc, isSentinel,
+                  arith::ConstantIntOp::create(b, loc, 1, 1)));
+        }
         auto ifOp = scf::IfOp::create(b, loc, outOfRange,
                                       /*withElseRegion=*/false);
         OpBuilder then = ifOp.getThenBodyBuilder();

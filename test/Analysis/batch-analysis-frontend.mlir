@@ -272,7 +272,7 @@ func.func @batch_one(%x: tensor<1x3xf32> {gacc.batch = 0 : i64}, %w: tensor<3xf3
 
 // A step that went through gacc-pipeline already.
 func.func @twice(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
-  // expected-error @below {{expected a training step that is not micro-batched yet}}
+  // expected-error @below {{step 'twice' is already micro-batched; run gacc-pipeline (or gacc-micro-batch) once, on the original step}}
   %r = gacc.micro_batch 0 offset 0 size 4 -> (tensor<f32>) {
     %zero = arith.constant 0.0 : f32
     %e0 = tensor.empty() : tensor<f32>

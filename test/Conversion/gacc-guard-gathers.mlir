@@ -67,3 +67,36 @@ func.func @transpose_read(%A: tensor<3x4xf32>) -> tensor<4x3xf32> {
   } -> tensor<4x3xf32>
   return %r : tensor<4x3xf32>
 }
+
+// -----
+
+// torch-mlir's nll_loss reads logp[i, target] for every target and discards
+// the value with a select when target == ignore_index: the sentinel -100 is
+// clamped but not reported.
+
+// CHECK-LABEL: func.func @nll_ignore_index
+// CHECK:         ^bb0(%[[T:.*]]: i64, %{{.*}}: f32):
+// CHECK:           %[[ROW:.*]] = arith.index_cast %[[T]] : i64 to index
+// CHECK:           %[[OUT:.*]] = arith.xori
+// CHECK:           %[[SENTINEL:.*]] = arith.constant -100 : index
+// CHECK:           %[[IS:.*]] = arith.cmpi eq, %[[ROW]], %[[SENTINEL]] : index
+// CHECK:           %[[NOT:.*]] = arith.xori %[[IS]]
+// CHECK:           %[[REPORT:.*]] = arith.andi %[[OUT]], %[[NOT]] : i1
+// CHECK:           scf.if %[[REPORT]]
+// CHECK:             func.call @gaccrt_index_error
+func.func @nll_ignore_index(%logp: tensor<4x5xf32>, %labels: tensor<4xi64>) -> tensor<4xf32> {
+  %ignore = arith.constant -100 : index
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%labels : tensor<4xi64>) outs(%e : tensor<4xf32>) {
+  ^bb0(%t: i64, %o: f32):
+    %row = arith.index_cast %t : i64 to index
+    %skip = arith.cmpi eq, %row, %ignore : index
+    %i = linalg.index 0 : index
+    %v = tensor.extract %logp[%i, %row] : tensor<4x5xf32>
+    %n = arith.negf %v : f32
+    %s = arith.select %skip, %zero, %n : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
