@@ -94,9 +94,13 @@ struct AllReduceOpInterface
     func::FuncOp callee = getOrDeclareRuntimeFunction(
         op, "gaccrt_all_reduce",
         rewriter.getFunctionType({i64, i64, i32, i32, i64}, {}));
-    func::CallOp::create(
+    auto call = func::CallOp::create(
         rewriter, loc, callee,
         ValueRange{addressI64, count, dtypeValue, kindValue, bucketValue});
+    // A member of a split bucket: gacc-place-buckets merges the calls of a
+    // bucket into one after bufferization.
+    if (Attribute offset = op->getAttr(kBucketOffsetAttrName))
+      call->setAttr(kBucketOffsetAttrName, offset);
     if (!contiguous) {
       memref::CopyOp::create(rewriter, loc, target, *buffer);
       memref::DeallocOp::create(rewriter, loc, target);

@@ -38,6 +38,11 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       *this, "trace-regions",
       llvm::cl::desc("Mark micro-batch regions with runtime trace calls"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> outlineMicroBatches{
+      *this, "outline-micro-batches",
+      llvm::cl::desc("Lower regions of one size to one function called once "
+                     "per region (compile time independent of m)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> bufferizeOnly{
       *this, "bufferize-only",
       llvm::cl::desc("Stop after bufferization, bucket placement and the "
@@ -81,7 +86,10 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
 /// Adds the common first half of both lowerings: regions inlined, tensor
 /// work fused, one-shot bufferization with in-place accumulators in their
 /// buckets, results as out-parameters.
-void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions);
+/// With `outlineRegions`, regions of one size and form share one function
+/// (gacc-outline-micro-batches).
+void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions,
+                                 bool outlineRegions = false);
 
 /// Adds the CUDA lowering of a gradient-accumulated step (after
 /// gacc-pipeline): cuBLAS GEMMs, GPU kernels compiled to PTX for the chip,
