@@ -575,7 +575,9 @@ struct OutlineMicroBatchesPass
         form->instances.push_back(std::move(instance));
         forms.push_back(std::move(form));
       }
-      for (auto &form : forms)
+      // Last form first: a loop replaces its regions, and only later forms
+      // refer to the results of earlier ones.
+      for (auto &form : llvm::reverse(forms))
         if (static_cast<int64_t>(form->instances.size()) >=
                 std::max<int64_t>(minRegions, 2) &&
             !form->instances.front().region.getBody().front().empty())
