@@ -69,6 +69,16 @@ struct AllReduceOpInterface
     // The runtime reduces contiguous memory: reduce a contiguous copy of a
     // strided buffer and copy it back.
     Value target = *buffer;
+    // A cast to a strided layout (loop results are bufferized with one) of
+    // an identity buffer: reduce the identity buffer itself.
+    while (auto castOp = target.getDefiningOp<memref::CastOp>()) {
+      auto sourceType = cast<MemRefType>(castOp.getSource().getType());
+      if (!sourceType.getLayout().isIdentity() ||
+          sourceType.getShape() != type.getShape())
+        break;
+      target = castOp.getSource();
+      type = sourceType;
+    }
     bool contiguous = type.getLayout().isIdentity();
     if (!contiguous) {
       auto plain = MemRefType::get(type.getShape(), type.getElementType());

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -221,9 +222,16 @@ static memref::AllocOp getReshapedAlloc(Value buffer) {
       buffer = collapse.getSrc();
     else if (auto expand = dyn_cast_or_null<memref::ExpandShapeOp>(def))
       buffer = expand.getSrc();
-    else if (auto cast = dyn_cast_or_null<memref::CastOp>(def))
-      buffer = cast.getSource();
-    else
+    else if (auto castOp = dyn_cast_or_null<memref::CastOp>(def))
+      buffer = castOp.getSource();
+    else if (auto loop = dyn_cast_or_null<scf::ForOp>(def)) {
+      // A loop that updates its iteration argument in place (a region loop
+      // carrying an accumulator): the buffer is the loop's init.
+      unsigned i = llvm::cast<OpResult>(buffer).getResultNumber();
+      if (loop.getYieldedValues()[i] != loop.getRegionIterArgs()[i])
+        return {};
+      buffer = loop.getInitArgs()[i];
+    } else
       return {};
     if (!cast<MemRefType>(buffer.getType()).getLayout().isIdentity())
       return {};
