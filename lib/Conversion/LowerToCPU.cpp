@@ -3,8 +3,8 @@
 // Lowers a gradient-accumulated step (the output of gacc-pipeline) to the
 // LLVM dialect for the host:
 //   regions of one size and form outlined to one function called once per
-//   region, the others inlined (with trace markers), elementwise tensor ops to linalg
-//   and fused, one-shot bufferization (function boundaries with identity
+//   region, the others inlined (with trace markers), elementwise tensor ops to
+//   linalg and fused, one-shot bufferization (function boundaries with identity
 //   layouts; shard.all_reduce in place on its bucket, as a runtime call),
 //   results to out-parameters, f32 matmuls to gaccrt_sgemm (beta = 0 for the
 //   first region, 1 when accumulating), deallocation after the last use,

@@ -153,7 +153,8 @@ static bool matchForm(Form &form, gacc::MicroBatchOp region,
       NamedAttrList la(a->getAttrDictionary()), lb(b->getAttrDictionary());
       la.erase("static_offsets");
       lb.erase("static_offsets");
-      if (la.getDictionary(a->getContext()) != lb.getDictionary(b->getContext()))
+      if (la.getDictionary(a->getContext()) !=
+          lb.getDictionary(b->getContext()))
         return false;
       for (auto [i, pair] : llvm::enumerate(llvm::zip(oa, ob))) {
         auto [x, y] = pair;
@@ -219,9 +220,8 @@ static SmallVector<SiteValue> analyzeSites(Form &form) {
   int64_t o0 = first.region.getOffset(), o1 = second.region.getOffset();
   for (auto [s, site] : llvm::enumerate(result)) {
     int64_t v0 = first.siteValues[s];
-    site.constant = llvm::all_of(form.instances, [&](Instance &i) {
-      return i.siteValues[s] == v0;
-    });
+    site.constant = llvm::all_of(
+        form.instances, [&](Instance &i) { return i.siteValues[s] == v0; });
     if (site.constant)
       continue;
     int64_t dv = second.siteValues[s] - v0, doff = o1 - o0;
@@ -285,7 +285,6 @@ static void rewriteSites(Form &form, ArrayRef<Value> siteValues,
     op->replaceAllUsesWith(replacement);
     op->erase();
   }
-
 }
 
 /// Builds the shared function of `form` and makes each region call it.
@@ -315,9 +314,8 @@ static void outline(Form &form, ModuleOp module, SymbolTable &symbols,
 
   OpBuilder builder(ctx);
   builder.setInsertionPointAfter(parent);
-  std::string name = (parent.getSymName() + "_micro_batch_" +
-                      Twine(tmpl.getSize()))
-                         .str();
+  std::string name =
+      (parent.getSymName() + "_micro_batch_" + Twine(tmpl.getSize())).str();
   auto func = func::FuncOp::create(
       builder, loc, name,
       FunctionType::get(ctx, argTypes, tmpl.getResultTypes()));
@@ -429,13 +427,11 @@ static bool buildLoop(Form &form, ModuleOp module, bool traceRegions) {
   SmallVector<int64_t> chain(form.captures.size(), -1);
   SmallVector<Value> iterInit(numResults);
   for (auto [c, capture] : llvm::enumerate(form.captures)) {
-    bool same = llvm::all_of(instances, [&](Instance &i) {
-      return i.captures[c] == capture;
-    });
+    bool same = llvm::all_of(
+        instances, [&](Instance &i) { return i.captures[c] == capture; });
     if (same) {
       if (Operation *def = capture.getDefiningOp())
-        if (def->getBlock() == tmpl->getBlock() &&
-            !def->isBeforeInBlock(tmpl))
+        if (def->getBlock() == tmpl->getBlock() && !def->isBeforeInBlock(tmpl))
           return false;
       continue;
     }
@@ -517,9 +513,9 @@ static bool buildLoop(Form &form, ModuleOp module, bool traceRegions) {
     regionIndex = arith::AddIOp::create(
         builder, loc, arith::IndexCastOp::create(builder, loc, i64, iv),
         arith::ConstantIntOp::create(builder, loc, i64, tmpl.getIndex()));
-    func::CallOp::create(
-        builder, loc, getTraceFunction(module, "gaccrt_trace_region_begin"),
-        regionIndex);
+    func::CallOp::create(builder, loc,
+                         getTraceFunction(module, "gaccrt_trace_region_begin"),
+                         regionIndex);
   }
   for (Operation &op : tmpl.getBody().front().without_terminator())
     builder.clone(op, mapping);

@@ -82,7 +82,6 @@ static bool isSameSlice(Value a, Value b) {
          va.getOffsets().empty() && vb.getOffsets().empty();
 }
 
-
 //===----------------------------------------------------------------------===//
 // gacc-split-buckets
 //===----------------------------------------------------------------------===//
@@ -150,8 +149,7 @@ struct SplitBucketsPass
       memberAt[{member.offset, member.size}] = i;
     for (Operation *user : op->getUsers()) {
       auto read = dyn_cast<tensor::ExtractSliceOp>(user);
-      if (!read || !getFlatRange(read) ||
-          !memberAt.count(*getFlatRange(read)))
+      if (!read || !getFlatRange(read) || !memberAt.count(*getFlatRange(read)))
         return;
       reads.push_back(read);
     }
@@ -206,9 +204,9 @@ static Value getReducedBuffer(func::CallOp call) {
     return {};
   auto cast = call.getOperand(0).getDefiningOp<arith::IndexCastOp>();
   auto address =
-      cast ? cast.getIn()
-                 .getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>()
-           : memref::ExtractAlignedPointerAsIndexOp();
+      cast
+          ? cast.getIn().getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>()
+          : memref::ExtractAlignedPointerAsIndexOp();
   return address ? address.getSource() : Value();
 }
 
@@ -269,8 +267,7 @@ static void mergeBucket(ArrayRef<func::CallOp> calls) {
     if (last->isBeforeInBlock(call))
       last = call;
 
-  int64_t elemBytes =
-      llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
+  int64_t elemBytes = llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
   OpBuilder builder(block, block->begin());
   Location loc = last.getLoc();
   auto bytes = memref::AllocOp::create(
@@ -284,8 +281,7 @@ static void mergeBucket(ArrayRef<func::CallOp> calls) {
                                   ValueRange{})
         .getResult();
   };
-  Value bucket =
-      viewAt(0, MemRefType::get({numElements}, elementType));
+  Value bucket = viewAt(0, MemRefType::get({numElements}, elementType));
   DenseSet<Operation *> placed;
   SmallVector<std::pair<Value, Value>> copiedBack;
   for (Member &member : members) {

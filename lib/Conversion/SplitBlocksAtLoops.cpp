@@ -41,8 +41,8 @@ struct SplitBlocksAtLoopsPass
       Operation *op = block->getTerminator()->getPrevNode();
       while (op) {
         Operation *prev = op->getPrevNode();
-        if (op->getNumRegions() != 0 && isa<scf::SCFDialect>(op->getDialect()) &&
-            prev) {
+        if (op->getNumRegions() != 0 &&
+            isa<scf::SCFDialect>(op->getDialect()) && prev) {
           Block *tail = block->splitBlock(op);
           OpBuilder builder = OpBuilder::atBlockEnd(block);
           cf::BranchOp::create(builder, op->getLoc(), tail);
