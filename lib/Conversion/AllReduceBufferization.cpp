@@ -69,6 +69,16 @@ struct AllReduceOpInterface
     // The runtime reduces contiguous memory: reduce a contiguous copy of a
     // strided buffer and copy it back.
     Value target = *buffer;
+    // A cast to a strided layout (loop results are bufferized with one) of
+    // an identity buffer: reduce the identity buffer itself.
+    while (auto castOp = target.getDefiningOp<memref::CastOp>()) {
+      auto sourceType = cast<MemRefType>(castOp.getSource().getType());
+      if (!sourceType.getLayout().isIdentity() ||
+          sourceType.getShape() != type.getShape())
+        break;
+      target = castOp.getSource();
+      type = sourceType;
+    }
     bool contiguous = type.getLayout().isIdentity();
     if (!contiguous) {
       auto plain = MemRefType::get(type.getShape(), type.getElementType());
@@ -94,9 +104,13 @@ struct AllReduceOpInterface
     func::FuncOp callee = getOrDeclareRuntimeFunction(
         op, "gaccrt_all_reduce",
         rewriter.getFunctionType({i64, i64, i32, i32, i64}, {}));
-    func::CallOp::create(
+    auto call = func::CallOp::create(
         rewriter, loc, callee,
         ValueRange{addressI64, count, dtypeValue, kindValue, bucketValue});
+    // A member of a split bucket: gacc-place-buckets merges the calls of a
+    // bucket into one after bufferization.
+    if (Attribute offset = op->getAttr(kBucketOffsetAttrName))
+      call->setAttr(kBucketOffsetAttrName, offset);
     if (!contiguous) {
       memref::CopyOp::create(rewriter, loc, target, *buffer);
       memref::DeallocOp::create(rewriter, loc, target);

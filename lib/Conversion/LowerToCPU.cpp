@@ -2,8 +2,9 @@
 //
 // Lowers a gradient-accumulated step (the output of gacc-pipeline) to the
 // LLVM dialect for the host:
-//   inline the regions (with trace markers), elementwise tensor ops to linalg
-//   and fused, one-shot bufferization (function boundaries with identity
+//   regions of one size and form outlined to one function called once per
+//   region, the others inlined (with trace markers), elementwise tensor ops to
+//   linalg and fused, one-shot bufferization (function boundaries with identity
 //   layouts; shard.all_reduce in place on its bucket, as a runtime call),
 //   results to out-parameters, f32 matmuls to gaccrt_sgemm (beta = 0 for the
 //   first region, 1 when accumulating), deallocation after the last use,
@@ -31,7 +32,16 @@ using namespace mlir::gacc;
 
 void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
                                              bool traceRegions,
-                                             bool reportIndexErrors) {
+                                             bool reportIndexErrors,
+                                             bool outlineRegions) {
+  // One collective per accumulator for bufferization's sake (merged back
+  // into one per bucket by gacc-place-buckets).
+  pm.addPass(createSplitBucketsPass());
+  if (outlineRegions) {
+    OutlineMicroBatchesPassOptions outlineOptions;
+    outlineOptions.traceRegions = traceRegions;
+    pm.addPass(createOutlineMicroBatchesPass(outlineOptions));
+  }
   InlineMicroBatchesPassOptions inlineOptions;
   inlineOptions.traceRegions = traceRegions;
   pm.addPass(createInlineMicroBatchesPass(inlineOptions));
@@ -53,18 +63,24 @@ void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Outlined region bodies return their in-place accumulators.
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
+  // Before the results become out-parameters: a gradient returned from its
+  // bucket is copied out once instead of living outside the bucket.
+  pm.addPass(createPlaceBucketsPass());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createPlaceBucketsPass());
   pm.addPass(createEraseGridsPass());
 }
 
 void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
                                          const LowerToCPUOptions &options) {
-  buildBufferizedStepPipeline(pm, options.traceRegions);
+  buildBufferizedStepPipeline(pm, options.traceRegions,
+                              /*reportIndexErrors=*/true,
+                              options.outlineMicroBatches);
   if (options.blas)
     pm.addPass(createMatmulToBlasPass());
   if (options.bufferizeOnly)
@@ -86,6 +102,8 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(math::createMathExtendToSupportedTypes());
   pm.addPass(createExpandNarrowFloatsPass());
   pm.addPass(arith::createArithExpandOpsPass());
+  // scf-to-cf splits a block at every loop: short blocks keep it linear.
+  pm.addPass(createSplitBlocksAtLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

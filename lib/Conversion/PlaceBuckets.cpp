@@ -1,21 +1,34 @@
 //===- PlaceBuckets.cpp - accumulators inside their buckets -----*- C++ -*-===//
 //
-// The gacc-place-buckets pass (and gacc-erase-grids, which drops the device
-// grids once the collectives are runtime calls). Bufferization keeps the first
-// accumulator of a bucket in place but gives the others buffers of their own,
-// packed into the bucket by a copy after the final region. This pass removes
-// those copies: the bucket is allocated as bytes, the bucket itself and each
-// accumulator become `memref.view`s of those bytes (identity layouts, so every
-// user keeps its type), and the accumulator is computed where the all-reduce
-// reads it.
+// The gacc-split-buckets pass (before bufferization), the gacc-place-buckets
+// pass (after it) and gacc-erase-grids, which drops the device grids once
+// the collectives are runtime calls.
+//
+// A bucket built as one tensor from a chain of insert_slices gives one-shot
+// bufferization one alias set with every accumulator of every region in it,
+// and its analysis grows with the cube of the depth. gacc-split-buckets
+// therefore hands bufferization one all-reduce per accumulator (marked with
+// its bucket and offset); gacc-place-buckets then allocates each bucket as
+// bytes, makes every accumulator a `memref.view` of those bytes (identity
+// layouts, so every user keeps its type) and merges the bucket's collectives
+// into one call on the whole bucket. Accumulators packed into a bucket buffer
+// by a copy (a bucket that was bufferized whole) are placed the same way.
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
 
+#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -23,6 +36,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_PLACEBUCKETSPASS
+#define GEN_PASS_DEF_SPLITBUCKETSPASS
 #define GEN_PASS_DEF_ERASEGRIDSPASS
 #include "gacc/Conversion/Passes.h.inc"
 } // namespace mlir::gacc
@@ -68,6 +82,279 @@ static bool isSameSlice(Value a, Value b) {
          va.getOffsets().empty() && vb.getOffsets().empty();
 }
 
+//===----------------------------------------------------------------------===//
+// gacc-split-buckets
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One accumulator packed into a bucket tensor.
+struct PackedMember {
+  tensor::InsertSliceOp insert;
+  int64_t offset;
+  int64_t size;
+};
+
+struct SplitBucketsPass
+    : public gacc::impl::SplitBucketsPassBase<SplitBucketsPass> {
+  void runOnOperation() override {
+    SmallVector<shard::AllReduceOp> buckets;
+    getOperation().walk([&](shard::AllReduceOp op) {
+      if (op->hasAttr(GaccDialect::kBucketAttrName) &&
+          !op->hasAttr(kBucketOffsetAttrName))
+        buckets.push_back(op);
+    });
+    for (shard::AllReduceOp op : buckets)
+      split(op);
+  }
+
+  /// Returns the static [offset, size) of a unit-stride 1-D slice op.
+  template <typename OpTy>
+  static std::optional<std::pair<int64_t, int64_t>> getFlatRange(OpTy op) {
+    if (op.getStaticOffsets().size() != 1 || !op.getOffsets().empty() ||
+        !op.getSizes().empty() || !op.hasUnitStride())
+      return std::nullopt;
+    return std::make_pair(op.getStaticOffsets()[0], op.getStaticSizes()[0]);
+  }
+
+  /// Replaces the bucket all-reduce `op` (of a chain of insert_slices into an
+  /// empty bucket tensor) by one all-reduce per packed accumulator. Leaves
+  /// any other form alone.
+  void split(shard::AllReduceOp op) {
+    SmallVector<PackedMember> members;
+    Value packed = op.getInput();
+    while (auto insert = packed.getDefiningOp<tensor::InsertSliceOp>()) {
+      auto range = getFlatRange(insert);
+      if (!range || !insert->hasOneUse() ||
+          insert.getSourceType().getRank() != 1)
+        return;
+      members.push_back({insert, range->first, range->second});
+      packed = insert.getDest();
+    }
+    auto storage = packed.getDefiningOp<tensor::EmptyOp>();
+    if (!storage || members.empty())
+      return;
+    // The other users of the storage are the first-region views of the
+    // accumulators; the users of the reduced bucket read the members back.
+    SmallVector<tensor::ExtractSliceOp> views, reads;
+    for (Operation *user : storage->getUsers()) {
+      if (user == members.back().insert)
+        continue;
+      auto view = dyn_cast<tensor::ExtractSliceOp>(user);
+      if (!view || !getFlatRange(view))
+        return;
+      views.push_back(view);
+    }
+    DenseMap<std::pair<int64_t, int64_t>, unsigned> memberAt;
+    for (auto [i, member] : llvm::enumerate(members))
+      memberAt[{member.offset, member.size}] = i;
+    for (Operation *user : op->getUsers()) {
+      auto read = dyn_cast<tensor::ExtractSliceOp>(user);
+      if (!read || !getFlatRange(read) || !memberAt.count(*getFlatRange(read)))
+        return;
+      reads.push_back(read);
+    }
+
+    OpBuilder builder(op);
+    Location loc = op.getLoc();
+    // Each accumulator starts in a tensor of its own.
+    for (tensor::ExtractSliceOp view : views) {
+      builder.setInsertionPoint(view);
+      Value empty = tensor::EmptyOp::create(builder, view.getLoc(),
+                                            view.getType().getShape(),
+                                            view.getType().getElementType());
+      view.getResult().replaceAllUsesWith(empty);
+      view.erase();
+    }
+    // One collective per accumulator, where the bucket's was.
+    builder.setInsertionPoint(op);
+    SmallVector<Value> reduced(members.size());
+    for (auto [i, member] : llvm::enumerate(llvm::reverse(members))) {
+      Value source = member.insert.getSource();
+      auto single = shard::AllReduceOp::create(
+          builder, loc, source.getType(), op.getGridAttr(),
+          op.getGridAxesAttr(), source, op.getReductionAttr());
+      single->setAttr(GaccDialect::kBucketAttrName,
+                      op->getAttr(GaccDialect::kBucketAttrName));
+      single->setAttr(kBucketOffsetAttrName,
+                      builder.getI64IntegerAttr(member.offset));
+      reduced[members.size() - 1 - i] = single.getResult();
+    }
+    for (tensor::ExtractSliceOp read : reads) {
+      read.getResult().replaceAllUsesWith(
+          reduced[memberAt.lookup(*getFlatRange(read))]);
+      read.erase();
+    }
+    op.erase();
+    for (PackedMember &member : members)
+      member.insert.erase();
+    if (storage->use_empty())
+      storage.erase();
+  }
+};
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// gacc-place-buckets
+//===----------------------------------------------------------------------===//
+
+/// Returns the buffer whose address the runtime call `call` passes first
+/// (`index_cast(extract_aligned_pointer_as_index(buffer))`).
+static Value getReducedBuffer(func::CallOp call) {
+  if (call.getNumOperands() != 5)
+    return {};
+  auto cast = call.getOperand(0).getDefiningOp<arith::IndexCastOp>();
+  auto address =
+      cast
+          ? cast.getIn().getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>()
+          : memref::ExtractAlignedPointerAsIndexOp();
+  return address ? address.getSource() : Value();
+}
+
+/// Returns the allocation that `buffer` is an identity reshape or cast of.
+static memref::AllocOp getReshapedAlloc(Value buffer) {
+  while (true) {
+    Operation *def = buffer.getDefiningOp();
+    if (auto alloc = dyn_cast_or_null<memref::AllocOp>(def))
+      return alloc;
+    if (auto collapse = dyn_cast_or_null<memref::CollapseShapeOp>(def))
+      buffer = collapse.getSrc();
+    else if (auto expand = dyn_cast_or_null<memref::ExpandShapeOp>(def))
+      buffer = expand.getSrc();
+    else if (auto castOp = dyn_cast_or_null<memref::CastOp>(def))
+      buffer = castOp.getSource();
+    else if (auto loop = dyn_cast_or_null<scf::ForOp>(def)) {
+      // A loop that updates its iteration argument in place (a region loop
+      // carrying an accumulator): the buffer is the loop's init.
+      unsigned i = llvm::cast<OpResult>(buffer).getResultNumber();
+      if (loop.getYieldedValues()[i] != loop.getRegionIterArgs()[i])
+        return {};
+      buffer = loop.getInitArgs()[i];
+    } else
+      return {};
+    if (!cast<MemRefType>(buffer.getType()).getLayout().isIdentity())
+      return {};
+  }
+}
+
+/// Merges the runtime all-reduces of the members of one bucket (`calls`, in
+/// one block) into one call on a bucket allocated as bytes; each member's
+/// buffer is allocated in the bucket where it can be, copied in and out
+/// otherwise.
+static void mergeBucket(ArrayRef<func::CallOp> calls) {
+  struct Member {
+    func::CallOp call;
+    Value buffer;
+    int64_t offset;
+  };
+  SmallVector<Member> members;
+  Type elementType;
+  int64_t numElements = 0;
+  for (func::CallOp call : calls) {
+    Value buffer = getReducedBuffer(call);
+    auto type = buffer ? dyn_cast<MemRefType>(buffer.getType()) : MemRefType();
+    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        (elementType && elementType != type.getElementType()))
+      return;
+    elementType = type.getElementType();
+    int64_t offset =
+        call->getAttrOfType<IntegerAttr>(kBucketOffsetAttrName).getInt();
+    numElements = std::max(numElements, offset + type.getNumElements());
+    members.push_back({call, buffer, offset});
+  }
+  Block *block = calls.front()->getBlock();
+  func::CallOp last = calls.front();
+  for (func::CallOp call : calls)
+    if (last->isBeforeInBlock(call))
+      last = call;
+
+  int64_t elemBytes = llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
+  OpBuilder builder(block, block->begin());
+  Location loc = last.getLoc();
+  auto bytes = memref::AllocOp::create(
+      builder, loc,
+      MemRefType::get({numElements * elemBytes}, builder.getI8Type()),
+      builder.getI64IntegerAttr(64));
+  auto viewAt = [&](int64_t offset, MemRefType viewType) {
+    Value shift =
+        arith::ConstantIndexOp::create(builder, loc, offset * elemBytes);
+    return memref::ViewOp::create(builder, loc, viewType, bytes, shift,
+                                  ValueRange{})
+        .getResult();
+  };
+  Value bucket = viewAt(0, MemRefType::get({numElements}, elementType));
+  DenseSet<Operation *> placed;
+  SmallVector<std::pair<Value, Value>> copiedBack;
+  for (Member &member : members) {
+    memref::AllocOp alloc = getReshapedAlloc(member.buffer);
+    bool placeable =
+        alloc && alloc->getBlock() == block && !placed.contains(alloc) &&
+        alloc.getType().hasStaticShape() &&
+        alloc.getType().getNumElements() ==
+            cast<MemRefType>(member.buffer.getType()).getNumElements() &&
+        llvm::none_of(alloc->getUsers(), [](Operation *user) {
+          return isa<memref::DeallocOp>(user);
+        });
+    if (placeable) {
+      placed.insert(alloc);
+      alloc.getResult().replaceAllUsesWith(
+          viewAt(member.offset, alloc.getType()));
+      alloc.erase();
+      continue;
+    }
+    // Not an allocation of this block: reduce a copy in the bucket.
+    auto type = cast<MemRefType>(member.buffer.getType());
+    Value view = viewAt(member.offset, type);
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(last);
+    memref::CopyOp::create(builder, loc, member.buffer, view);
+    copiedBack.push_back({view, member.buffer});
+  }
+
+  builder.setInsertionPoint(last);
+  Value address =
+      memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, bucket);
+  Type i64 = builder.getI64Type();
+  Value addressI64 = arith::IndexCastOp::create(builder, loc, i64, address);
+  Value count = arith::ConstantIntOp::create(builder, loc, i64, numElements);
+  auto merged = func::CallOp::create(
+      builder, loc, last.getCallee(), last.getResultTypes(),
+      ValueRange{addressI64, count, last.getOperand(2), last.getOperand(3),
+                 last.getOperand(4)});
+  builder.setInsertionPointAfter(merged);
+  for (auto [view, buffer] : copiedBack)
+    memref::CopyOp::create(builder, loc, view, buffer);
+  for (func::CallOp call : calls) {
+    Value addressOperand = call.getOperand(0);
+    call.erase();
+    // The member's address computation is dead now.
+    if (auto cast = addressOperand.getDefiningOp<arith::IndexCastOp>();
+        cast && cast->use_empty()) {
+      Operation *pointer = cast.getIn().getDefiningOp();
+      cast.erase();
+      if (pointer && pointer->use_empty())
+        pointer->erase();
+    }
+  }
+}
+
+/// Merges the runtime collectives of split buckets (see gacc-split-buckets).
+static void mergeSplitBuckets(ModuleOp module) {
+  llvm::MapVector<std::pair<Block *, int64_t>, SmallVector<func::CallOp>>
+      buckets;
+  module.walk([&](func::CallOp call) {
+    auto bucket = call->getAttrOfType<IntegerAttr>(kBucketOffsetAttrName);
+    if (!bucket || call.getCallee() != "gaccrt_all_reduce" ||
+        call.getNumOperands() != 5)
+      return;
+    APInt id;
+    if (!matchPattern(call.getOperand(4), m_ConstantInt(&id)))
+      return;
+    buckets[{call->getBlock(), id.getSExtValue()}].push_back(call);
+  });
+  for (auto &entry : buckets)
+    mergeBucket(entry.second);
+}
+
 namespace {
 struct Placement {
   memref::CopyOp copy;
@@ -78,6 +365,8 @@ struct Placement {
 struct PlaceBucketsPass
     : public gacc::impl::PlaceBucketsPassBase<PlaceBucketsPass> {
   void runOnOperation() override {
+    mergeSplitBuckets(getOperation());
+
     // Copies of a slice onto itself.
     SmallVector<memref::CopyOp> selfCopies;
     getOperation().walk([&](memref::CopyOp copy) {

@@ -44,6 +44,11 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       *this, "trace-regions",
       llvm::cl::desc("Mark micro-batch regions with runtime trace calls"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> outlineMicroBatches{
+      *this, "outline-micro-batches",
+      llvm::cl::desc("Lower regions of one size to one function called once "
+                     "per region (compile time independent of m)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> bufferizeOnly{
       *this, "bufferize-only",
       llvm::cl::desc("Stop after bufferization, bucket placement and the "
@@ -88,9 +93,12 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
 /// work fused, one-shot bufferization with in-place accumulators in their
 /// buckets, results as out-parameters. Data-dependent gather indices are
 /// clamped into their tensor; with `reportIndexErrors` an out-of-range one
-/// also calls gaccrt_index_error (gacc-guard-gathers).
+/// also calls gaccrt_index_error (gacc-guard-gathers). With `outlineRegions`,
+/// regions of one size and form share one loop or function
+/// (gacc-outline-micro-batches).
 void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions,
-                                 bool reportIndexErrors = true);
+                                 bool reportIndexErrors = true,
+                                 bool outlineRegions = false);
 
 /// Checks the option values of `gacc-lower-to-cuda` (chip, features,
 /// format, tile sizes within the CUDA block limits, an explicit cuda-path

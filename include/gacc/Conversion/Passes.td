@@ -70,6 +70,66 @@ def PlaceBucketsPass : Pass<"gacc-place-buckets", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def SplitBucketsPass : Pass<"gacc-split-buckets", "ModuleOp"> {
+  let summary = "One all-reduce per accumulator before bufferization";
+  let description = [{
+    Runs before bufferization. A bucket all-reduce (`gacc.bucket`) of a
+    chain of `tensor.insert_slice`s into an empty bucket tensor becomes one
+    `shard.all_reduce` per packed accumulator, marked with its bucket and its
+    offset (`gacc.bucket_offset`); the first-region views of the bucket
+    become empty tensors of their own. One-shot bufferization then sees one
+    small alias set per accumulator instead of one for the whole bucket (its
+    analysis is superlinear in the size of an alias set), and
+    gacc-place-buckets puts the accumulators back into one bucket buffer and
+    merges the collectives after bufferization.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::shard::ShardDialect"];
+}
+
+def OutlineMicroBatchesPass : Pass<"gacc-outline-micro-batches", "ModuleOp"> {
+  let summary = "Lower micro-batch regions of equal form to one body";
+  let description = [{
+    Runs before the regions are inlined. `gacc.micro_batch` regions of the
+    same size whose bodies differ only in the region's sample offset (slice
+    offsets, offset constants of `linalg.index`) share one body. When they
+    follow each other and carry only accumulators from one to the next (the
+    usual case), they become one `scf.for` over the regions: the body is the
+    first region's, the offset is computed from the induction variable, the
+    accumulators are iteration arguments (in place after bufferization).
+    Otherwise they share one private function with the offset as an `index`
+    argument: each such region's body becomes one call of it, with the
+    values the region uses from outside as arguments; a value that differs
+    between the regions but is not affine in the offset is an argument too. Regions without a twin (the first
+    region, which initializes the accumulators; a tail of another size) stay
+    as they are. Compile time and code size of the lowering then no longer
+    grow with the number of micro-batches.
+  }];
+  let options = [
+    Option<"minRegions", "min-regions", "int64_t", /*default=*/"2",
+           "Outline a form only when at least this many regions share it">,
+    Option<"traceRegions", "trace-regions", "bool", /*default=*/"false",
+           "Mark each iteration of a region loop with runtime trace calls">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def SplitBlocksAtLoopsPass : Pass<"gacc-split-blocks-at-loops", "ModuleOp"> {
+  let summary = "Start a new block at each structured loop of a function";
+  let description = [{
+    Runs right before convert-scf-to-cf. Each op of the SCF dialect with
+    regions (a loop nest) in a function's block starts a block of its own,
+    reached by a `cf.br`. The split is done from the end of the block, so each
+    op moves once; scf-to-cf, which splits the block at every loop it
+    lowers, then moves only the ops up to the next loop instead of the rest
+    of a long straight-line block (quadratic in the block's length).
+  }];
+  let dependentDialects = ["::mlir::cf::ControlFlowDialect"];
+}
+
 def DeallocateBuffersPass : Pass<"gacc-deallocate-buffers", "ModuleOp"> {
   let summary = "Free each buffer right after its last use";
   let description = [{

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Compile-time benchmark: gacc-pipeline + gacc-lower-to-cpu on deep MLPs.
+
+  bench/compile_time.py [--full] [--depths 10,50,...] [--ms 1,8,...]
+                        [--width 64] [--batch 64] [--timeout 120]
+
+Generates MLPs with bench/gen_mlp.py (DEPTH layers of width WIDTH, 10
+classes, SGD in the step, an average all-reduce per gradient), runs
+
+  gacc-opt MLP --gacc-pipeline=micro-batches=M --gacc-lower-to-cpu
+
+once per point and prints wall seconds and the peak resident set of the
+gacc-opt process (from wait4's rusage). Two sweeps: depth at a fixed m
+(--depth-m, default 8) and m at a fixed depth (--m-depth, default 100).
+The batch is max(BATCH, M) so that every region has a sample. At the end it
+fits time = c * x^k by least squares on log-log and prints the growth
+exponents k in depth and in m, plus the issue's target points.
+
+Default: a subset that runs in a few minutes on a 2-core machine; --full
+sweeps depth 10..400 and m 1..256. Environment: GACC_BUILD_DIR (default
+build).
+"""
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def measure(gacc_opt, graph, m, timeout):
+    """Returns (seconds, peak RSS in MiB, ok) for one lowering."""
+    cmd = [gacc_opt, graph, f"--gacc-pipeline=micro-batches={m}",
+           "--gacc-lower-to-cpu", "-o", os.devnull]
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    deadline = start + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            return time.monotonic() - start, usage.ru_maxrss / 1024, False
+        time.sleep(0.01)
+    seconds = time.monotonic() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace")
+    if proc.returncode != 0:
+        sys.stderr.write(f"gacc-opt failed ({proc.returncode}) on {graph} "
+                         f"m={m}:\n{err[-2000:]}\n")
+    return seconds, usage.ru_maxrss / 1024, proc.returncode == 0
+
+
+def generate(tmp, depth, width, batch):
+    path = os.path.join(tmp, f"mlp-{depth}x{width}-b{batch}.mlir")
+    if not os.path.exists(path):
+        dims = ",".join([str(width)] * depth + ["10"])
+        with open(path, "w") as f:
+            subprocess.run([sys.executable, os.path.join(HERE, "gen_mlp.py"),
+                            "--batch", str(batch), "--dims", dims],
+                           stdout=f, check=True)
+    return path
+
+
+def fit_exponent(points):
+    """Least-squares slope of log(time) against log(x)."""
+    pts = [(math.log(x), math.log(t)) for x, t in points if x > 0 and t > 0]
+    if len(pts) < 2:
+        return float("nan")
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    sxy = sum((p[0] - mx) * (p[1] - my) for p in pts)
+    return sxy / sxx if sxx else float("nan")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--full", action="store_true",
+                   help="depth 10..400 and m 1..256 (slow)")
+    p.add_argument("--depths", help="comma-separated depths")
+    p.add_argument("--ms", help="comma-separated micro-batch counts")
+    p.add_argument("--depth-m", type=int, default=8,
+                   help="m of the depth sweep (default 8)")
+    p.add_argument("--m-depth", type=int, default=100,
+                   help="depth of the m sweep (default 100)")
+    p.add_argument("--width", type=int, default=64)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--timeout", type=float, default=120,
+                   help="seconds per point (default 120)")
+    p.add_argument("--no-targets", action="store_true",
+                   help="skip the 400-layer m=256 target point")
+    args = p.parse_args()
+
+    build = os.environ.get("GACC_BUILD_DIR", os.path.join(ROOT, "build"))
+    gacc_opt = os.path.join(build, "bin", "gacc-opt")
+    if not os.access(gacc_opt, os.X_OK):
+        sys.exit(f"error: {gacc_opt} not found; build gacc-opt first "
+                 "(ninja -C build gacc-opt) or set GACC_BUILD_DIR")
+    if args.full:
+        depths = [10, 25, 50, 100, 200, 400]
+        ms = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    else:
+        depths = [10, 50, 100, 200]
+        ms = [1, 8, 32, 128]
+    if args.depths:
+        depths = [int(v) for v in args.depths.split(",")]
+    if args.ms:
+        ms = [int(v) for v in args.ms.split(",")]
+
+    print(f"gacc-opt --gacc-pipeline=micro-batches=M --gacc-lower-to-cpu; "
+          f"MLP width {args.width}, batch max({args.batch}, M), "
+          f"{os.cpu_count()} CPUs")
+    print()
+    print("| depth | m | batch | seconds | peak RSS (MiB) |")
+    print("|---|---|---|---|---|")
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        def point(depth, m):
+            if (depth, m) in results:
+                return results[(depth, m)]
+            batch = max(args.batch, m)
+            graph = generate(tmp, depth, args.width, batch)
+            seconds, rss, ok = measure(gacc_opt, graph, m, args.timeout)
+            mark = "" if ok else (" (timeout)" if seconds >= args.timeout
+                                  else " (failed)")
+            print(f"| {depth} | {m} | {batch} | {seconds:.2f}{mark} | "
+                  f"{rss:.0f} |", flush=True)
+            results[(depth, m)] = (seconds, rss, ok)
+            return results[(depth, m)]
+
+        depth_points = []
+        for depth in depths:
+            seconds, _, ok = point(depth, args.depth_m)
+            if ok:
+                depth_points.append((depth, seconds))
+        m_points = []
+        for m in ms:
+            seconds, _, ok = point(args.m_depth, m)
+            if ok:
+                m_points.append((m, seconds))
+        targets = [(100, 8)] + ([] if args.no_targets else [(400, 256)])
+        for depth, m in targets:
+            point(depth, m)
+
+    print()
+    print(f"growth exponent in depth (m = {args.depth_m}): "
+          f"{fit_exponent(depth_points):.2f}  (target <= 1.2)")
+    print(f"growth exponent in m (depth = {args.m_depth}): "
+          f"{fit_exponent(m_points):.2f}  (target <= 0.2)")
+    s, rss, ok = results[(100, 8)]
+    print(f"100 layers, m = 8: {s:.2f} s{'' if ok else ' (not completed)'} "
+          f"(target < 5 s)")
+    if (400, 256) in results:
+        s, rss, ok = results[(400, 256)]
+        print(f"400 layers, m = 256: {s:.2f} s, {rss:.0f} MiB"
+              f"{'' if ok else ' (not completed)'} (target < 30 s, < 2 GB)")
+
+
+if __name__ == "__main__":
+    main()

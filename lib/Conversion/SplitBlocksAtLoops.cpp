@@ -1,0 +1,55 @@
+//===- SplitBlocksAtLoops.cpp - short blocks for scf-to-cf ------*- C++ -*-===//
+//
+// The gacc-split-blocks-at-loops pass. Upstream convert-scf-to-cf splits the
+// block around each structured loop it lowers, and splitting moves every op
+// after the loop into the new block: on the long straight-line blocks of a
+// lowered step (thousands of loop nests) that is quadratic in the block's
+// length. Splitting the blocks after each loop beforehand, from the end of
+// the block, moves each op once; scf-to-cf then only splits short blocks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gacc/Conversion/Passes.h"
+
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#define DEBUG_TYPE "gacc-split-blocks-at-loops"
+
+namespace mlir::gacc {
+#define GEN_PASS_DEF_SPLITBLOCKSATLOOPSPASS
+#include "gacc/Conversion/Passes.h.inc"
+} // namespace mlir::gacc
+
+using namespace mlir;
+using namespace mlir::gacc;
+
+namespace {
+struct SplitBlocksAtLoopsPass
+    : public gacc::impl::SplitBlocksAtLoopsPassBase<SplitBlocksAtLoopsPass> {
+  void runOnOperation() override {
+    SmallVector<Block *> blocks;
+    getOperation().walk([&](func::FuncOp func) {
+      for (Block &block : func.getBody())
+        blocks.push_back(&block);
+    });
+    for (Block *block : blocks) {
+      if (block->empty() || !block->mightHaveTerminator())
+        continue;
+      // Walk back from the terminator; each split moves only the ops up to
+      // the previous split.
+      Operation *op = block->getTerminator()->getPrevNode();
+      while (op) {
+        Operation *prev = op->getPrevNode();
+        if (op->getNumRegions() != 0 &&
+            isa<scf::SCFDialect>(op->getDialect()) && prev) {
+          Block *tail = block->splitBlock(op);
+          OpBuilder builder = OpBuilder::atBlockEnd(block);
+          cf::BranchOp::create(builder, op->getLoc(), tail);
+        }
+        op = prev;
+      }
+    }
+  }
+};
+} // namespace

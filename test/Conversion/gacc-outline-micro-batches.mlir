@@ -1,0 +1,49 @@
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batch-sizes=2,2,2,1,1" --gacc-outline-micro-batches | FileCheck %s
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-outline-micro-batches="trace-regions" | FileCheck %s --check-prefix=M8
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM
+
+// One body per micro-batch size (linear-step.mlir, B = 8, sizes 2,2,2,1,1):
+// region 0 initializes the accumulators and stays as it is; regions 1-2 (size
+// 2) and regions 3-4 (the tail, size 1) each become one scf.for whose body is
+// the region's, with the sample offset computed from the induction variable
+// and the accumulators as iteration arguments.
+
+// CHECK-LABEL: func.func @linear
+// CHECK:         %[[R0:.*]]:3 = gacc.micro_batch 0 offset 0 size 2
+// CHECK-NOT:     gacc.micro_batch
+// CHECK:         %[[C0:.*]] = arith.constant 0 : index
+// CHECK:         %[[C2:.*]] = arith.constant 2 : index
+// CHECK:         %[[L1:.*]]:3 = scf.for %[[K:.*]] = %[[C0]] to %[[C2]] step %{{.*}} iter_args(%{{.*}} = %[[R0]]#0, %{{.*}} = %[[R0]]#1, %{{.*}} = %[[R0]]#2)
+// CHECK:           %[[S:.*]] = arith.muli %[[K]], %{{.*}} : index
+// CHECK:           %[[OFF:.*]] = arith.addi %[[S]], %{{.*}} : index
+// CHECK:           tensor.extract_slice %{{.*}}[%[[OFF]], 0] [2, 3] [1, 1] : tensor<8x3xf32> to tensor<2x3xf32>
+// CHECK:           scf.yield
+// CHECK-NOT:     gacc.micro_batch
+// CHECK:         %[[L2:.*]]:3 = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %[[L1]]#0, %{{.*}} = %[[L1]]#1, %{{.*}} = %[[L1]]#2)
+// CHECK:           tensor.extract_slice %{{.*}}[%{{.*}}, 0] [1, 3] [1, 1] : tensor<8x3xf32> to tensor<1x3xf32>
+// CHECK:           scf.yield
+// CHECK-NOT:     gacc.micro_batch
+// CHECK-NOT:     scf.for
+// CHECK:         shard.all_reduce %{{.*}}
+// CHECK:         return
+
+// m = 8: one loop of 7 iterations, each marked with its region index.
+// M8-LABEL: func.func @linear
+// M8-COUNT-1: gacc.micro_batch
+// M8:         %[[C7:.*]] = arith.constant 7 : index
+// M8:         scf.for %[[K:.*]] = %{{.*}} to %[[C7]]
+// M8:           %[[I:.*]] = arith.index_cast %[[K]] : index to i64
+// M8:           %[[IDX:.*]] = arith.addi %[[I]], %{{.*}} : i64
+// M8:           call @gaccrt_trace_region_begin(%[[IDX]])
+// M8:           tensor.extract_slice %{{.*}}[%{{.*}}, 0] [1, 3] [1, 1] : tensor<8x3xf32> to tensor<1x3xf32>
+// M8:           call @gaccrt_trace_region_end(%[[IDX]])
+// M8-NEXT:      scf.yield
+// M8-NOT:     gacc.micro_batch
+
+// Lowered: two GEMM calls of the weight gradient in the code (region 0 with
+// beta = 0, the loop body with beta = 1), not eight; one all-reduce.
+// LLVM-LABEL: llvm.func @linear
+// LLVM-COUNT-4: llvm.call @gaccrt_sgemm
+// LLVM-NOT:     llvm.call @gaccrt_sgemm
+// LLVM:         llvm.call @gaccrt_all_reduce
+// LLVM-NOT:     llvm.call @gaccrt_all_reduce

@@ -1,0 +1,30 @@
+// RUN: gacc-opt %s --gacc-split-blocks-at-loops | FileCheck %s
+
+// Each loop starts a block of its own; the ops up to the next loop stay with
+// it.
+
+// CHECK-LABEL: func.func @two_loops
+// CHECK:         memref.alloc
+// CHECK-NEXT:    cf.br ^[[B1:.*]]
+// CHECK:       ^[[B1]]:
+// CHECK-NEXT:    scf.for
+// CHECK:         memref.store
+// CHECK:         cf.br ^[[B2:.*]]
+// CHECK:       ^[[B2]]:
+// CHECK-NEXT:    scf.for
+// CHECK:         return
+func.func @two_loops(%v: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %a = memref.alloc() : memref<4xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %v, %a[%i] : memref<4xf32>
+  }
+  memref.store %v, %a[%c0] : memref<4xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %v, %a[%i] : memref<4xf32>
+  }
+  memref.dealloc %a : memref<4xf32>
+  return
+}
