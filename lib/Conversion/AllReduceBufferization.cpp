@@ -47,11 +47,33 @@ struct AllReduceOpInterface
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto allReduce = cast<shard::AllReduceOp>(op);
+    // The runtime's reduction kinds (gaccrt.h: GACCRT_SUM ... _PRODUCT).
     auto kind = allReduce.getReduction();
-    if (kind != shard::ReductionKind::Sum &&
-        kind != shard::ReductionKind::Average)
-      return op->emitOpError("only sum and average all-reduces lower to the "
-                             "gacc runtime");
+    std::optional<int32_t> runtimeKind;
+    switch (kind) {
+    case shard::ReductionKind::Sum:
+      runtimeKind = 0;
+      break;
+    case shard::ReductionKind::Average:
+      runtimeKind = 1;
+      break;
+    case shard::ReductionKind::Max:
+      runtimeKind = 2;
+      break;
+    case shard::ReductionKind::Min:
+      runtimeKind = 3;
+      break;
+    case shard::ReductionKind::Product:
+      runtimeKind = 4;
+      break;
+    default:
+      break;
+    }
+    if (!runtimeKind)
+      return op->emitOpError()
+             << "the reduction '" << shard::stringifyReductionKind(kind)
+             << "' does not lower to the gacc runtime (sum, average, max, "
+                "min and product do)";
     if (allReduce.getInput().getType() != allReduce.getResult().getType())
       return op->emitOpError(
           "expected the same input and result type to reduce in place");
@@ -93,8 +115,8 @@ struct AllReduceOpInterface
         arith::ConstantIntOp::create(rewriter, loc, i64, type.getNumElements());
     Value dtypeValue = arith::ConstantIntOp::create(
         rewriter, loc, i32, static_cast<int32_t>(*dtype));
-    Value kindValue = arith::ConstantIntOp::create(
-        rewriter, loc, i32, kind == shard::ReductionKind::Average ? 1 : 0);
+    Value kindValue =
+        arith::ConstantIntOp::create(rewriter, loc, i32, *runtimeKind);
     int64_t bucket = -1;
     if (auto attr =
             op->getAttrOfType<IntegerAttr>(GaccDialect::kBucketAttrName))

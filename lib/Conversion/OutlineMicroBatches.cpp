@@ -67,7 +67,9 @@ static std::optional<int64_t> getIntConstant(Operation *op) {
   if (!cst)
     return std::nullopt;
   auto attr = dyn_cast<IntegerAttr>(cst.getValue());
-  if (!attr || attr.getType().getIntOrFloatBitWidth() > 64)
+  // Index constants have no bit width of their own; they fit in 64 bits.
+  if (!attr || (!attr.getType().isIndex() &&
+                attr.getType().getIntOrFloatBitWidth() > 64))
     return std::nullopt;
   return attr.getValue().getSExtValue();
 }
@@ -231,7 +233,8 @@ static SmallVector<SiteValue> analyzeSites(Form &form) {
       site.base = v0 - site.factor * o0;
       site.affine = llvm::all_of(form.instances, [&](Instance &i) {
         return i.siteValues[s] ==
-               site.base + site.factor * i.region.getOffset();
+               site.base +
+                   site.factor * static_cast<int64_t>(i.region.getOffset());
       });
     }
   }

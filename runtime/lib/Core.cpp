@@ -66,7 +66,7 @@ template <typename T> void divideAll(T *data, int64_t count, T divisor) {
 /// Sums 16-bit floats over the ranks through f32 temporaries, chunk by chunk;
 /// each element is rounded back to 16 bits once.
 void reduceHalf(Backend &backend, uint16_t *data, int64_t count, bool isBF16,
-                bool average) {
+                ReduceOp op, bool average) {
   std::vector<float> temporary(
       static_cast<size_t>(std::min(count, kTemporaryChunk)));
   float divisor = static_cast<float>(backend.worldSize());
@@ -76,7 +76,7 @@ void reduceHalf(Backend &backend, uint16_t *data, int64_t count, bool isBF16,
     for (int64_t i = 0; i < n; ++i)
       temporary[i] =
           isBF16 ? gaccrt_bf16_to_f32(chunk[i]) : gaccrt_f16_to_f32(chunk[i]);
-    backend.allReduceSum(temporary.data(), n, ReduceType::F32);
+    backend.allReduce(temporary.data(), n, ReduceType::F32, op);
     if (average)
       divideAll(temporary.data(), n, divisor);
     for (int64_t i = 0; i < n; ++i)
@@ -86,16 +86,16 @@ void reduceHalf(Backend &backend, uint16_t *data, int64_t count, bool isBF16,
 }
 
 void reduce(Backend &backend, void *data, int64_t count, int32_t dtype,
-            bool average) {
+            ReduceOp op, bool average) {
   switch (dtype) {
   case GACCRT_F32:
-    backend.allReduceSum(data, count, ReduceType::F32);
+    backend.allReduce(data, count, ReduceType::F32, op);
     if (average)
       divideAll(static_cast<float *>(data), count,
                 static_cast<float>(backend.worldSize()));
     return;
   case GACCRT_F64:
-    backend.allReduceSum(data, count, ReduceType::F64);
+    backend.allReduce(data, count, ReduceType::F64, op);
     if (average)
       divideAll(static_cast<double *>(data), count,
                 static_cast<double>(backend.worldSize()));
@@ -103,13 +103,13 @@ void reduce(Backend &backend, void *data, int64_t count, int32_t dtype,
   case GACCRT_BF16:
   case GACCRT_F16:
     reduceHalf(backend, static_cast<uint16_t *>(data), count,
-               dtype == GACCRT_BF16, average);
+               dtype == GACCRT_BF16, op, average);
     return;
   case GACCRT_I32:
-    backend.allReduceSum(data, count, ReduceType::I32);
+    backend.allReduce(data, count, ReduceType::I32, op);
     return;
   case GACCRT_I64:
-    backend.allReduceSum(data, count, ReduceType::I64);
+    backend.allReduce(data, count, ReduceType::I64, op);
     return;
   default:
     return;
@@ -215,6 +215,32 @@ void gaccrt_abort(const char *message) { fatal(message ? message : "aborted"); }
 // Collectives
 //===----------------------------------------------------------------------===//
 
+bool gaccrt::toReduceOp(int32_t kind, ReduceOp &op) {
+  switch (kind) {
+  case GACCRT_SUM:
+  case GACCRT_AVERAGE:
+    op = ReduceOp::Sum;
+    return true;
+  case GACCRT_MAX:
+    op = ReduceOp::Max;
+    return true;
+  case GACCRT_MIN:
+    op = ReduceOp::Min;
+    return true;
+  case GACCRT_PRODUCT:
+    op = ReduceOp::Product;
+    return true;
+  default:
+    return false;
+  }
+}
+
+const char *gaccrt::reductionKindName(int32_t kind) {
+  static const char *const names[] = {"sum", "average", "max", "min",
+                                      "product"};
+  return kind >= 0 && kind < 5 ? names[kind] : nullptr;
+}
+
 void gaccrt_all_reduce(void *data, int64_t count, int32_t dtype, int32_t kind,
                        int64_t bucket) {
   Backend &backend = ensureInitialized();
@@ -223,10 +249,11 @@ void gaccrt_all_reduce(void *data, int64_t count, int32_t dtype, int32_t kind,
     fatal("gaccrt_all_reduce: unknown dtype " + std::to_string(dtype) +
           " for bucket " + std::to_string(bucket) +
           " (expected 0=f32, 1=f64, 2=bf16, 3=f16, 4=i32, 5=i64)");
-  if (kind != GACCRT_SUM && kind != GACCRT_AVERAGE)
+  ReduceOp op;
+  if (!toReduceOp(kind, op))
     fatal("gaccrt_all_reduce: unknown reduction kind " + std::to_string(kind) +
           " for bucket " + std::to_string(bucket) +
-          " (expected 0=sum, 1=average)");
+          " (expected 0=sum, 1=average, 2=max, 3=min, 4=product)");
   if (count < 0 || (count > 0 && !data))
     fatal("gaccrt_all_reduce: invalid buffer for bucket " +
           std::to_string(bucket) + " (" + std::to_string(count) +
@@ -243,12 +270,12 @@ void gaccrt_all_reduce(void *data, int64_t count, int32_t dtype, int32_t kind,
   bool tracing = traceEnabled();
   double start = tracing ? gaccrt_now_us() : 0.0;
   if (backend.worldSize() > 1 && count > 0)
-    reduce(backend, data, count, dtype, average);
+    reduce(backend, data, count, dtype, op, average);
   if (tracing) {
     double end = gaccrt_now_us();
     std::string args = "{\"bytes\": " + std::to_string(bytes) +
                        ", \"count\": " + std::to_string(count) +
-                       ", \"kind\": \"" + (average ? "average" : "sum") +
+                       ", \"kind\": \"" + reductionKindName(kind) +
                        "\", \"dtype\": \"" + typeName + "\"}";
     traceComplete("all-reduce bucket " + std::to_string(bucket), "collective",
                   start, end - start, args);

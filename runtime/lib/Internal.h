@@ -26,8 +26,16 @@ GACCRT_API void gaccrt_internal_count_collective(int64_t bytes);
 
 namespace gaccrt {
 
-/// Element types a backend sums natively.
+/// Element types a backend reduces natively.
 enum class ReduceType { F32, F64, I32, I64 };
+/// Elementwise reductions a backend performs.
+enum class ReduceOp { Sum, Max, Min, Product };
+
+/// The backend operation of a gaccrt reduction kind (average: Sum), or
+/// false for an unknown kind.
+bool toReduceOp(int32_t kind, ReduceOp &op);
+/// "sum", "average", "max", "min", "product", or null.
+const char *reductionKindName(int32_t kind);
 
 /// A collective backend. All calls except `name` happen after `init`
 /// succeeded and before `finalize`.
@@ -41,8 +49,9 @@ public:
   virtual int rank() const = 0;
   virtual int worldSize() const = 0;
   virtual void barrier() = 0;
-  /// In-place sum over all ranks.
-  virtual void allReduceSum(void *data, int64_t count, ReduceType type) = 0;
+  /// In-place elementwise reduction over all ranks.
+  virtual void allReduce(void *data, int64_t count, ReduceType type,
+                         ReduceOp op) = 0;
   virtual void broadcast(void *data, int64_t bytes, int root) = 0;
   /// Prints nothing; ends every rank with a failure status.
   [[noreturn]] virtual void abortAll() = 0;

@@ -106,20 +106,25 @@ public:
     wait(request, "MPI_Barrier");
   }
 
-  void allReduceSum(void *data, int64_t count, ReduceType type) override {
+  void allReduce(void *data, int64_t count, ReduceType type,
+                 ReduceOp op) override {
+    MPI_Op mpiOp = op == ReduceOp::Max       ? MPI_MAX
+                   : op == ReduceOp::Min     ? MPI_MIN
+                   : op == ReduceOp::Product ? MPI_PROD
+                                             : MPI_SUM;
     stallForTest();
     char *bytes = static_cast<char *>(data);
     for (int64_t begin = 0; begin < count; begin += kMaxMpiCount) {
       int n = static_cast<int>(std::min(kMaxMpiCount, count - begin));
       if (collectiveTimeoutSeconds() <= 0) {
         check(MPI_Allreduce(MPI_IN_PLACE, bytes + begin * sizeOf(type), n,
-                            toMpi(type), MPI_SUM, comm),
+                            toMpi(type), mpiOp, comm),
               "MPI_Allreduce");
         continue;
       }
       MPI_Request request;
       check(MPI_Iallreduce(MPI_IN_PLACE, bytes + begin * sizeOf(type), n,
-                           toMpi(type), MPI_SUM, comm, &request),
+                           toMpi(type), mpiOp, comm, &request),
             "MPI_Iallreduce");
       wait(request, "MPI_Allreduce");
     }

@@ -204,10 +204,12 @@ void gaccrt_cuda_all_reduce(void *device_data, int64_t count, int32_t dtype,
     cudaFatal(std::string(kCaller) + ": unknown dtype " +
               std::to_string(dtype) + " for " + bucketText(bucket) +
               " (expected 0=f32, 1=f64, 2=bf16, 3=f16, 4=i32, 5=i64)");
-  if (kind != GACCRT_SUM && kind != GACCRT_AVERAGE)
+  static const char *const kindNames[] = {"sum", "average", "max", "min",
+                                          "product"};
+  if (kind < GACCRT_SUM || kind > GACCRT_PRODUCT)
     cudaFatal(std::string(kCaller) + ": unknown reduction kind " +
               std::to_string(kind) + " for " + bucketText(bucket) +
-              " (expected 0=sum, 1=average)");
+              " (expected 0=sum, 1=average, 2=max, 3=min, 4=product)");
   if (count < 0 || (count > 0 && !device_data))
     cudaFatal(std::string(kCaller) + ": invalid buffer for " +
               bucketText(bucket) + " (" + std::to_string(count) +
@@ -232,9 +234,8 @@ void gaccrt_cuda_all_reduce(void *device_data, int64_t count, int32_t dtype,
   std::string name = "all-reduce " + bucketText(bucket);
   std::string args = "{\"bytes\": " + std::to_string(bytes) +
                      ", \"count\": " + std::to_string(count) +
-                     ", \"kind\": \"" + (average ? "average" : "sum") +
-                     "\", \"dtype\": \"" + typeName +
-                     "\", \"device\": \"cuda\"}";
+                     ", \"kind\": \"" + kindNames[kind] + "\", \"dtype\": \"" +
+                     typeName + "\", \"device\": \"cuda\"}";
   if (worldSize == 1 || count == 0) {
     if (tracing)
       gaccrt_trace_complete(name.c_str(), "collective", gaccrt_now_us(), 0.0,
@@ -255,8 +256,13 @@ void gaccrt_cuda_all_reduce(void *device_data, int64_t count, int32_t dtype,
     checkCu(gCuda.cuEventRecord(start, cuda.comm), "cuEventRecord", kCaller);
   }
   checkNccl(ncclAllReduce(device_data, device_data, static_cast<size_t>(count),
-                          toNccl(dtype), average ? ncclAvg : ncclSum, comm,
-                          cuda.comm),
+                          toNccl(dtype),
+                          kind == GACCRT_AVERAGE   ? ncclAvg
+                          : kind == GACCRT_MAX     ? ncclMax
+                          : kind == GACCRT_MIN     ? ncclMin
+                          : kind == GACCRT_PRODUCT ? ncclProd
+                                                   : ncclSum,
+                          comm, cuda.comm),
             "ncclAllReduce", kCaller);
   cuda.collectivesPending = true;
   if (tracing) {

@@ -22,7 +22,8 @@ public:
   int rank() const override { return 0; }
   int worldSize() const override { return 1; }
   void barrier() override {}
-  void allReduceSum(void *data, int64_t count, ReduceType type) override {}
+  void allReduce(void *data, int64_t count, ReduceType type,
+                 ReduceOp op) override {}
   void broadcast(void *data, int64_t bytes, int root) override {}
   [[noreturn]] void abortAll() override { std::abort(); }
 };

@@ -114,6 +114,26 @@ void checkSums() {
   CHECK(gaccrt_bytes_reduced() == expectedBytes);
 }
 
+/// Max, min and product over the ranks (rank r contributes r + 1), in
+/// f32, bf16 (through the f32 temporaries) and i64.
+void checkMaxMinProduct() {
+  const int size = gaccrt_world_size();
+  float f32[3] = {float(rank + 1), float(rank + 1), float(rank + 1)};
+  gaccrt_all_reduce(&f32[0], 1, GACCRT_F32, GACCRT_MAX, 20);
+  gaccrt_all_reduce(&f32[1], 1, GACCRT_F32, GACCRT_MIN, 21);
+  gaccrt_all_reduce(&f32[2], 1, GACCRT_F32, GACCRT_PRODUCT, 22);
+  float factorial = 1;
+  for (int r = 1; r <= size; ++r)
+    factorial *= r;
+  CHECK(f32[0] == float(size) && f32[1] == 1.0f && f32[2] == factorial);
+  uint16_t bf16 = gaccrt_f32_to_bf16(float(rank + 1));
+  gaccrt_all_reduce(&bf16, 1, GACCRT_BF16, GACCRT_MAX, 23);
+  CHECK(gaccrt_bf16_to_f32(bf16) == float(size));
+  int64_t i64 = -(rank + 1);
+  gaccrt_all_reduce(&i64, 1, GACCRT_I64, GACCRT_MIN, 24);
+  CHECK(i64 == -size);
+}
+
 void checkBroadcast() {
   uint64_t seed = rank == 0 ? 0x5eed5eed12345678ULL : 0;
   gaccrt_broadcast(&seed, sizeof(seed), 0);
@@ -167,6 +187,7 @@ int main(int argc, char **argv) {
   gaccrt_trace_enable(tracePath.c_str());
   gaccrt_reset_stats();
   checkSums();
+  checkMaxMinProduct();
   checkBroadcast();
   gaccrt_barrier();
   checkTraceFiles(tracePath);

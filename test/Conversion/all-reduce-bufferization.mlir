@@ -21,10 +21,22 @@ func.func @bucket(%x: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+// A maximum over the ranks (a metric) is runtime kind 2.
+// CHECK-LABEL: func.func @max
+// CHECK:         %[[K:.*]] = arith.constant 2 : i32
+// CHECK:         call @gaccrt_all_reduce(%{{.*}}, %{{.*}}, %{{.*}}, %[[K]], %{{.*}})
 shard.grid @dp(shape = ?) {sym_visibility = "private"}
 func.func @max(%x: tensor<8xf32>) -> tensor<8xf32> {
-  // expected-error @below {{only sum and average all-reduces lower to the gacc runtime}}
-  // expected-error @below {{failed to bufferize op}}
   %r = shard.all_reduce %x on @dp grid_axes = [0] reduction = max : tensor<8xf32> -> tensor<8xf32>
   return %r : tensor<8xf32>
+}
+
+// -----
+
+shard.grid @dp(shape = ?) {sym_visibility = "private"}
+func.func @bitwise(%x: tensor<8xi32>) -> tensor<8xi32> {
+  // expected-error @below {{the reduction 'bitwise_or' does not lower to the gacc runtime (sum, average, max, min and product do)}}
+  // expected-error @below {{failed to bufferize op}}
+  %r = shard.all_reduce %x on @dp grid_axes = [0] reduction = bitwise_or : tensor<8xi32> -> tensor<8xi32>
+  return %r : tensor<8xi32>
 }

@@ -68,8 +68,16 @@ enum {
   GACCRT_I64 = 5
 };
 /** Reduction kinds: average is a sum followed by one division by the world
- *  size (an error for integer types). */
-enum { GACCRT_SUM = 0, GACCRT_AVERAGE = 1 };
+ *  size (an error for integer types); max, min and product are elementwise
+ *  over the ranks (the shard dialect's reductions on values other than
+ *  gradients, e.g. a metric's maximum over the ranks). */
+enum {
+  GACCRT_SUM = 0,
+  GACCRT_AVERAGE = 1,
+  GACCRT_MAX = 2,
+  GACCRT_MIN = 3,
+  GACCRT_PRODUCT = 4
+};
 
 /** All-reduces `count` elements of type `dtype` in place over all ranks
  *  (one call per accumulator bucket `bucket`, which names the trace event).
