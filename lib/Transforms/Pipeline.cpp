@@ -14,13 +14,6 @@
 using namespace mlir;
 using namespace mlir::gacc;
 
-VerifyStepPassOptions GaccPipelineOptions::getVerifyStepOptions() const {
-  VerifyStepPassOptions options;
-  options.entry = entry;
-  options.allowMicroBatchStatistics = allowMicroBatchStatistics;
-  return options;
-}
-
 PrepareStepPassOptions GaccPipelineOptions::getPrepareStepOptions() const {
   PrepareStepPassOptions options;
   options.entry = entry;

@@ -44,14 +44,6 @@ using namespace mlir;
 
 namespace gacc {
 
-bool isCudaBuilt() {
-#ifdef GACC_HAVE_CUDA
-  return true;
-#else
-  return false;
-#endif
-}
-
 namespace {
 /// libgaccrt_cuda, opened only for --device=cuda so that CPU runs do not
 /// load cuBLAS and NCCL.

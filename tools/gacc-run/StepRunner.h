@@ -67,9 +67,6 @@ struct StepOptions {
   std::string device = "cpu";
 };
 
-/// Returns true when this build has the CUDA lowering and runtime.
-bool isCudaBuilt();
-
 /// Finalizes the runtime: the CUDA backend (NCCL communicator, device trace
 /// events) when it was used, then gaccrt (trace file, MPI).
 void finalizeRuntime();

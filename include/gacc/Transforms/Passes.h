@@ -61,7 +61,6 @@ struct GaccPipelineOptions : public PassPipelineOptions<GaccPipelineOptions> {
       llvm::cl::init(false)};
 
   /// The options of each pass, copied from these.
-  VerifyStepPassOptions getVerifyStepOptions() const;
   PrepareStepPassOptions getPrepareStepOptions() const;
   MicroBatchPassOptions getMicroBatchOptions() const;
   FuseAccumulationPassOptions getFuseAccumulationOptions() const;
