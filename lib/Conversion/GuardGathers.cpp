@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -178,25 +179,19 @@ struct GuardGathersPass
             }))
           continue;
         if (report && !errorFunction)
-          errorFunction = getOrDeclareErrorFunction(module);
+          errorFunction = getOrDeclareRuntimeFunction(
+              generic, kErrorFunction,
+              FunctionType::get(
+                  module.getContext(),
+                  SmallVector<Type>(3,
+                                    IntegerType::get(module.getContext(), 64)),
+                  {}));
         guard(extract, generic, body, memo, errorFunction, sites);
       }
     });
     if (report && !sites.empty())
       module->setAttr("gacc.gather_sites",
                       ArrayAttr::get(module.getContext(), sites));
-  }
-
-  func::FuncOp getOrDeclareErrorFunction(ModuleOp module) {
-    if (auto existing = module.lookupSymbol<func::FuncOp>(kErrorFunction))
-      return existing;
-    OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
-    Type i64 = builder.getI64Type();
-    auto func =
-        func::FuncOp::create(builder, module.getLoc(), kErrorFunction,
-                             builder.getFunctionType({i64, i64, i64}, {}));
-    func.setPrivate();
-    return func;
   }
 
   void guard(tensor::ExtractOp extract, linalg::GenericOp generic, Block *body,

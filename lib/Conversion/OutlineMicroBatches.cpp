@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 
@@ -390,17 +391,6 @@ static void outline(Form &form, ModuleOp module, SymbolTable &symbols,
   }
 }
 
-/// Returns the private runtime function `name` taking one i64.
-static func::FuncOp getTraceFunction(ModuleOp module, StringRef name) {
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
-  OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
-  auto type = builder.getFunctionType({builder.getI64Type()}, {});
-  auto decl = func::FuncOp::create(builder, module.getLoc(), name, type);
-  decl.setPrivate();
-  return decl;
-}
-
 /// Lowers the regions of `form` to one `scf.for` whose body is the template
 /// region with the offset computed from the induction variable, when the
 /// regions follow each other (offsets one size apart, in order), every site
@@ -516,17 +506,22 @@ static bool buildLoop(Form &form, ModuleOp module, bool traceRegions) {
     regionIndex = arith::AddIOp::create(
         builder, loc, arith::IndexCastOp::create(builder, loc, i64, iv),
         arith::ConstantIntOp::create(builder, loc, i64, tmpl.getIndex()));
-    func::CallOp::create(builder, loc,
-                         getTraceFunction(module, "gaccrt_trace_region_begin"),
-                         regionIndex);
+    func::CallOp::create(
+        builder, loc,
+        getOrDeclareRuntimeFunction(tmpl, "gaccrt_trace_region_begin",
+                                    builder.getFunctionType({i64}, {})),
+        regionIndex);
   }
   for (Operation &op : tmpl.getBody().front().without_terminator())
     builder.clone(op, mapping);
   auto yield = cast<gacc::YieldOp>(tmpl.getBody().front().getTerminator());
   if (traceRegions)
-    func::CallOp::create(builder, loc,
-                         getTraceFunction(module, "gaccrt_trace_region_end"),
-                         regionIndex);
+    func::CallOp::create(
+        builder, loc,
+        getOrDeclareRuntimeFunction(
+            tmpl, "gaccrt_trace_region_end",
+            builder.getFunctionType({builder.getI64Type()}, {})),
+        regionIndex);
   SmallVector<Value> yielded;
   for (unsigned j : carried)
     yielded.push_back(mapping.lookupOrDefault(yield.getOperand(j)));
