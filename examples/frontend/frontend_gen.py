@@ -13,7 +13,6 @@ Used by gen_gpt_block.py and gen_fixtures.py in this folder.
 import math
 import os
 import random
-import struct
 
 NEG_INF = "0xFF800000"
 
@@ -863,17 +862,17 @@ def adamw(g, params, grads, step, states, lr=0.01, b1=0.9, b2=0.999, eps=1e-8,
 
 
 def write_npy(path, values, shape, dtype):
-    """dtype: 'f4' or 'i8' (little-endian), C order."""
-    shp = "(" + "".join("%d, " % s for s in shape) + ")" if len(shape) != 1 \
-        else "(%d,)" % shape[0]
-    if not shape:
-        shp = "()"
-    header = "{'descr': '<%s', 'fortran_order': False, 'shape': %s, }" % (dtype, shp)
-    pad = 64 - (10 + len(header) + 1) % 64
-    header = header + " " * pad + "\n"
-    fmt = "<%d%s" % (len(values), "f" if dtype == "f4" else "q")
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00")
-        f.write(struct.pack("<H", len(header)))
-        f.write(header.encode("latin1"))
-        f.write(struct.pack(fmt, *values))
+    """dtype: 'f4' or 'i8' (little-endian), C order. The writer is the
+    differential generator's (scripts/difftest/gen_step.py)."""
+    return _gen_step().save_npy(path, shape, values,
+                                {"f4": "f32", "i8": "i64"}[dtype])
+
+
+def _gen_step():
+    import importlib
+    import sys
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "..", "scripts", "difftest")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    return importlib.import_module("gen_step")
