@@ -242,6 +242,21 @@ static SmallVector<SiteValue> analyzeSites(Form &form) {
   return result;
 }
 
+/// Builds base + factor * offset for an affine site.
+static Value buildAffineSite(OpBuilder &builder, Location loc,
+                             const SiteValue &site, Value offset) {
+  Value v = offset;
+  if (site.factor != 1)
+    v = arith::MulIOp::create(
+        builder, loc, v,
+        arith::ConstantIndexOp::create(builder, loc, site.factor));
+  if (site.base != 0)
+    v = arith::AddIOp::create(
+        builder, loc, v,
+        arith::ConstantIndexOp::create(builder, loc, site.base));
+  return v;
+}
+
 /// Makes the clone (through `mapping`) of each varying site of `form` take
 /// its value from `siteValues`: constants are replaced, slice offsets become
 /// dynamic.
@@ -347,16 +362,7 @@ static void outline(Form &form, ModuleOp module, SymbolTable &symbols,
       siteValues[s] = entry->getArgument(arg++);
       continue;
     }
-    Value v = offset;
-    if (site.factor != 1)
-      v = arith::MulIOp::create(
-          builder, loc, v,
-          arith::ConstantIndexOp::create(builder, loc, site.factor));
-    if (site.base != 0)
-      v = arith::AddIOp::create(
-          builder, loc, v,
-          arith::ConstantIndexOp::create(builder, loc, site.base));
-    siteValues[s] = v;
+    siteValues[s] = buildAffineSite(builder, loc, site, offset);
   }
   for (Operation &op : tmpl.getBody().front().without_terminator())
     builder.clone(op, mapping);
@@ -489,16 +495,7 @@ static bool buildLoop(Form &form, ModuleOp module, bool traceRegions) {
   for (auto [s, site] : llvm::enumerate(sites)) {
     if (site.constant)
       continue;
-    Value v = offset;
-    if (site.factor != 1)
-      v = arith::MulIOp::create(
-          builder, loc, v,
-          arith::ConstantIndexOp::create(builder, loc, site.factor));
-    if (site.base != 0)
-      v = arith::AddIOp::create(
-          builder, loc, v,
-          arith::ConstantIndexOp::create(builder, loc, site.base));
-    siteValues[s] = v;
+    siteValues[s] = buildAffineSite(builder, loc, site, offset);
   }
   Value regionIndex;
   if (traceRegions) {
