@@ -58,6 +58,7 @@ void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
   guard.report = reportIndexErrors;
   pm.addPass(createGuardGathersPass(guard));
 
+  pm.addPass(createUnshareEmptyTensorsPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

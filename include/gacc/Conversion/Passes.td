@@ -193,6 +193,20 @@ def GpuSerialKernelsPass : Pass<"gacc-gpu-serial-kernels", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def UnshareEmptyTensorsPass
+    : Pass<"gacc-unshare-empty-tensors", "ModuleOp"> {
+  let summary = "Give every use of a tensor.empty its own tensor.empty";
+  let description = [{
+    Runs right before one-shot bufferization. A `tensor.empty` with several
+    uses is replaced by one clone per use, placed right before the user.
+    Canonicalization and CSE merge identical empties, so that in a deep step
+    one empty is the destination of hundreds of ops; bufferization's analysis
+    would check every pair of those in-place writes for conflicts (quadratic
+    in the depth). An empty has no contents: the IR means the same.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def CopyRepeatedResultsPass
     : Pass<"gacc-copy-repeated-results", "ModuleOp"> {
   let summary = "Give every returned tensor its own buffer";
