@@ -45,56 +45,12 @@ StringRef mlir::gacc::stringifyBatchClass(BatchClass kind) {
   llvm_unreachable("unknown batch class");
 }
 
-bool mlir::gacc::hasGaccRoles(func::FuncOp func) {
-  auto hasRole = [](ArrayRef<NamedAttribute> attrs) {
-    return llvm::any_of(attrs, [](NamedAttribute attr) {
-      return attr.getName().getValue().starts_with("gacc.");
-    });
-  };
-  auto iface = cast<FunctionOpInterface>(func.getOperation());
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (hasRole(iface.getArgAttrs(i)))
-      return true;
-  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-    if (hasRole(iface.getResultAttrs(i)))
-      return true;
-  return false;
-}
-
-func::FuncOp mlir::gacc::findTrainingStep(ModuleOp module, StringRef entry) {
-  if (!entry.empty()) {
-    auto func = module.lookupSymbol<func::FuncOp>(entry);
-    if (!func)
-      module.emitError() << "no function named '" << entry
-                         << "' (the entry option names the training step)";
-    return func;
-  }
-  SmallVector<func::FuncOp> candidates;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (hasGaccRoles(func))
-      candidates.push_back(func);
-  if (candidates.size() == 1)
-    return candidates.front();
-  if (candidates.empty()) {
-    module.emitError("no function carries gacc role attributes; mark the "
-                     "training step's arguments and results (gacc.param, "
-                     "gacc.batch, gacc.loss, ...)");
-    return {};
-  }
-  InFlightDiagnostic diag =
-      module.emitError("several functions carry gacc role attributes; select "
-                       "the training step with the entry option");
-  for (auto func : candidates)
-    diag.attachNote(func.getLoc()) << "candidate '" << func.getSymName() << "'";
-  return {};
-}
-
 LogicalResult mlir::gacc::verifyStepRoles(func::FuncOp func) {
   if (func.isExternal())
     return func.emitOpError("expected a training step with a body");
   int numLoss = 0;
   for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
-    if (!func.getResultAttr(i, GaccDialect::kLossAttrName))
+    if (getResultRole(func, i).role != Role::Loss)
       continue;
     ++numLoss;
     auto type = dyn_cast<RankedTensorType>(func.getResultTypes()[i]);
@@ -111,22 +67,20 @@ LogicalResult mlir::gacc::verifyStepRoles(func::FuncOp func) {
 
   int64_t batchSize = -1, firstArg = -1;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
-    auto dim =
-        func.getArgAttrOfType<IntegerAttr>(i, GaccDialect::kBatchAttrName);
-    if (!dim)
-      continue;
-    if (func.getArgAttr(i, GaccDialect::kParamAttrName) ||
-        func.getArgAttr(i, GaccDialect::kStateAttrName))
+    RoleInfo role = getArgumentRole(func, i);
+    if (role.multiple)
       return func.emitOpError()
              << "argument #" << i << " has more than one role";
+    if (role.role != Role::Batch)
+      continue;
     auto type = cast<RankedTensorType>(func.getArgumentTypes()[i]);
-    if (type.isDynamicDim(dim.getInt()))
+    if (type.isDynamicDim(role.index))
       return func.emitOpError()
              << "batch argument #" << i << " has a dynamic sample dimension ("
              << type
              << "); specialize it with the batch-size option of gacc-pipeline "
                 "(or gacc-prepare-step)";
-    int64_t count = type.getDimSize(dim.getInt());
+    int64_t count = type.getDimSize(role.index);
     if (batchSize < 0) {
       batchSize = count;
       firstArg = i;
@@ -800,14 +754,14 @@ LogicalResult BatchAnalysisBuilder::run(func::FuncOp func) {
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     BlockArgument arg = func.getArgument(i);
     BatchValueInfo vi;
-    if (auto dim = func.getArgAttrOfType<IntegerAttr>(
-            i, GaccDialect::kBatchAttrName)) {
+    RoleInfo role = getArgumentRole(func, i);
+    if (role.role == Role::Batch) {
       vi.kind = BatchClass::PerSample;
-      vi.dim = dim.getInt();
+      vi.dim = role.index;
       vi.originArg = i;
       result.batchSize =
           cast<RankedTensorType>(arg.getType()).getDimSize(vi.dim);
-    } else if (func.getArgAttr(i, GaccDialect::kParamAttrName)) {
+    } else if (role.role == Role::Param) {
       vi.dependsOnParam = true;
     }
     result.values[arg] = vi;

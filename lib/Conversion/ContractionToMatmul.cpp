@@ -1,7 +1,6 @@
 //===- ContractionToMatmul.cpp - generic contractions as GEMMs --*- C++ -*-===//
 //
-// The gacc-contraction-to-matmul pass (and gacc-fuse-elementwise, the
-// elementwise fusion that leaves GEMMs alone): weight-gradient contractions
+// The gacc-contraction-to-matmul pass: weight-gradient contractions
 // written as linalg.generic (C[m, n] += sum_K A * B) become linalg.matmul on
 // reshaped operands, so that both lowerings send them to BLAS / cuBLAS with
 // beta = 1 accumulation instead of generated loops.
@@ -13,15 +12,12 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "gacc-contraction-to-matmul"
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_CONTRACTIONTOMATMULPASS
-#define GEN_PASS_DEF_FUSEELEMENTWISEPASS
 #include "gacc/Conversion/Passes.h.inc"
 } // namespace mlir::gacc
 
@@ -165,22 +161,6 @@ struct ContractionToMatmulPass
       op->replaceAllUsesWith(matmul->getResults());
       op.erase();
     }
-  }
-};
-
-struct FuseElementwisePass
-    : public gacc::impl::FuseElementwisePassBase<FuseElementwisePass> {
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    // Fuse only into consumers whose producer has a single use: work is
-    // never duplicated.
-    linalg::populateElementwiseOpsFusionPatterns(
-        patterns, [](OpOperand *operand) {
-          Operation *producer = operand->get().getDefiningOp();
-          return producer && producer->hasOneUse();
-        });
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      return signalPassFailure();
   }
 };
 } // namespace

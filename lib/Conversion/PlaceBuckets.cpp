@@ -1,8 +1,7 @@
 //===- PlaceBuckets.cpp - accumulators inside their buckets -----*- C++ -*-===//
 //
-// The gacc-split-buckets pass (before bufferization), the gacc-place-buckets
-// pass (after it) and gacc-erase-grids, which drops the device grids once
-// the collectives are runtime calls.
+// The gacc-place-buckets pass (after bufferization; gacc-split-buckets runs
+// before it).
 //
 // A bucket built as one tensor from a chain of insert_slices gives one-shot
 // bufferization one alias set with every accumulator of every region in it,
@@ -36,8 +35,6 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_PLACEBUCKETSPASS
-#define GEN_PASS_DEF_SPLITBUCKETSPASS
-#define GEN_PASS_DEF_ERASEGRIDSPASS
 #include "gacc/Conversion/Passes.h.inc"
 } // namespace mlir::gacc
 
@@ -81,117 +78,6 @@ static bool isSameSlice(Value a, Value b) {
          va.getStaticStrides() == vb.getStaticStrides() &&
          va.getOffsets().empty() && vb.getOffsets().empty();
 }
-
-//===----------------------------------------------------------------------===//
-// gacc-split-buckets
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// One accumulator packed into a bucket tensor.
-struct PackedMember {
-  tensor::InsertSliceOp insert;
-  int64_t offset;
-  int64_t size;
-};
-
-struct SplitBucketsPass
-    : public gacc::impl::SplitBucketsPassBase<SplitBucketsPass> {
-  void runOnOperation() override {
-    SmallVector<shard::AllReduceOp> buckets;
-    getOperation().walk([&](shard::AllReduceOp op) {
-      if (op->hasAttr(GaccDialect::kBucketAttrName) &&
-          !op->hasAttr(kBucketOffsetAttrName))
-        buckets.push_back(op);
-    });
-    for (shard::AllReduceOp op : buckets)
-      split(op);
-  }
-
-  /// Returns the static [offset, size) of a unit-stride 1-D slice op.
-  template <typename OpTy>
-  static std::optional<std::pair<int64_t, int64_t>> getFlatRange(OpTy op) {
-    if (op.getStaticOffsets().size() != 1 || !op.getOffsets().empty() ||
-        !op.getSizes().empty() || !op.hasUnitStride())
-      return std::nullopt;
-    return std::make_pair(op.getStaticOffsets()[0], op.getStaticSizes()[0]);
-  }
-
-  /// Replaces the bucket all-reduce `op` (of a chain of insert_slices into an
-  /// empty bucket tensor) by one all-reduce per packed accumulator. Leaves
-  /// any other form alone.
-  void split(shard::AllReduceOp op) {
-    SmallVector<PackedMember> members;
-    Value packed = op.getInput();
-    while (auto insert = packed.getDefiningOp<tensor::InsertSliceOp>()) {
-      auto range = getFlatRange(insert);
-      if (!range || !insert->hasOneUse() ||
-          insert.getSourceType().getRank() != 1)
-        return;
-      members.push_back({insert, range->first, range->second});
-      packed = insert.getDest();
-    }
-    auto storage = packed.getDefiningOp<tensor::EmptyOp>();
-    if (!storage || members.empty())
-      return;
-    // The other users of the storage are the first-region views of the
-    // accumulators; the users of the reduced bucket read the members back.
-    SmallVector<tensor::ExtractSliceOp> views, reads;
-    for (Operation *user : storage->getUsers()) {
-      if (user == members.back().insert)
-        continue;
-      auto view = dyn_cast<tensor::ExtractSliceOp>(user);
-      if (!view || !getFlatRange(view))
-        return;
-      views.push_back(view);
-    }
-    DenseMap<std::pair<int64_t, int64_t>, unsigned> memberAt;
-    for (auto [i, member] : llvm::enumerate(members))
-      memberAt[{member.offset, member.size}] = i;
-    for (Operation *user : op->getUsers()) {
-      auto read = dyn_cast<tensor::ExtractSliceOp>(user);
-      if (!read || !getFlatRange(read) || !memberAt.count(*getFlatRange(read)))
-        return;
-      reads.push_back(read);
-    }
-
-    OpBuilder builder(op);
-    Location loc = op.getLoc();
-    // Each accumulator starts in a tensor of its own.
-    for (tensor::ExtractSliceOp view : views) {
-      builder.setInsertionPoint(view);
-      Value empty = tensor::EmptyOp::create(builder, view.getLoc(),
-                                            view.getType().getShape(),
-                                            view.getType().getElementType());
-      view.getResult().replaceAllUsesWith(empty);
-      view.erase();
-    }
-    // One collective per accumulator, where the bucket's was.
-    builder.setInsertionPoint(op);
-    SmallVector<Value> reduced(members.size());
-    for (auto [i, member] : llvm::enumerate(llvm::reverse(members))) {
-      Value source = member.insert.getSource();
-      auto single = shard::AllReduceOp::create(
-          builder, loc, source.getType(), op.getGridAttr(),
-          op.getGridAxesAttr(), source, op.getReductionAttr());
-      single->setAttr(GaccDialect::kBucketAttrName,
-                      op->getAttr(GaccDialect::kBucketAttrName));
-      single->setAttr(kBucketOffsetAttrName,
-                      builder.getI64IntegerAttr(member.offset));
-      reduced[members.size() - 1 - i] = single.getResult();
-    }
-    for (tensor::ExtractSliceOp read : reads) {
-      read.getResult().replaceAllUsesWith(
-          reduced[memberAt.lookup(*getFlatRange(read))]);
-      read.erase();
-    }
-    op.erase();
-    for (PackedMember &member : members)
-      member.insert.erase();
-    if (storage->use_empty())
-      storage.erase();
-  }
-};
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // gacc-place-buckets
@@ -431,21 +317,6 @@ struct PlaceBucketsPass
     });
     for (memref::SubViewOp view : dead)
       view.erase();
-  }
-};
-
-struct EraseGridsPass : public gacc::impl::EraseGridsPassBase<EraseGridsPass> {
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    for (auto grid :
-         llvm::make_early_inc_range(module.getOps<shard::GridOp>())) {
-      if (!SymbolTable::symbolKnownUseEmpty(grid, module)) {
-        grid.emitOpError("is still used after bufferization; only "
-                         "shard.all_reduce lowers to the gacc runtime");
-        return signalPassFailure();
-      }
-      grid.erase();
-    }
   }
 };
 } // namespace

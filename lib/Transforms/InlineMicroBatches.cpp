@@ -2,8 +2,7 @@
 //
 // The gacc-inline-micro-batches pass: inlines each gacc.micro_batch region
 // into the enclosing block, in order, so that later lowering sees upstream IR
-// only; and gacc-strip-roles, which drops the role attributes before
-// bufferization.
+// only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,7 +15,6 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_INLINEMICROBATCHESPASS
-#define GEN_PASS_DEF_STRIPROLESPASS
 #include "gacc/Transforms/Passes.h.inc"
 } // namespace mlir::gacc
 
@@ -66,24 +64,6 @@ struct InlineMicroBatchesPass
                                                  body.getOperations());
       region.erase();
     }
-  }
-};
-
-struct StripRolesPass : public gacc::impl::StripRolesPassBase<StripRolesPass> {
-  void runOnOperation() override {
-    auto isRole = [](NamedAttribute attr) {
-      return attr.getName().getValue().starts_with("gacc.");
-    };
-    getOperation().walk([&](FunctionOpInterface func) {
-      for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-        for (NamedAttribute attr : func.getArgAttrs(i))
-          if (isRole(attr))
-            func.removeArgAttr(i, attr.getName());
-      for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
-        for (NamedAttribute attr : func.getResultAttrs(i))
-          if (isRole(attr))
-            func.removeResultAttr(i, attr.getName());
-    });
   }
 };
 } // namespace

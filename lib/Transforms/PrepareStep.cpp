@@ -10,6 +10,7 @@
 
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Dialect/Gacc/IR/StepSignature.h"
 #include "gacc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -35,12 +36,12 @@ static LogicalResult specializeBatchSize(func::FuncOp func, int64_t batchSize) {
   OpBuilder builder = OpBuilder::atBlockBegin(&entry);
   bool changed = false;
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
-    auto dim =
-        func.getArgAttrOfType<IntegerAttr>(i, GaccDialect::kBatchAttrName);
+    RoleInfo role = getArgumentRole(func, i);
     auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
-    if (!dim || !type || dim.getInt() < 0 || dim.getInt() >= type.getRank())
+    if (role.role != Role::Batch || !type || role.index < 0 ||
+        role.index >= type.getRank())
       continue; // The role verifier reports these.
-    int64_t d = dim.getInt();
+    int64_t d = role.index;
     if (!type.isDynamicDim(d)) {
       if (batchSize > 0 && type.getDimSize(d) != batchSize)
         return func.emitOpError()

@@ -118,30 +118,6 @@ void finalizeRuntime() {
   gaccrt_finalize();
 }
 
-const char *roleName(Role role) {
-  switch (role) {
-  case Role::None:
-    return "-";
-  case Role::Param:
-    return "param";
-  case Role::Batch:
-    return "batch";
-  case Role::State:
-    return "state";
-  case Role::Loss:
-    return "loss";
-  case Role::Grad:
-    return "grad";
-  case Role::ParamOut:
-    return "param_out";
-  case Role::StateOut:
-    return "state_out";
-  case Role::Metric:
-    return "metric";
-  }
-  return "?";
-}
-
 namespace {
 /// Host memory for one memref argument, aligned for vector code.
 struct Buffer {
@@ -291,14 +267,10 @@ static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
     if (!describe(func.getArgumentTypes()[i], info,
                   "argument #" + std::to_string(i)))
       return false;
-    if (func.getArgAttr(i, mlir::gacc::GaccDialect::kParamAttrName))
-      info.role = Role::Param;
-    else if (func.getArgAttr(i, mlir::gacc::GaccDialect::kStateAttrName))
-      info.role = Role::State;
-    else if (auto dim = func.getArgAttrOfType<IntegerAttr>(
-                 i, mlir::gacc::GaccDialect::kBatchAttrName)) {
-      info.role = Role::Batch;
-      info.index = dim.getInt();
+    mlir::gacc::RoleInfo role = mlir::gacc::getArgumentRole(func, i);
+    info.role = role.role;
+    info.index = role.index;
+    if (info.role == Role::Batch) {
       if (isFloatDType(info.dtype))
         info.isMask = inferIsMask(func.getArgument(i));
       else
@@ -311,23 +283,9 @@ static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
     if (!describe(func.getResultTypes()[i], info,
                   "result #" + std::to_string(i)))
       return false;
-    auto indexOf = [&](StringRef name) -> int64_t {
-      auto attr = func.getResultAttrOfType<IntegerAttr>(i, name);
-      return attr ? attr.getInt() : -1;
-    };
-    if (func.getResultAttr(i, mlir::gacc::GaccDialect::kLossAttrName))
-      info.role = Role::Loss;
-    else if (func.getResultAttr(i, mlir::gacc::GaccDialect::kMetricAttrName))
-      info.role = Role::Metric;
-    else if ((info.index = indexOf(mlir::gacc::GaccDialect::kGradAttrName)) >=
-             0)
-      info.role = Role::Grad;
-    else if ((info.index =
-                  indexOf(mlir::gacc::GaccDialect::kParamOutAttrName)) >= 0)
-      info.role = Role::ParamOut;
-    else if ((info.index =
-                  indexOf(mlir::gacc::GaccDialect::kStateOutAttrName)) >= 0)
-      info.role = Role::StateOut;
+    mlir::gacc::RoleInfo role = mlir::gacc::getResultRole(func, i);
+    info.role = role.role;
+    info.index = role.index;
     results.push_back(info);
   }
   return true;
@@ -505,10 +463,11 @@ bool CompiledStep::prepareInputs(std::vector<NpyArray> &inputs,
     const TensorInfo &arg = args[i];
     NpyArray &in = inputs[i];
     if (in.shape != arg.shape) {
-      error = "argument #" + std::to_string(i) + " (" + roleName(arg.role) +
-              ") expects shape " + formatShape(arg.shape) + " of " +
-              dtypeName(arg.dtype) + ", got shape " + formatShape(in.shape) +
-              " of " + dtypeName(in.dtype);
+      error = "argument #" + std::to_string(i) + " (" +
+              mlir::gacc::stringifyRole(arg.role).str() + ") expects shape " +
+              formatShape(arg.shape) + " of " + dtypeName(arg.dtype) +
+              ", got shape " + formatShape(in.shape) + " of " +
+              dtypeName(in.dtype);
       return false;
     }
     if (in.dtype == arg.dtype)
@@ -516,9 +475,9 @@ bool CompiledStep::prepareInputs(std::vector<NpyArray> &inputs,
     bool bothFloat = isFloatDType(in.dtype) && isFloatDType(arg.dtype);
     bool bothInt = !isFloatDType(in.dtype) && !isFloatDType(arg.dtype);
     if (!bothFloat && !bothInt) {
-      error = "argument #" + std::to_string(i) + " (" + roleName(arg.role) +
-              ") expects " + dtypeName(arg.dtype) + " data, got " +
-              dtypeName(in.dtype);
+      error = "argument #" + std::to_string(i) + " (" +
+              mlir::gacc::stringifyRole(arg.role).str() + ") expects " +
+              dtypeName(arg.dtype) + " data, got " + dtypeName(in.dtype);
       return false;
     }
     in = convertToDType(in, arg.dtype);
@@ -691,7 +650,8 @@ bool readStepInputs(const CompiledStep &step, const std::string &inputDir,
       path = shared;
     if (!llvm::sys::fs::exists(path)) {
       error = "missing input file '" + path + "' for argument #" +
-              std::to_string(i) + " (" + roleName(step.getArgs()[i].role) + ")";
+              std::to_string(i) + " (" +
+              mlir::gacc::stringifyRole(step.getArgs()[i].role).str() + ")";
       return false;
     }
     NpyArray array;

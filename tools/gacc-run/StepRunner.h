@@ -12,6 +12,8 @@
 
 #include "Npy.h"
 
+#include "gacc/Dialect/Gacc/IR/StepSignature.h"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,21 +21,8 @@
 
 namespace gacc {
 
-/// The role of a step argument or result (DESIGN.md §1).
-enum class Role {
-  None,
-  Param,
-  Batch,
-  State,
-  Loss,
-  Grad,
-  ParamOut,
-  StateOut,
-  Metric
-};
-
-/// Returns "param", "batch", "loss", ...
-const char *roleName(Role role);
+/// The role of a step argument or result, as the dialect decodes it.
+using Role = mlir::gacc::Role;
 
 /// One argument or result of the step.
 struct TensorInfo {

@@ -224,8 +224,8 @@ int main(int argc, char **argv) {
     for (size_t j = 0; j < outputs.size(); ++j) {
       NpyArray f64 = convertToDType(outputs[j], DType::F64);
       const auto *values = reinterpret_cast<const double *>(f64.data.data());
-      llvm::outs() << "result " << j << " (" << roleName(results[j].role)
-                   << "): [";
+      llvm::outs() << "result " << j << " ("
+                   << mlir::gacc::stringifyRole(results[j].role) << "): [";
       for (int64_t k = 0, n = f64.numElements(); k < n; ++k)
         llvm::outs() << (k ? ", " : "") << llvm::format("%.6g", values[k]);
       llvm::outs() << "]\n";

@@ -10,6 +10,7 @@
 #ifndef GACC_ANALYSIS_BATCHANALYSIS_H
 #define GACC_ANALYSIS_BATCHANALYSIS_H
 
+#include "gacc/Dialect/Gacc/IR/StepSignature.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
@@ -96,15 +97,6 @@ private:
   DenseMap<Operation *, BatchOpInfo> ops;
   friend class BatchAnalysisBuilder;
 };
-
-/// Returns the training-step function of `module`: the function named
-/// `entry` when it is not empty, else the only function carrying gacc role
-/// attributes. Emits an error and returns null when there is none or more
-/// than one.
-func::FuncOp findTrainingStep(ModuleOp module, StringRef entry);
-
-/// Returns true when `func` carries any gacc role attribute.
-bool hasGaccRoles(func::FuncOp func);
 
 /// Checks the role attributes of `func` against each other: a `gacc.loss`
 /// result, at least one batch argument, one sample count for all batch

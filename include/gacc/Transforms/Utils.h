@@ -14,10 +14,6 @@
 
 namespace mlir::gacc {
 
-/// Marks the reductions inside micro-batch regions that produce a partial
-/// (the links of an accumulator chain).
-constexpr StringLiteral kPartialAttrName = "gacc.partial";
-
 /// Returns true when `value` is a `linalg.fill` of the constant `scalar`.
 bool isFillOf(Value value, TypedAttr scalar);
 

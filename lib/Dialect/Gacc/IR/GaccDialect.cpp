@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Dialect/Gacc/IR/StepSignature.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -56,26 +57,27 @@ LogicalResult GaccDialect::verifyRegionArgAttribute(Operation *op,
                              << "' is only valid on function arguments";
   std::string where = ("argument #" + Twine(argIndex)).str();
   StringRef name = attr.getName().getValue();
-  if (name == kParamAttrName || name == kStateAttrName)
+  Role role = symbolizeRole(name, /*onResult=*/false);
+  if (role == Role::None)
+    return op->emitOpError()
+           << "unknown gacc role '" << name << "' on " << where;
+  if (!hasIndex(role))
     return verifyUnitRole(op, attr, where);
-  if (name == kBatchAttrName) {
-    FailureOr<int64_t> dim = getIndexRole(op, attr, where);
-    if (failed(dim))
-      return failure();
-    // Bufferized steps keep their roles: a memref is fine too.
-    auto type = dyn_cast<ShapedType>(func.getArgumentTypes()[argIndex]);
-    if (!type || !type.hasRank() || isa<VectorType>(type))
-      return op->emitOpError()
-             << "expected batch " << where << " to be a ranked tensor, got "
-             << func.getArgumentTypes()[argIndex];
-    if (*dim < 0 || *dim >= type.getRank())
-      return op->emitOpError() << "batch dimension " << *dim << " of " << where
-                               << " is out of range for " << type;
-    // A dynamic sample dimension is a valid role; gacc-prepare-step
-    // specializes it (batch-size) before the analysis runs.
-    return success();
-  }
-  return op->emitOpError() << "unknown gacc role '" << name << "' on " << where;
+  FailureOr<int64_t> dim = getIndexRole(op, attr, where);
+  if (failed(dim))
+    return failure();
+  // Bufferized steps keep their roles: a memref is fine too.
+  auto type = dyn_cast<ShapedType>(func.getArgumentTypes()[argIndex]);
+  if (!type || !type.hasRank() || isa<VectorType>(type))
+    return op->emitOpError()
+           << "expected batch " << where << " to be a ranked tensor, got "
+           << func.getArgumentTypes()[argIndex];
+  if (*dim < 0 || *dim >= type.getRank())
+    return op->emitOpError() << "batch dimension " << *dim << " of " << where
+                             << " is out of range for " << type;
+  // A dynamic sample dimension is a valid role; gacc-prepare-step
+  // specializes it (batch-size) before the analysis runs.
+  return success();
 }
 
 LogicalResult GaccDialect::verifyRegionResultAttribute(Operation *op,
@@ -88,17 +90,13 @@ LogicalResult GaccDialect::verifyRegionResultAttribute(Operation *op,
                              << "' is only valid on function results";
   std::string where = ("result #" + Twine(resultIndex)).str();
   StringRef name = attr.getName().getValue();
-  if (name == kLossAttrName || name == kMetricAttrName)
-    return verifyUnitRole(op, attr, where);
-
-  StringRef required;
-  if (name == kGradAttrName || name == kParamOutAttrName)
-    required = kParamAttrName;
-  else if (name == kStateOutAttrName)
-    required = kStateAttrName;
-  else
+  Role role = symbolizeRole(name, /*onResult=*/true);
+  if (role == Role::None)
     return op->emitOpError()
            << "unknown gacc role '" << name << "' on " << where;
+  if (!hasIndex(role))
+    return verifyUnitRole(op, attr, where);
+  StringRef required = getRoleAttrName(getRequiredArgumentRole(role));
 
   FailureOr<int64_t> index = getIndexRole(op, attr, where);
   if (failed(index))

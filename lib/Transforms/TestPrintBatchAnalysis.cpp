@@ -1,0 +1,50 @@
+//===- TestPrintBatchAnalysis.cpp - print the batch classes -----*- C++ -*-===//
+//
+// The gacc-test-print-batch-analysis test pass: a remark on each op of the
+// step with the batch-analysis class of the op (and of its first result), so
+// that lit tests can check the analysis directly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AnalyzeStep.h"
+#include "gacc/Transforms/Passes.h"
+
+#define DEBUG_TYPE "gacc-test-print-batch-analysis"
+
+namespace mlir::gacc {
+#define GEN_PASS_DEF_TESTPRINTBATCHANALYSISPASS
+#include "gacc/Transforms/Passes.h.inc"
+} // namespace mlir::gacc
+
+using namespace mlir;
+using namespace mlir::gacc;
+
+namespace {
+struct TestPrintBatchAnalysisPass
+    : public gacc::impl::TestPrintBatchAnalysisPassBase<
+          TestPrintBatchAnalysisPass> {
+  using TestPrintBatchAnalysisPassBase::TestPrintBatchAnalysisPassBase;
+  void runOnOperation() override {
+    auto step = analyzeStep(getOperation(), entry, allowMicroBatchStatistics);
+    if (!step)
+      return signalPassFailure();
+    auto &[func, analysis] = *step;
+    for (Operation &op : func.getBody().front().without_terminator()) {
+      const BatchOpInfo &opInfo = analysis.getInfo(&op);
+      InFlightDiagnostic remark = op.emitRemark()
+                                  << stringifyBatchClass(opInfo.kind);
+      if (op.getNumResults() != 0) {
+        const BatchValueInfo &vi = analysis.getInfo(op.getResult(0));
+        if (vi.kind == BatchClass::PerSample) {
+          remark << " dim " << vi.dim;
+          if (vi.factor != 1)
+            remark << " x" << vi.factor;
+        }
+      }
+      if (opInfo.kind == BatchClass::Partial)
+        remark << " (over loop " << opInfo.loopDim << ")";
+    }
+    markAllAnalysesPreserved();
+  }
+};
+} // namespace
