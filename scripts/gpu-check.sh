@@ -14,7 +14,8 @@
 #   4. compute-sanitizer (memcheck) on one step, when the host has it;
 #   5. the bench MLP steps against bench/torch_mlp.py (same dims, m), a table.
 # Ends with one line "N passed, N failed"; exits non-zero on a failure.
-# Budget: about 7 minutes in all.
+# Budget: GPU_CHECK_BUDGET_S (default 400 s) for all stages together; a stage
+# that would start past it fails as "no time left".
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUNDLE=$(cd "${1:-$ROOT/device-bundle}" 2> /dev/null && pwd) || {
@@ -35,10 +36,19 @@ echo "library path: $LD_LIBRARY_PATH" > "$OUT/env.log"
 passed=0 failed=0
 # stage NAME SECONDS COMMAND...: runs COMMAND under `timeout`, its output in
 # $OUT/NAME.log.
+# A stage's limit is cut to what is left of the whole check's budget
+# (GPU_CHECK_BUDGET_S, default 400 s), so that the check ends in time.
+BUDGET=${GPU_CHECK_BUDGET_S:-400}
 stage() {
   local name=$1 seconds=$2
   shift 2
   local log="$OUT/$name.log"
+  local left=$((START + BUDGET - $(date +%s)))
+  if [ "$left" -lt 5 ]; then
+    failed=$((failed + 1)); echo "FAIL  $name (no time left of the ${BUDGET}s budget)"
+    return 1
+  fi
+  [ "$left" -lt "$seconds" ] && seconds=$left
   # bash -c: COMMAND may be one of the exported functions below.
   timeout -k 5 "$seconds" bash -c '"$@"' stage "$@" > "$log" 2>&1
   local rc=$?
