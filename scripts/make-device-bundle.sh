@@ -12,7 +12,8 @@
 # there. Step libraries carry RUNPATH $ORIGIN/../lib, gacc-run-aot
 # $ORIGIN/../lib. Ends with the bundle's size; fails above 64 MiB.
 #
-# Environment: GACC_BUILD_DIR (default build, built with CUDA),
+# Builds gacc first (scripts/build.sh) when GACC_BUILD_DIR has no
+# gacc-compile. Environment: GACC_BUILD_DIR (default build, with CUDA),
 # BENCH_DIMS (default 1024,1024,1024,1024,10), BENCH_BATCH (512),
 # BENCH_MS (1,4,8), GACC_BUNDLE_MCPU (host CPU of the step code, x86-64-v2).
 set -euo pipefail
@@ -21,6 +22,10 @@ if [ $# -ne 1 ]; then
   exit 2
 fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# From a clean clone: configure and build first (scripts/build.sh).
+if [ ! -x "${GACC_BUILD_DIR:-$ROOT/build}/bin/gacc-compile" ]; then
+  GACC_BUILD_DIR=${GACC_BUILD_DIR:-$ROOT/build} "$ROOT/scripts/build.sh"
+fi
 BUILD=$(cd "${GACC_BUILD_DIR:-$ROOT/build}" && pwd)
 OUT=$1
 DIMS=${BENCH_DIMS:-1024,1024,1024,1024,10}
