@@ -1,63 +1,131 @@
 #!/usr/bin/env bash
-# The GPU checks, for a machine with an NVIDIA GPU, its driver, CUDA 13 (with
-# NCCL) at $CUDA_HOME or /usr/local/cuda and PyTorch in python3; no network
-# needed. Builds gacc (installing missing Debian packages when it can), then:
-#   1. gacc-check --device=cuda on every fixture (m = 1, 2, 4);
-#   2. gacc-check --device=cuda --ranks=2 when there are two GPUs;
-#   3. the generated MLP step on the GPU: gacc-run --device=cuda against
-#      PyTorch eager gradient accumulation of the same model on the same GPU,
-#      printed as a table.
-# Prints a summary line "N passed, N failed"; exits non-zero on a failure.
+# scripts/gpu-check.sh [BUNDLE]
+#
+# The GPU checks, run on the GPU host with the device bundle that
+# scripts/make-device-bundle.sh built elsewhere (default: device-bundle/ in
+# the repository root). Installs nothing and builds nothing: the host needs
+# the NVIDIA driver, and cuBLAS/NCCL from its CUDA install or PyTorch wheel
+# (found by the bundle's env.sh), and PyTorch for the bench baseline.
+# Stages, each under its own timeout, logs under $OUT (default
+# /tmp/gpu-check):
+#   1. ldd: every bundled binary and step library resolves its libraries;
+#   2. the runtime's device tests (gaccrt-cuda-tests);
+#   3. each fixture's CUDA step on its inputs against its CPU reference;
+#   4. compute-sanitizer (memcheck) on one step, when the host has it;
+#   5. the bench MLP steps against bench/torch_mlp.py (same dims, m), a table.
+# Ends with one line "N passed, N failed"; exits non-zero on a failure.
+# Budget: GPU_CHECK_BUDGET_S (default 400 s) for all stages together; a stage
+# that would start past it fails as "no time left".
 set -uo pipefail
-cd "$(dirname "$0")/.."
-BUILD=${GACC_BUILD_DIR:-build}
-if [ "$(id -u)" -eq 0 ] && command -v apt-get > /dev/null; then
-  scripts/install-deps.sh || echo "gpu-check: could not install packages; using what is there"
-fi
-scripts/build.sh || exit 1
-command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUNDLE=$(cd "${1:-$ROOT/device-bundle}" 2> /dev/null && pwd) || {
+  echo "gpu-check: no bundle at ${1:-$ROOT/device-bundle} (build it with scripts/make-device-bundle.sh)"
+  echo "0 passed, 1 failed"
+  exit 1
+}
+OUT=${OUT:-/tmp/gpu-check}
+mkdir -p "$OUT"
+export BUNDLE OUT
+START=$(date +%s)
+# shellcheck source=/dev/null
+source "$BUNDLE/env.sh"
+command -v nvidia-smi > /dev/null &&
+  timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/nvidia-smi.log"
+echo "library path: $LD_LIBRARY_PATH" > "$OUT/env.log"
 
 passed=0 failed=0
-check() {
-  local name=$1; shift
-  if "$@" > "/tmp/gpu-check.$$.log" 2>&1; then
+# stage NAME SECONDS COMMAND...: runs COMMAND under `timeout`, its output in
+# $OUT/NAME.log.
+# A stage's limit is cut to what is left of the whole check's budget
+# (GPU_CHECK_BUDGET_S, default 400 s), so that the check ends in time.
+BUDGET=${GPU_CHECK_BUDGET_S:-400}
+stage() {
+  local name=$1 seconds=$2
+  shift 2
+  local log="$OUT/$name.log"
+  local left=$((START + BUDGET - $(date +%s)))
+  if [ "$left" -lt 5 ]; then
+    failed=$((failed + 1)); echo "FAIL  $name (no time left of the ${BUDGET}s budget)"
+    return 1
+  fi
+  [ "$left" -lt "$seconds" ] && seconds=$left
+  # bash -c: COMMAND may be one of the exported functions below.
+  timeout -k 5 "$seconds" bash -c '"$@"' stage "$@" > "$log" 2>&1
+  local rc=$?
+  if [ $rc -eq 0 ]; then
     passed=$((passed + 1)); echo "PASS  $name"
   else
-    failed=$((failed + 1)); echo "FAIL  $name"; tail -20 "/tmp/gpu-check.$$.log"
+    failed=$((failed + 1))
+    [ $rc -eq 124 ] && echo "FAIL  $name (timed out after ${seconds}s)" || echo "FAIL  $name (exit $rc)"
+    tail -15 "$log" | sed 's/^/      /'
   fi
+  return $rc
 }
 
-echo "== gacc-check --device=cuda on every fixture"
-for f in linear_regression mlp lm_head_masked tied_weights adamw_clip bf16_linear; do
-  for m in 1 2 4; do
-    check "$f m=$m" "$BUILD/bin/gacc-check" "examples/$f.mlir" --micro-batches=$m --device=cuda
+echo "== 1. libraries"
+ldd_check() {
+  local bad=0 f
+  for f in "$BUNDLE"/bin/* "$BUNDLE"/lib/*.so* "$BUNDLE"/steps/*/*.so "$BUNDLE"/bench/*.so; do
+    [ -e "$f" ] || continue
+    echo "--- $f"
+    ldd "$f" || bad=1
+    ldd "$f" | grep -q "not found" && { echo "MISSING in $f"; bad=1; }
   done
-done
-check "linear_regression 3+1" "$BUILD/bin/gacc-check" examples/linear_regression.mlir --micro-batch-sizes=3,1 --device=cuda
-gpus=$(nvidia-smi -L 2> /dev/null | wc -l)
-if [ "$gpus" -ge 2 ]; then
-  check "mlp --ranks=2 (NCCL)" "$BUILD/bin/gacc-check" examples/mlp.mlir --micro-batches=2 --ranks=2 --device=cuda
+  return $bad
+}
+export -f ldd_check
+stage ldd 30 ldd_check
+
+echo "== 2. runtime device tests"
+if [ -x "$BUNDLE/bin/gaccrt-cuda-tests" ]; then
+  stage runtime-device-tests 90 "$BUNDLE/bin/gaccrt-cuda-tests"
+else
+  echo "SKIP  runtime-device-tests (not in the bundle)"
 fi
 
-echo
-echo "== MLP step on the GPU: gacc-run --device=cuda vs PyTorch eager accumulation"
-DIMS=${BENCH_DIMS:-1024,1024,1024,1024,10}
-BATCH=${BENCH_BATCH:-512}
-python3 bench/gen_mlp.py --batch "$BATCH" --dims "$DIMS" > /tmp/gpu-check-mlp.mlir
-echo "dims $DIMS, B = $BATCH, median of 20 steps after 3 warm-up steps"
-echo "| m | gacc ms/step | torch ms/step | gacc / torch | gacc device peak | torch device peak |"
-echo "|---|---|---|---|---|---|"
-for m in 1 4 8; do
-  g=$("$BUILD/bin/gacc-run" /tmp/gpu-check-mlp.mlir --device=cuda --micro-batches=$m --steps=23 --warmup=3 2>&1 | tail -1)
-  t=$(python3 bench/torch_mlp.py --batch "$BATCH" --dims "$DIMS" --micro-batches $m --device cuda 2>&1 | tail -1)
+echo "== 3. fixtures on the GPU against their CPU references"
+fixture() { # NAME TOLERANCE
+  local name=$1 tol=$2
+  if [ -f "$BUNDLE/cases/$name.compile-error.txt" ]; then
+    echo "not compiled for CUDA:"; cat "$BUNDLE/cases/$name.compile-error.txt"; return 1
+  fi
+  "$BUNDLE/bin/gacc-run-aot" "$BUNDLE/steps/cuda/$name.so" --input-dir="$BUNDLE/cases/$name/inputs" \
+    --steps=2 --output-dir="$OUT/$name" || return 1
+  python3 "$BUNDLE/check_results.py" "$OUT/$name" "$BUNDLE/cases/$name/ref" "$tol"
+}
+export -f fixture
+while read -r name tol; do
+  stage "fixture-$name" 45 fixture "$name" "$tol"
+done < "$BUNDLE/cases.txt"
+
+echo "== 4. compute-sanitizer on one step"
+SANITIZER=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}"/bin/compute-sanitizer /usr/local/cuda*/bin/compute-sanitizer 2> /dev/null | head -1)
+if [ -n "$SANITIZER" ] && [ -f "$BUNDLE/steps/cuda/mlp-m2.so" ]; then
+  stage compute-sanitizer 120 "$SANITIZER" --tool memcheck --error-exitcode 1 \
+    "$BUNDLE/bin/gacc-run-aot" "$BUNDLE/steps/cuda/mlp-m2.so" --input-dir="$BUNDLE/cases/mlp-m2/inputs"
+else
+  echo "SKIP  compute-sanitizer (not found on this host)"
+fi
+
+echo "== 5. bench: gacc (ahead of time) against PyTorch eager accumulation"
+# shellcheck disable=SC1090
+source <(sed 's/ /\n/g' "$BUNDLE/bench/config.txt")
+echo "dims $dims, B = $batch, median of 20 steps after 3 warm-up steps (gacc: CUDA events around the step call)"
+echo "| m | gacc ms/step | torch ms/step | gacc / torch | gacc device peak | torch device peak |" | tee "$OUT/bench.md"
+echo "|---|---|---|---|---|---|" | tee -a "$OUT/bench.md"
+for m in ${ms//,/ }; do
+  stage "bench-gacc-m$m" 60 "$BUNDLE/bin/gacc-run-aot" "$BUNDLE/bench/mlp-m$m.so" --steps=23 --warmup=3
+  stage "bench-torch-m$m" 60 python3 "$BUNDLE/bench/torch_mlp.py" --batch "$batch" --dims "$dims" --micro-batches "$m" --device cuda
+  g=$(tail -1 "$OUT/bench-gacc-m$m.log") t=$(tail -1 "$OUT/bench-torch-m$m.log")
   gms=$(echo "$g" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
   tms=$(echo "$t" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
   gmem=$(echo "$g" | sed -n 's/.*peak memory \([0-9.]* [A-Za-z]*\).*/\1/p')
   tmem=$(echo "$t" | sed -n 's/.*peak device memory \([0-9.]* [A-Za-z]*\).*/\1/p')
   ratio=$(python3 -c "print(f'{float(\"${gms:-nan}\") / float(\"${tms:-nan}\"):.2f}')" 2> /dev/null || echo "?")
-  echo "| $m | ${gms:-error} | ${tms:-error} | $ratio | ${gmem:-?} | ${tmem:-?} |"
-  [ -n "$gms" ] || echo "$g"
+  echo "| $m | ${gms:-error} | ${tms:-error} | $ratio | ${gmem:-?} | ${tmem:-?} |" | tee -a "$OUT/bench.md"
 done
+
 echo
+echo "took $(( $(date +%s) - START )) s; logs in $OUT"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

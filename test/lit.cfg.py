@@ -73,7 +73,7 @@ if os.path.exists("/dev/nvidia0"):
 if config.gacc_build_check:
     config.available_features.add("gacc-check")
 
-tools = ["gacc-opt", "gacc-run", "gacc-check", "mlir-opt", "mlir-runner",
+tools = ["gacc-opt", "gacc-run", "gacc-check", "gacc-compile", "gacc-run-aot", "mlir-opt", "mlir-runner",
          "mlir-translate", "not",
          ToolSubst("%PYTHON", sys.executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

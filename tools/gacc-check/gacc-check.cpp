@@ -485,14 +485,14 @@ int main(int argc, char **argv) {
       llvm::outs() << llvm::format(
           "%-4d %-10s %-5d %11.3e %11.3e %11s %11s %11.3e %10.2e  %s\n",
           static_cast<int>(j),
-          mlir::gacc::stringifyRole(resultInfo[j].role).data(), r, gaccErr.abs,
+          roleName(resultInfo[j].role), r, gaccErr.abs,
           gaccErr.rel, eagerAbs.c_str(), eagerRel.c_str(), graphErr.rel,
           tolerance, status.c_str());
     }
   llvm::outs() << "\nvalues (rank 0):\n";
   for (size_t j = 0; j < resultInfo.size(); ++j) {
     llvm::outs() << "  result " << j << " ("
-                 << mlir::gacc::stringifyRole(resultInfo[j].role)
+                 << roleName(resultInfo[j].role)
                  << "): reference " << preview((*ref64)[0][j]) << ", gacc "
                  << preview(toTensor(compiled[0][j]));
     if (haveEager && eager[0][j].defined())

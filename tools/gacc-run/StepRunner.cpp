@@ -45,58 +45,6 @@ using namespace mlir;
 namespace gacc {
 
 namespace {
-/// libgaccrt_cuda, opened only for --device=cuda so that CPU runs do not
-/// load cuBLAS and NCCL.
-struct CudaApi {
-  void *handle = nullptr;
-  int (*init)(int) = nullptr;
-  int (*available)() = nullptr;
-  void (*finalize)() = nullptr;
-  void *(*alloc)(int64_t) = nullptr;
-  void (*free)(void *) = nullptr;
-  void (*h2d)(void *, const void *, int64_t) = nullptr;
-  void (*d2h)(void *, const void *, int64_t) = nullptr;
-  int64_t (*current)() = nullptr;
-  int64_t (*peak)() = nullptr;
-  void (*resetPeak)() = nullptr;
-};
-CudaApi cudaApi;
-
-/// Opens libgaccrt_cuda (next to the other gacc libraries) once.
-bool loadCudaApi(std::string &error) {
-  if (cudaApi.handle)
-    return true;
-  void *handle = dlopen("libgaccrt_cuda.so", RTLD_NOW | RTLD_GLOBAL);
-  if (!handle) {
-    const char *why = dlerror();
-    error = std::string("cannot load libgaccrt_cuda.so: ") +
-            (why ? why : "unknown error");
-    return false;
-  }
-  auto get = [&](auto &fn, const char *name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-        dlsym(handle, name));
-    if (!fn)
-      error = std::string("libgaccrt_cuda.so lacks ") + name;
-    return fn != nullptr;
-  };
-  CudaApi api;
-  api.handle = handle;
-  if (!get(api.init, "gaccrt_cuda_init") ||
-      !get(api.available, "gaccrt_cuda_available") ||
-      !get(api.finalize, "gaccrt_cuda_finalize") ||
-      !get(api.alloc, "gaccrt_cuda_alloc") ||
-      !get(api.free, "gaccrt_cuda_free") ||
-      !get(api.h2d, "gaccrt_cuda_memcpy_h2d") ||
-      !get(api.d2h, "gaccrt_cuda_memcpy_d2h") ||
-      !get(api.current, "gaccrt_cuda_current_bytes") ||
-      !get(api.peak, "gaccrt_cuda_peak_bytes") ||
-      !get(api.resetPeak, "gaccrt_cuda_reset_peak"))
-    return false;
-  cudaApi = api;
-  return true;
-}
-
 /// The functions lowered CUDA host code calls.
 const char *const kCudaSymbols[] = {
     "gaccrt_cuda_sgemm",   "gaccrt_cuda_all_reduce",
@@ -110,22 +58,6 @@ const char *const kCudaSymbols[] = {
     "mgpuMemFree",         "mgpuMemcpy",
     "mgpuMemset32",        "mgpuMemset16",
     "mgpuSetDefaultDevice"};
-} // namespace
-
-void finalizeRuntime() {
-  if (cudaApi.handle && cudaApi.available())
-    cudaApi.finalize();
-  gaccrt_finalize();
-}
-
-namespace {
-/// Host memory for one memref argument, aligned for vector code.
-struct Buffer {
-  void *data = nullptr;
-  int64_t bytes = 0;
-  std::vector<int64_t> shape;
-  ~Buffer() { std::free(data); }
-};
 } // namespace
 
 struct CompiledStep::Impl {
@@ -244,6 +176,17 @@ static bool inferIsMask(Value arg) {
 }
 
 /// Records the signature of `func`.
+
+/// The runner's role (StepIO.h, no MLIR) of a role the dialect decoded; the
+/// two enums list the same roles in the same order.
+static Role toStepRole(mlir::gacc::Role role) {
+  static_assert(static_cast<int>(Role::Metric) ==
+                    static_cast<int>(mlir::gacc::Role::Metric) &&
+                static_cast<int>(Role::None) ==
+                    static_cast<int>(mlir::gacc::Role::None));
+  return static_cast<Role>(role);
+}
+
 static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
                           std::vector<TensorInfo> &results,
                           std::string &error) {
@@ -268,7 +211,7 @@ static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
                   "argument #" + std::to_string(i)))
       return false;
     mlir::gacc::RoleInfo role = mlir::gacc::getArgumentRole(func, i);
-    info.role = role.role;
+    info.role = toStepRole(role.role);
     info.index = role.index;
     if (info.role == Role::Batch) {
       if (isFloatDType(info.dtype))
@@ -284,23 +227,16 @@ static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
                   "result #" + std::to_string(i)))
       return false;
     mlir::gacc::RoleInfo role = mlir::gacc::getResultRole(func, i);
-    info.role = role.role;
+    info.role = toStepRole(role.role);
     info.index = role.index;
     results.push_back(info);
   }
   return true;
 }
 
-std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
-                                                    const StepOptions &options,
-                                                    std::string &error) {
-  static bool initialized = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)initialized;
-
+std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
+                                                  const StepOptions &options,
+                                                  std::string &error) {
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
@@ -336,7 +272,8 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
                 : "no function named '" + options.entry + "' in '" + path + "'";
     return nullptr;
   }
-  step->name = func.getSymName().str();
+  step->signature.name = func.getSymName().str();
+  step->signature.device = options.device;
   {
     // A dynamic sample dimension takes --batch-size (or is diagnosed) before
     // the signature is read.
@@ -351,15 +288,28 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
       return nullptr;
     }
   }
-  if (!readSignature(func, step->args, step->results, error))
+  StepSignature &signature = step->signature;
+  if (!readSignature(func, signature.args, signature.results, error))
     return nullptr;
-  for (const TensorInfo &arg : step->args)
+  for (const TensorInfo &arg : signature.args)
     if (arg.role == Role::Batch) {
-      step->batchSize = arg.shape[arg.index];
+      signature.batchSize = arg.shape[arg.index];
       break;
     }
+  if (!options.microBatchSizes.empty()) {
+    signature.split = "micro-batch sizes ";
+    for (size_t k = 0; k < options.microBatchSizes.size(); ++k)
+      signature.split +=
+          (k ? "," : "") + std::to_string(options.microBatchSizes[k]);
+  } else {
+    signature.split = std::to_string(options.microBatches) + " micro-batches";
+  }
 
-  PassManager pm(&context);
+  // Anchored on the module with implicit nesting, as gacc-opt runs a
+  // textual pipeline: buildLowerToCUDAPipeline adds function passes
+  // (gpu-map-parallel-loops) at the top level.
+  PassManager pm(&context, ModuleOp::getOperationName(),
+                 OpPassManager::Nesting::Implicit);
   mlir::gacc::GaccPipelineOptions pipeline;
   pipeline.entry = options.entry;
   pipeline.batchSize = options.batchSize;
@@ -372,12 +322,6 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
   mlir::gacc::buildGaccPipeline(pm, pipeline);
   if (options.device == "cuda") {
 #ifdef GACC_HAVE_CUDA
-    if (!loadCudaApi(error))
-      return nullptr;
-    if (cudaApi.init(-1) != 0) {
-      error = "--device=cuda: no usable CUDA device (see the message above)";
-      return nullptr;
-    }
     step->cuda = true;
     mlir::gacc::LowerToCUDAOptions lowering;
     lowering.traceRegions = options.traceRegions;
@@ -401,7 +345,38 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
   }
   if (auto sites = module->getAttrOfType<ArrayAttr>("gacc.gather_sites"))
     for (auto site : sites.getAsValueRange<StringAttr>())
-      step->gatherSites.push_back(site.str());
+      signature.gatherSites.push_back(site.str());
+  return step;
+}
+
+mlir::Operation *CompiledStep::getLoweredModule() const {
+  return impl->module ? impl->module->getOperation() : nullptr;
+}
+
+std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
+                                                    const StepOptions &options,
+                                                    std::string &error) {
+  static bool initialized = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    return true;
+  }();
+  (void)initialized;
+  // Fail before the (slow) compilation when there is no device.
+  if (options.device == "cuda") {
+#ifdef GACC_HAVE_CUDA
+    if (!initCudaRuntime(error))
+      return nullptr;
+#else
+    error = "--device=cuda is not available: gacc was built without CUDA";
+    return nullptr;
+#endif
+  }
+  std::unique_ptr<CompiledStep> step = lower(path, options, error);
+  if (!step)
+    return nullptr;
+  ModuleOp module = cast<ModuleOp>(step->getLoweredModule());
+  bool cuda = step->cuda;
   // Other functions in the file (helpers, test mains) are compiled too but
   // only the step is called.
   ExecutionEngineOptions engineOptions;
@@ -415,7 +390,7 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
   }
   step->impl->engine = std::move(*engine);
   step->impl->engine->registerSymbols(
-      [](llvm::orc::MangleAndInterner interner) {
+      [cuda](llvm::orc::MangleAndInterner interner) {
         llvm::orc::SymbolMap symbols;
         auto add = [&](const char *name, void *address) {
           symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
@@ -435,279 +410,52 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
             reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc));
         add("_mlir_memref_to_llvm_free",
             reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
-        if (cudaApi.handle)
+        // libgaccrt_cuda was opened with RTLD_GLOBAL by initCudaRuntime.
+        if (cuda)
           for (const char *name : kCudaSymbols)
-            if (void *address = dlsym(cudaApi.handle, name))
+            if (void *address = dlsym(RTLD_DEFAULT, name))
               add(name, address);
         return symbols;
       });
   return step;
 }
 
-/// Formats a shape as [a, b, c].
-static std::string formatShape(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 bool CompiledStep::prepareInputs(std::vector<NpyArray> &inputs,
                                  std::string &error) const {
-  if (inputs.size() != args.size()) {
-    error = "expected " + std::to_string(args.size()) + " inputs, got " +
-            std::to_string(inputs.size());
-    return false;
-  }
-  for (size_t i = 0; i < args.size(); ++i) {
-    const TensorInfo &arg = args[i];
-    NpyArray &in = inputs[i];
-    if (in.shape != arg.shape) {
-      error = "argument #" + std::to_string(i) + " (" +
-              mlir::gacc::stringifyRole(arg.role).str() + ") expects shape " +
-              formatShape(arg.shape) + " of " + dtypeName(arg.dtype) +
-              ", got shape " + formatShape(in.shape) + " of " +
-              dtypeName(in.dtype);
-      return false;
-    }
-    if (in.dtype == arg.dtype)
-      continue;
-    bool bothFloat = isFloatDType(in.dtype) && isFloatDType(arg.dtype);
-    bool bothInt = !isFloatDType(in.dtype) && !isFloatDType(arg.dtype);
-    if (!bothFloat && !bothInt) {
-      error = "argument #" + std::to_string(i) + " (" +
-              mlir::gacc::stringifyRole(arg.role).str() + ") expects " +
-              dtypeName(arg.dtype) + " data, got " + dtypeName(in.dtype);
-      return false;
-    }
-    in = convertToDType(in, arg.dtype);
-  }
-  return true;
+  return prepareStepInputs(signature.args, inputs, error);
 }
 
 bool CompiledStep::run(const std::vector<NpyArray> &inputs,
                        std::vector<NpyArray> &outputs, std::string &error) {
-  // Copies of the inputs (the step may update them in place) and the result
-  // buffers, each with its descriptor fields.
-  std::vector<std::unique_ptr<Buffer>> buffers;
-  auto addBuffer = [&](const std::vector<int64_t> &shape, int64_t elemBytes,
-                       const void *init) {
-    auto buffer = std::make_unique<Buffer>();
-    int64_t count = 1;
-    for (int64_t d : shape)
-      count *= d;
-    buffer->bytes = count * elemBytes;
-    buffer->shape = shape;
-    buffer->data = std::aligned_alloc(
-        64, std::max<int64_t>(64, (buffer->bytes + 63) / 64 * 64));
-    if (init)
-      std::memcpy(buffer->data, init, buffer->bytes);
-    buffers.push_back(std::move(buffer));
-  };
-  for (size_t i = 0; i < args.size(); ++i)
-    addBuffer(args[i].shape, dtypeSize(args[i].dtype), inputs[i].data.data());
-  for (const TensorInfo &result : results)
-    addBuffer(result.shape, dtypeSize(result.dtype), nullptr);
-  // On the GPU the step takes device buffers: copy the host ones over.
-  std::vector<void *> hostData;
-  if (cuda)
-    for (auto &buffer : buffers) {
-      hostData.push_back(buffer->data);
-      void *device = cudaApi.alloc(std::max<int64_t>(buffer->bytes, 1));
-      cudaApi.h2d(device, buffer->data, buffer->bytes);
-      buffer->data = device;
-    }
-
-  // Descriptor fields: allocated, aligned, offset, sizes, strides.
-  std::vector<int64_t> fields;
-  std::vector<void *> pointers;
-  fields.reserve(buffers.size() * 16);
-  for (auto &buffer : buffers) {
-    pointers.push_back(&buffer->data);
-    pointers.push_back(&buffer->data);
-    fields.push_back(0);
-    for (int64_t d : buffer->shape)
-      fields.push_back(d);
-    int64_t stride = 1;
-    std::vector<int64_t> strides(buffer->shape.size());
-    for (size_t d = buffer->shape.size(); d-- > 0;) {
-      strides[d] = stride;
-      stride *= buffer->shape[d];
-    }
-    for (int64_t s : strides)
-      fields.push_back(s);
-  }
-  // Point at the fields now that the vector no longer grows.
-  std::vector<void *> packed;
-  size_t next = 0, p = 0;
-  for (auto &buffer : buffers) {
-    packed.push_back(pointers[p++]);
-    packed.push_back(pointers[p++]);
-    size_t n = 1 + 2 * buffer->shape.size();
-    for (size_t k = 0; k < n; ++k)
-      packed.push_back(&fields[next++]);
-  }
-  gaccrt_index_errors_reset();
-  llvm::Error status = impl->engine->invokePacked(name, packed);
-  if (status) {
-    error =
-        "running '" + name + "' failed: " + llvm::toString(std::move(status));
-    return false;
-  }
-  int64_t badIndex = 0, bound = 0, site = 0;
-  if (int64_t count = gaccrt_index_errors(&badIndex, &bound, &site)) {
-    error = "index " + std::to_string(badIndex) + " out of range [0, " +
-            std::to_string(bound) + ") in gather at " +
-            (site >= 0 && site < static_cast<int64_t>(gatherSites.size())
-                 ? gatherSites[site]
-                 : "site #" + std::to_string(site)) +
-            " (" + std::to_string(count) +
-            " out-of-range reads in this step; they read a clamped index)";
-    return false;
-  }
-  outputs.clear();
-  for (size_t j = 0; j < results.size(); ++j) {
-    const Buffer &buffer = *buffers[args.size() + j];
-    NpyArray out = makeArray(results[j].dtype, results[j].shape);
-    if (cuda) {
-      cudaApi.d2h(out.data.data(), buffer.data, buffer.bytes);
-      outputs.push_back(std::move(out));
-      continue;
-    }
-    std::memcpy(out.data.data(), buffer.data, buffer.bytes);
-    outputs.push_back(std::move(out));
-  }
-  if (cuda)
-    for (auto [buffer, host] : llvm::zip(buffers, hostData)) {
-      cudaApi.free(buffer->data);
-      buffer->data = host;
-    }
-  return true;
+  return runPackedStep(
+      signature, cuda,
+      [&](void **packed, size_t count, std::string &error) {
+        llvm::Error status = impl->engine->invokePacked(
+            signature.name, llvm::MutableArrayRef<void *>(packed, count));
+        if (!status)
+          return true;
+        error = "running '" + signature.name +
+                "' failed: " + llvm::toString(std::move(status));
+        return false;
+      },
+      inputs, outputs, error);
 }
 
-int64_t CompiledStep::currentBytes() const {
-  return cuda ? cudaApi.current() : gaccrt_current_bytes();
-}
+int64_t CompiledStep::currentBytes() const { return deviceCurrentBytes(cuda); }
 
-int64_t CompiledStep::peakBytes() const {
-  return cuda ? cudaApi.peak() : gaccrt_peak_bytes();
-}
+int64_t CompiledStep::peakBytes() const { return devicePeakBytes(cuda); }
 
-void CompiledStep::resetPeak() const {
-  if (cuda)
-    cudaApi.resetPeak();
-  else
-    gaccrt_reset_peak();
-}
+void CompiledStep::resetPeak() const { deviceResetPeak(cuda); }
 
 bool readStepInputs(const CompiledStep &step, const std::string &inputDir,
                     int rank, int world, std::vector<NpyArray> &inputs,
                     std::string &error) {
-  std::string dir = inputDir;
-  if (!llvm::sys::fs::is_directory(dir)) {
-    error = "--input-dir='" + dir + "' is not a directory";
-    return false;
-  }
-  // Per-rank folders (rank<r>), when present, must be rank0..rank<N-1> for
-  // N ranks; report the folders by their names.
-  std::vector<std::pair<long long, std::string>> rankDirs;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
-       it.increment(ec)) {
-    llvm::StringRef name = llvm::sys::path::filename(it->path());
-    long long r;
-    if (name.starts_with("rank") && !name.drop_front(4).empty() &&
-        !name.drop_front(4).getAsInteger(10, r) &&
-        llvm::sys::fs::is_directory(it->path()))
-      rankDirs.emplace_back(r, name.str());
-  }
-  std::sort(rankDirs.begin(), rankDirs.end());
-  if (!rankDirs.empty()) {
-    bool match = static_cast<int>(rankDirs.size()) == world;
-    for (size_t k = 0; match && k < rankDirs.size(); ++k)
-      match = rankDirs[k].first == static_cast<long long>(k) &&
-              rankDirs[k].second == "rank" + std::to_string(k);
-    if (!match) {
-      std::string names;
-      for (size_t k = 0; k < rankDirs.size(); ++k)
-        names += (k ? ", " : "") + rankDirs[k].second;
-      error = "'" + dir + "' has per-rank folders " + names + " (" +
-              std::to_string(rankDirs.size()) + ") but gacc-run runs with " +
-              std::to_string(world) + " rank" + (world == 1 ? "" : "s") +
-              ", which reads " +
-              (world == 1 ? std::string("rank0")
-                          : "rank0..rank" + std::to_string(world - 1));
-      return false;
-    }
-    dir += "/rank" + std::to_string(rank);
-  }
-  inputs.clear();
-  for (size_t i = 0; i < step.getArgs().size(); ++i) {
-    std::string path = dir + "/arg" + std::to_string(i) + ".npy";
-    std::string shared = inputDir + "/arg" + std::to_string(i) + ".npy";
-    // A file missing from the rank folder may be shared by all ranks.
-    if (!llvm::sys::fs::exists(path) && llvm::sys::fs::exists(shared))
-      path = shared;
-    if (!llvm::sys::fs::exists(path)) {
-      error = "missing input file '" + path + "' for argument #" +
-              std::to_string(i) + " (" +
-              mlir::gacc::stringifyRole(step.getArgs()[i].role).str() + ")";
-      return false;
-    }
-    NpyArray array;
-    if (!readNpy(path, array, error))
-      return false;
-    inputs.push_back(std::move(array));
-  }
-  return step.prepareInputs(inputs, error);
+  return readStepInputs(step.getArgs(), inputDir, rank, world, inputs, error);
 }
 
 std::vector<NpyArray> makeRandomInputs(const CompiledStep &step, uint64_t seed,
                                        int rank) {
-  std::vector<NpyArray> inputs;
-  std::mt19937_64 paramRng(seed);
-  std::mt19937_64 batchRng(seed * 7919 + 104729 * (rank + 1));
-  for (const TensorInfo &arg : step.getArgs()) {
-    NpyArray f64 = makeArray(DType::F64, arg.shape);
-    auto *values = reinterpret_cast<double *>(f64.data.data());
-    int64_t n = f64.numElements();
-    std::mt19937_64 &rng = arg.role == Role::Batch ? batchRng : paramRng;
-    std::normal_distribution<double> normal(0.0, 1.0);
-    int64_t fanIn = arg.shape.empty() ? 1 : arg.shape.front();
-    for (int64_t k = 0; k < n; ++k) {
-      switch (arg.role) {
-      case Role::Param:
-        values[k] = normal(rng) / std::sqrt(static_cast<double>(fanIn));
-        break;
-      case Role::State:
-        values[k] = arg.shape.empty() && isFloatDType(arg.dtype) ? 0.1 : 0.0;
-        break;
-      default:
-        if (!isFloatDType(arg.dtype)) {
-          int64_t bound = arg.indexBound > 0 ? arg.indexBound : 2;
-          values[k] = static_cast<double>(
-              std::uniform_int_distribution<int64_t>(0, bound - 1)(rng));
-        } else if (arg.isMask) {
-          values[k] = std::uniform_real_distribution<double>(0, 1)(rng) < 0.75;
-        } else {
-          values[k] = normal(rng);
-        }
-      }
-    }
-    // A mask keeps at least one token.
-    if (arg.isMask && n > 0)
-      values[0] = 1.0;
-    if (isFloatDType(arg.dtype)) {
-      inputs.push_back(convertToDType(f64, arg.dtype));
-    } else {
-      NpyArray ints = makeArray(DType::I64, arg.shape);
-      auto *dst = reinterpret_cast<int64_t *>(ints.data.data());
-      for (int64_t k = 0; k < n; ++k)
-        dst[k] = static_cast<int64_t>(values[k]);
-      inputs.push_back(convertToDType(ints, arg.dtype));
-    }
-  }
-  return inputs;
+  return makeRandomInputs(step.getArgs(), seed, rank);
 }
 
 } // namespace gacc

@@ -10,7 +10,7 @@
 #ifndef GACC_TOOLS_GACCRUN_STEPRUNNER_H
 #define GACC_TOOLS_GACCRUN_STEPRUNNER_H
 
-#include "Npy.h"
+#include "StepIO.h"
 
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
 
@@ -19,25 +19,11 @@
 #include <string>
 #include <vector>
 
+namespace mlir {
+class Operation;
+} // namespace mlir
+
 namespace gacc {
-
-/// The role of a step argument or result, as the dialect decodes it.
-using Role = mlir::gacc::Role;
-
-/// One argument or result of the step.
-struct TensorInfo {
-  Role role = Role::None;
-  /// Batch arguments: the sample dimension. Grad/ParamOut/StateOut results:
-  /// the argument they refer to.
-  int64_t index = -1;
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;
-  /// Integer batch inputs used as indices: values are drawn from
-  /// [0, indexBound) (0 when unknown).
-  int64_t indexBound = 0;
-  /// Float batch inputs that only scale other values (masks): drawn as 0/1.
-  bool isMask = false;
-};
 
 /// Options of a compiled step: the gacc-pipeline options and lowering knobs.
 struct StepOptions {
@@ -56,10 +42,6 @@ struct StepOptions {
   std::string device = "cpu";
 };
 
-/// Finalizes the runtime: the CUDA backend (NCCL communicator, device trace
-/// events) when it was used, then gaccrt (trace file, MPI).
-void finalizeRuntime();
-
 /// A step compiled for the host.
 class CompiledStep {
 public:
@@ -71,11 +53,26 @@ public:
                                                const StepOptions &options,
                                                std::string &error);
 
-  const std::string &getName() const { return name; }
-  const std::vector<TensorInfo> &getArgs() const { return args; }
-  const std::vector<TensorInfo> &getResults() const { return results; }
+  /// Parses `path`, records the signature and runs gacc-pipeline and the
+  /// device's lowering (gacc-lower-to-cpu or gacc-lower-to-cuda) down to the
+  /// LLVM dialect, without JIT compilation (gacc-compile translates the
+  /// result to an object file). Needs no GPU. Diagnostics go to stderr;
+  /// returns null (with `error` set) on failure.
+  static std::unique_ptr<CompiledStep> lower(const std::string &path,
+                                             const StepOptions &options,
+                                             std::string &error);
+
+  /// The lowered module (a `builtin.module` in the LLVM dialect).
+  mlir::Operation *getLoweredModule() const;
+
+  const StepSignature &getSignature() const { return signature; }
+  const std::string &getName() const { return signature.name; }
+  const std::vector<TensorInfo> &getArgs() const { return signature.args; }
+  const std::vector<TensorInfo> &getResults() const {
+    return signature.results;
+  }
   /// The number of samples of the rank's batch.
-  int64_t getBatchSize() const { return batchSize; }
+  int64_t getBatchSize() const { return signature.batchSize; }
 
   /// Checks `inputs` against the signature (count, shape, dtype) and
   /// converts float/int arrays to the argument's element type. Returns false
@@ -99,12 +96,8 @@ private:
   CompiledStep();
   struct Impl;
   std::unique_ptr<Impl> impl;
-  std::string name;
   bool cuda = false;
-  std::vector<TensorInfo> args, results;
-  int64_t batchSize = 0;
-  /// Descriptions of the checked gathers, by site number.
-  std::vector<std::string> gatherSites;
+  StepSignature signature;
 };
 
 /// Reads the inputs of `rank` (of `world` ranks) from `dir`: `arg<i>.npy`,

@@ -79,19 +79,6 @@ static int fail(const std::string &message) {
   return 1;
 }
 
-/// Formats a byte count.
-static std::string formatBytes(int64_t bytes) {
-  char buffer[64];
-  if (bytes >= (1 << 20))
-    std::snprintf(buffer, sizeof(buffer), "%.2f MiB", bytes / 1048576.0);
-  else if (bytes >= 1024)
-    std::snprintf(buffer, sizeof(buffer), "%.2f KiB", bytes / 1024.0);
-  else
-    std::snprintf(buffer, sizeof(buffer), "%lld B",
-                  static_cast<long long>(bytes));
-  return buffer;
-}
-
 /// Returns the scalar value of a rank-0 float array.
 static double scalarValue(const NpyArray &array) {
   NpyArray f64 = convertToDType(array, DType::F64);
@@ -225,29 +212,16 @@ int main(int argc, char **argv) {
       NpyArray f64 = convertToDType(outputs[j], DType::F64);
       const auto *values = reinterpret_cast<const double *>(f64.data.data());
       llvm::outs() << "result " << j << " ("
-                   << mlir::gacc::stringifyRole(results[j].role) << "): [";
+                   << roleName(results[j].role) << "): [";
       for (int64_t k = 0, n = f64.numElements(); k < n; ++k)
         llvm::outs() << (k ? ", " : "") << llvm::format("%.6g", values[k]);
       llvm::outs() << "]\n";
     }
 
   if (print) {
-    std::vector<double> sorted = stepMs;
-    std::sort(sorted.begin(), sorted.end());
-    double median = sorted[sorted.size() / 2];
-    double mean = 0;
-    for (double ms : stepMs)
-      mean += ms;
-    mean /= stepMs.size();
-    llvm::outs() << "summary: " << steps << " step" << (steps == 1 ? "" : "s")
-                 << (warmup ? " (" + std::to_string(warmup) + " warm-up)" : "")
-                 << ", time/step median " << llvm::format("%.3f", median)
-                 << " ms (mean " << llvm::format("%.3f", mean) << " ms)"
-                 << ", peak memory " << formatBytes(peak)
-                 << (step->isCuda() ? " (device, with inputs and results)"
-                                    : " (runtime-accounted)")
-                 << ", collectives/step " << collectives
-                 << ", bytes reduced/step " << bytesReduced << "\n";
+    llvm::outs() << formatStepSummary(steps, warmup, stepMs, peak,
+                                      step->isCuda(), collectives, bytesReduced)
+                 << "\n";
   }
   if (!traceFile.empty()) {
     int written = gaccrt_trace_write();

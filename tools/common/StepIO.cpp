@@ -1,0 +1,607 @@
+//===- StepIO.cpp - a compiled step's signature, inputs and calls -*- C++ -*-=//
+//
+// Implements StepIO.h with the C++ standard library, gaccrt and dlopen only,
+// so that gacc-run-aot links no LLVM or MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StepIO.h"
+
+#include "gaccrt/gaccrt.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <type_traits>
+
+namespace fs = std::filesystem;
+
+namespace gacc {
+
+const char *roleName(Role role) {
+  switch (role) {
+  case Role::None:
+    return "-";
+  case Role::Param:
+    return "param";
+  case Role::Batch:
+    return "batch";
+  case Role::State:
+    return "state";
+  case Role::Loss:
+    return "loss";
+  case Role::Grad:
+    return "grad";
+  case Role::ParamOut:
+    return "param_out";
+  case Role::StateOut:
+    return "state_out";
+  case Role::Metric:
+    return "metric";
+  }
+  return "?";
+}
+
+//===----------------------------------------------------------------------===//
+// Signature text
+//===----------------------------------------------------------------------===//
+
+const char kSignatureMagic[] = "gacc-step-signature 1\n";
+
+static std::string joinInts(const std::vector<int64_t> &values) {
+  std::string s;
+  for (size_t i = 0; i < values.size(); ++i)
+    s += (i ? "," : "") + std::to_string(values[i]);
+  return s;
+}
+
+std::string serializeSignature(const StepSignature &signature) {
+  std::ostringstream os;
+  os << kSignatureMagic;
+  os << "name " << signature.name << "\n";
+  os << "device " << signature.device << "\n";
+  os << "batch " << signature.batchSize << "\n";
+  os << "split " << signature.split << "\n";
+  auto tensor = [&](const char *kind, const TensorInfo &info) {
+    os << kind << " " << roleName(info.role) << " " << dtypeName(info.dtype)
+       << " " << info.index << " " << info.indexBound << " "
+       << (info.isMask ? 1 : 0) << " [" << joinInts(info.shape) << "]\n";
+  };
+  for (const TensorInfo &arg : signature.args)
+    tensor("arg", arg);
+  for (const TensorInfo &result : signature.results)
+    tensor("result", result);
+  for (const std::string &site : signature.gatherSites) {
+    std::string line = site;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    os << "gather " << line << "\n";
+  }
+  return os.str();
+}
+
+static bool parseRole(const std::string &name, Role &role) {
+  for (Role r : {Role::None, Role::Param, Role::Batch, Role::State, Role::Loss,
+                 Role::Grad, Role::ParamOut, Role::StateOut, Role::Metric})
+    if (name == roleName(r)) {
+      role = r;
+      return true;
+    }
+  return false;
+}
+
+static bool parseDType(const std::string &name, DType &dtype) {
+  for (DType d : {DType::F32, DType::F64, DType::BF16, DType::F16, DType::I32,
+                  DType::I64, DType::I8, DType::U8, DType::Bool})
+    if (name == dtypeName(d)) {
+      dtype = d;
+      return true;
+    }
+  return false;
+}
+
+bool parseSignature(const std::string &text, StepSignature &signature,
+                    std::string &error) {
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || line + "\n" != kSignatureMagic) {
+    error = "the step signature does not start with '" +
+            std::string(kSignatureMagic, sizeof(kSignatureMagic) - 2) +
+            "' (compiled by another gacc-compile version? compile it again)";
+    return false;
+  }
+  signature = StepSignature();
+  int lineNo = 1;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    if (line.empty())
+      continue;
+    size_t space = line.find(' ');
+    std::string key = line.substr(0, space);
+    std::string rest = space == std::string::npos ? "" : line.substr(space + 1);
+    auto bad = [&]() {
+      error = "malformed step signature line " + std::to_string(lineNo) +
+              ": '" + line + "'";
+      return false;
+    };
+    if (key == "name") {
+      signature.name = rest;
+    } else if (key == "device") {
+      signature.device = rest;
+    } else if (key == "batch") {
+      char *end = nullptr;
+      signature.batchSize = std::strtoll(rest.c_str(), &end, 10);
+      if (rest.empty() || *end)
+        return bad();
+    } else if (key == "split") {
+      signature.split = rest;
+    } else if (key == "gather") {
+      signature.gatherSites.push_back(rest);
+    } else if (key == "arg" || key == "result") {
+      std::istringstream fields(rest);
+      std::string role, dtype, shape;
+      TensorInfo info;
+      int mask = 0;
+      if (!(fields >> role >> dtype >> info.index >> info.indexBound >> mask >>
+            shape) ||
+          !parseRole(role, info.role) || !parseDType(dtype, info.dtype) ||
+          shape.size() < 2 || shape.front() != '[' || shape.back() != ']')
+        return bad();
+      info.isMask = mask != 0;
+      std::istringstream dims(shape.substr(1, shape.size() - 2));
+      std::string dim;
+      while (std::getline(dims, dim, ',')) {
+        char *end = nullptr;
+        int64_t d = std::strtoll(dim.c_str(), &end, 10);
+        if (dim.empty() || *end || d < 0)
+          return bad();
+        info.shape.push_back(d);
+      }
+      (key == "arg" ? signature.args : signature.results).push_back(info);
+    } else {
+      return bad();
+    }
+  }
+  if (signature.name.empty() ||
+      (signature.device != "cpu" && signature.device != "cuda")) {
+    error = "the step signature names no step or an unknown device '" +
+            signature.device + "'";
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs
+//===----------------------------------------------------------------------===//
+
+/// Formats a shape as [a, b, c].
+static std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+bool prepareStepInputs(const std::vector<TensorInfo> &args,
+                       std::vector<NpyArray> &inputs, std::string &error) {
+  if (inputs.size() != args.size()) {
+    error = "expected " + std::to_string(args.size()) + " inputs, got " +
+            std::to_string(inputs.size());
+    return false;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const TensorInfo &arg = args[i];
+    NpyArray &in = inputs[i];
+    if (in.shape != arg.shape) {
+      error = "argument #" + std::to_string(i) + " (" + roleName(arg.role) +
+              ") expects shape " + formatShape(arg.shape) + " of " +
+              dtypeName(arg.dtype) + ", got shape " + formatShape(in.shape) +
+              " of " + dtypeName(in.dtype);
+      return false;
+    }
+    if (in.dtype == arg.dtype)
+      continue;
+    bool bothFloat = isFloatDType(in.dtype) && isFloatDType(arg.dtype);
+    bool bothInt = !isFloatDType(in.dtype) && !isFloatDType(arg.dtype);
+    if (!bothFloat && !bothInt) {
+      error = "argument #" + std::to_string(i) + " (" + roleName(arg.role) +
+              ") expects " + dtypeName(arg.dtype) + " data, got " +
+              dtypeName(in.dtype);
+      return false;
+    }
+    in = convertToDType(in, arg.dtype);
+  }
+  return true;
+}
+
+bool readStepInputs(const std::vector<TensorInfo> &args,
+                    const std::string &inputDir, int rank, int world,
+                    std::vector<NpyArray> &inputs, std::string &error) {
+  std::string dir = inputDir;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    error = "--input-dir='" + dir + "' is not a directory";
+    return false;
+  }
+  // Per-rank folders (rank<r>), when present, must be rank0..rank<N-1> for
+  // N ranks; report the folders by their names.
+  std::vector<std::pair<long long, std::string>> rankDirs;
+  for (fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.size() <= 4 || name.compare(0, 4, "rank") != 0 ||
+        !it->is_directory(ec))
+      continue;
+    std::string digits = name.substr(4);
+    char *endp = nullptr;
+    long long r = std::strtoll(digits.c_str(), &endp, 10);
+    if (*endp || !std::isdigit(static_cast<unsigned char>(digits[0])))
+      continue;
+    rankDirs.emplace_back(r, name);
+  }
+  std::sort(rankDirs.begin(), rankDirs.end());
+  if (!rankDirs.empty()) {
+    bool match = static_cast<int>(rankDirs.size()) == world;
+    for (size_t k = 0; match && k < rankDirs.size(); ++k)
+      match = rankDirs[k].first == static_cast<long long>(k) &&
+              rankDirs[k].second == "rank" + std::to_string(k);
+    if (!match) {
+      std::string names;
+      for (size_t k = 0; k < rankDirs.size(); ++k)
+        names += (k ? ", " : "") + rankDirs[k].second;
+      error = "'" + dir + "' has per-rank folders " + names + " (" +
+              std::to_string(rankDirs.size()) + ") but gacc-run runs with " +
+              std::to_string(world) + " rank" + (world == 1 ? "" : "s") +
+              ", which reads " +
+              (world == 1 ? std::string("rank0")
+                          : "rank0..rank" + std::to_string(world - 1));
+      return false;
+    }
+    dir += "/rank" + std::to_string(rank);
+  }
+  inputs.clear();
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string path = dir + "/arg" + std::to_string(i) + ".npy";
+    std::string shared = inputDir + "/arg" + std::to_string(i) + ".npy";
+    // A file missing from the rank folder may be shared by all ranks.
+    if (!fs::exists(path, ec) && fs::exists(shared, ec))
+      path = shared;
+    if (!fs::exists(path, ec)) {
+      error = "missing input file '" + path + "' for argument #" +
+              std::to_string(i) + " (" + roleName(args[i].role) + ")";
+      return false;
+    }
+    NpyArray array;
+    if (!readNpy(path, array, error))
+      return false;
+    inputs.push_back(std::move(array));
+  }
+  return prepareStepInputs(args, inputs, error);
+}
+
+std::vector<NpyArray> makeRandomInputs(const std::vector<TensorInfo> &args,
+                                       uint64_t seed, int rank) {
+  std::vector<NpyArray> inputs;
+  std::mt19937_64 paramRng(seed);
+  std::mt19937_64 batchRng(seed * 7919 + 104729 * (rank + 1));
+  for (const TensorInfo &arg : args) {
+    NpyArray f64 = makeArray(DType::F64, arg.shape);
+    auto *values = reinterpret_cast<double *>(f64.data.data());
+    int64_t n = f64.numElements();
+    std::mt19937_64 &rng = arg.role == Role::Batch ? batchRng : paramRng;
+    std::normal_distribution<double> normal(0.0, 1.0);
+    int64_t fanIn = arg.shape.empty() ? 1 : arg.shape.front();
+    for (int64_t k = 0; k < n; ++k) {
+      switch (arg.role) {
+      case Role::Param:
+        values[k] = normal(rng) / std::sqrt(static_cast<double>(fanIn));
+        break;
+      case Role::State:
+        values[k] = arg.shape.empty() && isFloatDType(arg.dtype) ? 0.1 : 0.0;
+        break;
+      default:
+        if (!isFloatDType(arg.dtype)) {
+          int64_t bound = arg.indexBound > 0 ? arg.indexBound : 2;
+          values[k] = static_cast<double>(
+              std::uniform_int_distribution<int64_t>(0, bound - 1)(rng));
+        } else if (arg.isMask) {
+          values[k] = std::uniform_real_distribution<double>(0, 1)(rng) < 0.75;
+        } else {
+          values[k] = normal(rng);
+        }
+      }
+    }
+    // A mask keeps at least one token.
+    if (arg.isMask && n > 0)
+      values[0] = 1.0;
+    if (isFloatDType(arg.dtype)) {
+      inputs.push_back(convertToDType(f64, arg.dtype));
+    } else {
+      NpyArray ints = makeArray(DType::I64, arg.shape);
+      auto *dst = reinterpret_cast<int64_t *>(ints.data.data());
+      for (int64_t k = 0; k < n; ++k)
+        dst[k] = static_cast<int64_t>(values[k]);
+      inputs.push_back(convertToDType(ints, arg.dtype));
+    }
+  }
+  return inputs;
+}
+
+//===----------------------------------------------------------------------===//
+// The CUDA runtime
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// libgaccrt_cuda, opened only for CUDA steps so that CPU runs do not load
+/// cuBLAS and NCCL.
+struct CudaApi {
+  void *handle = nullptr;
+  int (*init)(int) = nullptr;
+  int (*available)() = nullptr;
+  void (*finalize)() = nullptr;
+  void *(*alloc)(int64_t) = nullptr;
+  void (*free)(void *) = nullptr;
+  void (*h2d)(void *, const void *, int64_t) = nullptr;
+  void (*d2h)(void *, const void *, int64_t) = nullptr;
+  int64_t (*current)() = nullptr;
+  int64_t (*peak)() = nullptr;
+  void (*resetPeak)() = nullptr;
+  void (*mark)() = nullptr;
+  double (*elapsedMs)() = nullptr;
+};
+CudaApi cudaApi;
+
+/// Opens libgaccrt_cuda (next to the other gacc libraries) once.
+bool loadCudaApi(std::string &error) {
+  if (cudaApi.handle)
+    return true;
+  void *handle = dlopen("libgaccrt_cuda.so", RTLD_NOW | RTLD_GLOBAL);
+  if (!handle) {
+    const char *why = dlerror();
+    error = std::string("cannot load libgaccrt_cuda.so: ") +
+            (why ? why : "unknown error");
+    return false;
+  }
+  auto get = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(handle, name));
+    if (!fn)
+      error = std::string("libgaccrt_cuda.so lacks ") + name;
+    return fn != nullptr;
+  };
+  CudaApi api;
+  api.handle = handle;
+  if (!get(api.init, "gaccrt_cuda_init") ||
+      !get(api.available, "gaccrt_cuda_available") ||
+      !get(api.finalize, "gaccrt_cuda_finalize") ||
+      !get(api.alloc, "gaccrt_cuda_alloc") ||
+      !get(api.free, "gaccrt_cuda_free") ||
+      !get(api.h2d, "gaccrt_cuda_memcpy_h2d") ||
+      !get(api.d2h, "gaccrt_cuda_memcpy_d2h") ||
+      !get(api.current, "gaccrt_cuda_current_bytes") ||
+      !get(api.peak, "gaccrt_cuda_peak_bytes") ||
+      !get(api.resetPeak, "gaccrt_cuda_reset_peak") ||
+      !get(api.mark, "gaccrt_cuda_mark") ||
+      !get(api.elapsedMs, "gaccrt_cuda_elapsed_ms_since_mark"))
+    return false;
+  cudaApi = api;
+  return true;
+}
+} // namespace
+
+bool initCudaRuntime(std::string &error) {
+  if (!loadCudaApi(error))
+    return false;
+  if (cudaApi.init(-1) != 0) {
+    error = "--device=cuda: no usable CUDA device (see the message above)";
+    return false;
+  }
+  return true;
+}
+
+void finalizeRuntime() {
+  if (cudaApi.handle && cudaApi.available())
+    cudaApi.finalize();
+  gaccrt_finalize();
+}
+
+int64_t deviceCurrentBytes(bool cuda) {
+  return cuda ? cudaApi.current() : gaccrt_current_bytes();
+}
+
+int64_t devicePeakBytes(bool cuda) {
+  return cuda ? cudaApi.peak() : gaccrt_peak_bytes();
+}
+
+void deviceResetPeak(bool cuda) {
+  if (cuda)
+    cudaApi.resetPeak();
+  else
+    gaccrt_reset_peak();
+}
+
+void startDeviceTimer() { cudaApi.mark(); }
+
+double deviceElapsedMs() { return cudaApi.elapsedMs(); }
+
+//===----------------------------------------------------------------------===//
+// Calling a step
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Host memory for one memref argument, aligned for vector code.
+struct Buffer {
+  void *data = nullptr;
+  int64_t bytes = 0;
+  std::vector<int64_t> shape;
+  ~Buffer() { std::free(data); }
+};
+} // namespace
+
+bool runPackedStep(
+    const StepSignature &signature, bool cuda,
+    const std::function<bool(void **, size_t, std::string &)> &invoke,
+    const std::vector<NpyArray> &inputs, std::vector<NpyArray> &outputs,
+    std::string &error, double *callMs) {
+  const std::vector<TensorInfo> &args = signature.args;
+  const std::vector<TensorInfo> &results = signature.results;
+  // Copies of the inputs (the step may update them in place) and the result
+  // buffers, each with its descriptor fields.
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  auto addBuffer = [&](const std::vector<int64_t> &shape, int64_t elemBytes,
+                       const void *init) {
+    auto buffer = std::make_unique<Buffer>();
+    int64_t count = 1;
+    for (int64_t d : shape)
+      count *= d;
+    buffer->bytes = count * elemBytes;
+    buffer->shape = shape;
+    buffer->data = std::aligned_alloc(
+        64, std::max<int64_t>(64, (buffer->bytes + 63) / 64 * 64));
+    if (init)
+      std::memcpy(buffer->data, init, buffer->bytes);
+    buffers.push_back(std::move(buffer));
+  };
+  for (size_t i = 0; i < args.size(); ++i)
+    addBuffer(args[i].shape, dtypeSize(args[i].dtype), inputs[i].data.data());
+  for (const TensorInfo &result : results)
+    addBuffer(result.shape, dtypeSize(result.dtype), nullptr);
+  // On the GPU the step takes device buffers: copy the host ones over.
+  std::vector<void *> hostData;
+  if (cuda)
+    for (auto &buffer : buffers) {
+      hostData.push_back(buffer->data);
+      void *device = cudaApi.alloc(std::max<int64_t>(buffer->bytes, 1));
+      cudaApi.h2d(device, buffer->data, buffer->bytes);
+      buffer->data = device;
+    }
+  // Device buffers go back to the device allocator and the host ones are
+  // restored for ~Buffer, on every path out.
+  struct RestoreHost {
+    bool cuda;
+    std::vector<std::unique_ptr<Buffer>> &buffers;
+    std::vector<void *> &hostData;
+    ~RestoreHost() {
+      if (!cuda)
+        return;
+      for (size_t k = 0; k < buffers.size(); ++k) {
+        cudaApi.free(buffers[k]->data);
+        buffers[k]->data = hostData[k];
+      }
+    }
+  } restore{cuda, buffers, hostData};
+
+  // Descriptor fields: allocated, aligned, offset, sizes, strides.
+  std::vector<int64_t> fields;
+  std::vector<void *> pointers;
+  fields.reserve(buffers.size() * 16);
+  for (auto &buffer : buffers) {
+    pointers.push_back(&buffer->data);
+    pointers.push_back(&buffer->data);
+    fields.push_back(0);
+    for (int64_t d : buffer->shape)
+      fields.push_back(d);
+    int64_t stride = 1;
+    std::vector<int64_t> strides(buffer->shape.size());
+    for (size_t d = buffer->shape.size(); d-- > 0;) {
+      strides[d] = stride;
+      stride *= buffer->shape[d];
+    }
+    for (int64_t s : strides)
+      fields.push_back(s);
+  }
+  // Point at the fields now that the vector no longer grows.
+  std::vector<void *> packed;
+  size_t next = 0, p = 0;
+  for (auto &buffer : buffers) {
+    packed.push_back(pointers[p++]);
+    packed.push_back(pointers[p++]);
+    size_t n = 1 + 2 * buffer->shape.size();
+    for (size_t k = 0; k < n; ++k)
+      packed.push_back(&fields[next++]);
+  }
+  gaccrt_index_errors_reset();
+  double start = 0;
+  if (callMs && cuda)
+    startDeviceTimer();
+  else if (callMs)
+    start = gaccrt_now_us();
+  if (!invoke(packed.data(), packed.size(), error))
+    return false;
+  if (callMs)
+    *callMs = cuda ? deviceElapsedMs() : (gaccrt_now_us() - start) / 1000.0;
+  int64_t badIndex = 0, bound = 0, site = 0;
+  if (int64_t count = gaccrt_index_errors(&badIndex, &bound, &site)) {
+    const std::vector<std::string> &sites = signature.gatherSites;
+    error = "index " + std::to_string(badIndex) + " out of range [0, " +
+            std::to_string(bound) + ") in gather at " +
+            (site >= 0 && site < static_cast<int64_t>(sites.size())
+                 ? sites[site]
+                 : "site #" + std::to_string(site)) +
+            " (" + std::to_string(count) +
+            " out-of-range reads in this step; they read a clamped index)";
+    return false;
+  }
+  outputs.clear();
+  for (size_t j = 0; j < results.size(); ++j) {
+    const Buffer &buffer = *buffers[args.size() + j];
+    NpyArray out = makeArray(results[j].dtype, results[j].shape);
+    if (cuda)
+      cudaApi.d2h(out.data.data(), buffer.data, buffer.bytes);
+    else
+      std::memcpy(out.data.data(), buffer.data, buffer.bytes);
+    outputs.push_back(std::move(out));
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Reports
+//===----------------------------------------------------------------------===//
+
+std::string formatBytes(int64_t bytes) {
+  char buffer[64];
+  if (bytes >= (1 << 20))
+    std::snprintf(buffer, sizeof(buffer), "%.2f MiB", bytes / 1048576.0);
+  else if (bytes >= 1024)
+    std::snprintf(buffer, sizeof(buffer), "%.2f KiB", bytes / 1024.0);
+  else
+    std::snprintf(buffer, sizeof(buffer), "%lld B",
+                  static_cast<long long>(bytes));
+  return buffer;
+}
+
+std::string formatStepSummary(int64_t steps, int64_t warmup,
+                              const std::vector<double> &stepMs, int64_t peak,
+                              bool cuda, int64_t collectives,
+                              int64_t bytesReduced) {
+  std::vector<double> sorted = stepMs;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted.empty() ? NAN : sorted[sorted.size() / 2];
+  double mean = 0;
+  for (double ms : stepMs)
+    mean += ms;
+  mean /= std::max<size_t>(1, stepMs.size());
+  char times[128];
+  std::snprintf(times, sizeof(times),
+                ", time/step median %.3f ms (mean %.3f ms)", median, mean);
+  std::string s =
+      "summary: " + std::to_string(steps) + " step" + (steps == 1 ? "" : "s");
+  if (warmup)
+    s += " (" + std::to_string(warmup) + " warm-up)";
+  s += times;
+  s += ", peak memory " + formatBytes(peak) +
+       (cuda ? " (device, with inputs and results)" : " (runtime-accounted)");
+  s += ", collectives/step " + std::to_string(collectives) +
+       ", bytes reduced/step " + std::to_string(bytesReduced);
+  return s;
+}
+
+} // namespace gacc

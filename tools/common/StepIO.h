@@ -1,0 +1,151 @@
+//===- StepIO.h - a compiled step's signature, inputs and calls -*- C++ -*-===//
+//
+// The half of the step runner that needs no LLVM or MLIR, shared by gacc-run
+// (JIT) and gacc-run-aot (a step compiled ahead of time by gacc-compile): the
+// step's signature (roles, element types, shapes, gather sites) and its text
+// form embedded in a compiled step, input files and random inputs, the
+// calling convention of a lowered step (every memref expanded into allocated,
+// aligned, offset, sizes, strides and passed packed as `void **`), the CUDA
+// runtime opened with dlopen, and the summary both runners print.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GACC_TOOLS_COMMON_STEPIO_H
+#define GACC_TOOLS_COMMON_STEPIO_H
+
+#include "Npy.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gacc {
+
+/// The role of a step argument or result (DESIGN.md §1), as the signature
+/// text carries it: mlir::gacc::Role (StepSignature.h) decodes roles from the
+/// IR, this LLVM-free copy lists the same roles in the same order.
+enum class Role {
+  None,
+  Param,
+  Batch,
+  State,
+  Loss,
+  Grad,
+  ParamOut,
+  StateOut,
+  Metric
+};
+
+/// Returns "param", "batch", "loss", ...
+const char *roleName(Role role);
+
+/// One argument or result of the step.
+struct TensorInfo {
+  Role role = Role::None;
+  /// Batch arguments: the sample dimension. Grad/ParamOut/StateOut results:
+  /// the argument they refer to.
+  int64_t index = -1;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  /// Integer batch inputs used as indices: values are drawn from
+  /// [0, indexBound) (0 when unknown).
+  int64_t indexBound = 0;
+  /// Float batch inputs that only scale other values (masks): drawn as 0/1.
+  bool isMask = false;
+};
+
+/// What a runner needs to know about a compiled step.
+struct StepSignature {
+  /// The step function's name.
+  std::string name;
+  /// "cpu" or "cuda".
+  std::string device = "cpu";
+  /// The number of samples of the rank's batch.
+  int64_t batchSize = 0;
+  /// How the batch is split: "4 micro-batches" or "micro-batch sizes 3,1".
+  std::string split;
+  std::vector<TensorInfo> args, results;
+  /// Descriptions of the checked gathers, by site number.
+  std::vector<std::string> gatherSites;
+};
+
+/// The first line of a signature's text, with its newline.
+extern const char kSignatureMagic[];
+
+/// The signature as text (one line per field, argument, result and gather
+/// site), the form gacc-compile embeds as `gacc_step_signature`.
+std::string serializeSignature(const StepSignature &signature);
+
+/// Parses serializeSignature's text. Returns false with a message on text of
+/// another version or a malformed line.
+bool parseSignature(const std::string &text, StepSignature &signature,
+                    std::string &error);
+
+/// Checks `inputs` against `args` (count, shape, dtype) and converts
+/// float/int arrays to the argument's element type. Returns false with a
+/// message naming the argument when they do not fit.
+bool prepareStepInputs(const std::vector<TensorInfo> &args,
+                       std::vector<NpyArray> &inputs, std::string &error);
+
+/// Reads the inputs of `rank` (of `world` ranks) from `dir`: `arg<i>.npy`,
+/// or `rank<r>/arg<i>.npy` when per-rank folders exist (there must be
+/// exactly `world`; a file missing from a rank folder falls back to the
+/// shared one), checked and converted by prepareStepInputs. Returns false
+/// with a message naming the file or argument.
+bool readStepInputs(const std::vector<TensorInfo> &args, const std::string &dir,
+                    int rank, int world, std::vector<NpyArray> &inputs,
+                    std::string &error);
+
+/// Draws inputs for `args`: parameters from `seed` (the same on every rank),
+/// batch inputs from `seed` and `rank` (each rank its own batch), integer
+/// index inputs in range, masks as 0/1, rank-0 float state 0.1 (a learning
+/// rate), other state zeros.
+std::vector<NpyArray> makeRandomInputs(const std::vector<TensorInfo> &args,
+                                       uint64_t seed, int rank);
+
+/// Loads libgaccrt_cuda (dlopen, once) and initializes the device. Returns
+/// false with a message when the library or a usable device is missing.
+bool initCudaRuntime(std::string &error);
+
+/// Finalizes the runtime: the CUDA backend (NCCL communicator, device trace
+/// events) when it was used, then gaccrt (trace file, MPI).
+void finalizeRuntime();
+
+/// Memory accounting of the device a step runs on: the runtime-accounted
+/// heap on the CPU, device memory on CUDA (after initCudaRuntime).
+int64_t deviceCurrentBytes(bool cuda);
+int64_t devicePeakBytes(bool cuda);
+void deviceResetPeak(bool cuda);
+
+/// Device time between two calls on the CUDA stream (CUDA events):
+/// startDeviceTimer records the first event, deviceElapsedMs the second and
+/// waits for it.
+void startDeviceTimer();
+double deviceElapsedMs();
+
+/// Runs one step through `invoke`, which calls the step's packed wrapper
+/// (`void (void **)`): copies the prepared `inputs` into fresh buffers (on
+/// the device for CUDA), passes them and result buffers, reads back the
+/// results. An out-of-range gather index fails the step with a message
+/// naming the index, the bound and the site. With `callMs`, sets it to the
+/// time of the call alone, without the copies (device time by CUDA events
+/// for CUDA).
+bool runPackedStep(
+    const StepSignature &signature, bool cuda,
+    const std::function<bool(void **, size_t, std::string &)> &invoke,
+    const std::vector<NpyArray> &inputs, std::vector<NpyArray> &outputs,
+    std::string &error, double *callMs = nullptr);
+
+/// Formats a byte count ("1.50 MiB").
+std::string formatBytes(int64_t bytes);
+
+/// The summary line of gacc-run and gacc-run-aot.
+std::string formatStepSummary(int64_t steps, int64_t warmup,
+                              const std::vector<double> &stepMs, int64_t peak,
+                              bool cuda, int64_t collectives,
+                              int64_t bytesReduced);
+
+} // namespace gacc
+
+#endif // GACC_TOOLS_COMMON_STEPIO_H

@@ -1,0 +1,278 @@
+//===- gacc-compile.cpp - compile a training step ahead of time -*- C++ -*-===//
+//
+// gacc-compile STEP.mlir [pipeline options] [--device=cpu|cuda] -o step.so
+//
+// Runs the pipeline and the device's lowering exactly as gacc-run does
+// (CompiledStep::lower), translates the result to LLVM IR, adds the packed
+// entry `void gacc_step(void **args)` and the signature text
+// `gacc_step_signature` (StepIO.h), emits an object for the host (or
+// --mcpu) and links a shared library that needs only libgaccrt (and
+// libgaccrt_cuda for CUDA steps) at run time. gacc-run-aot runs it. An
+// output ending in .o is the object alone, .ll the LLVM IR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PipelineFlags.h"
+#include "StepRunner.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace gacc;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory &category = getToolFlagCategory();
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<step.mlir>"),
+                                      cl::Required, cl::cat(category));
+static cl::opt<std::string>
+    outputFile("o",
+               cl::desc("Output: a shared library (.so), an object (.o) or "
+                        "LLVM IR (.ll)"),
+               cl::value_desc("file"), cl::Required, cl::cat(category));
+static cl::opt<std::string>
+    targetCpu("mcpu",
+              cl::desc("Host CPU the code is compiled for: 'host' (this "
+                       "machine's CPU and features) or an LLVM CPU name such "
+                       "as x86-64 or x86-64-v3 (to run elsewhere)"),
+              cl::init("host"), cl::cat(category));
+static cl::opt<std::string> runtimeDir(
+    "runtime-dir",
+    cl::desc("Folder of libgaccrt.so (default: ../lib next to gacc-compile)"),
+    cl::init(""), cl::cat(category));
+static cl::list<std::string>
+    rpaths("rpath",
+           cl::desc("Run-time search path of the library (repeatable; "
+                    "default: $ORIGIN and the runtime folder)"),
+           cl::cat(category));
+static cl::opt<std::string>
+    linker("linker", cl::desc("C++ compiler driver that links the library"),
+           cl::init("c++"), cl::cat(category));
+static cl::opt<bool> noBlas("no-blas",
+                            cl::desc("Lower matmuls to loops, not OpenBLAS"),
+                            cl::init(false), cl::cat(category));
+
+/// Prints an error and returns exit code 1.
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "gacc-compile: error: " << message << "\n";
+  return 1;
+}
+
+/// Adds `void gacc_step(void **args)`, which loads each argument of `step`
+/// from the pointer in `args` and calls it (the packed convention of
+/// MLIR's ExecutionEngine), and the signature text as
+/// `gacc_step_signature`.
+static bool addEntryPoints(llvm::Module &module, llvm::Function *step,
+                           const std::string &signature, std::string &error) {
+  llvm::LLVMContext &ctx = module.getContext();
+  if (!step->getReturnType()->isVoidTy()) {
+    error = "the lowered step '" + step->getName().str() +
+            "' returns a value; expected results passed as arguments";
+    return false;
+  }
+  if (module.getNamedValue("gacc_step") ||
+      module.getNamedValue("gacc_step_signature")) {
+    error = "the step's module already defines gacc_step or "
+            "gacc_step_signature; rename that function";
+    return false;
+  }
+  auto *ptrTy = llvm::PointerType::get(ctx, 0);
+  auto *wrapperTy =
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptrTy}, false);
+  auto *wrapper = llvm::Function::Create(
+      wrapperTy, llvm::GlobalValue::ExternalLinkage, "gacc_step", module);
+  llvm::IRBuilder<> builder(llvm::BasicBlock::Create(ctx, "entry", wrapper));
+  llvm::Value *packed = wrapper->getArg(0);
+  llvm::SmallVector<llvm::Value *> args;
+  for (auto [index, arg] : llvm::enumerate(step->args())) {
+    llvm::Value *slot = builder.CreateConstGEP1_64(ptrTy, packed, index);
+    llvm::Value *pointer = builder.CreateLoad(ptrTy, slot);
+    args.push_back(builder.CreateLoad(arg.getType(), pointer));
+  }
+  builder.CreateCall(step, args);
+  builder.CreateRetVoid();
+
+  llvm::Constant *text = llvm::ConstantDataArray::getString(ctx, signature);
+  auto *global = new llvm::GlobalVariable(
+      module, text->getType(), /*isConstant=*/true,
+      llvm::GlobalValue::ExternalLinkage, text, "gacc_step_signature");
+  global->setAlignment(llvm::Align(1));
+  return true;
+}
+
+/// The folder of libgaccrt.so: --runtime-dir, else ../lib next to this tool.
+static std::string getRuntimeDir(const char *argv0) {
+  if (!runtimeDir.empty())
+    return runtimeDir;
+  std::string exe = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&getRuntimeDir));
+  llvm::SmallString<256> dir(llvm::sys::path::parent_path(exe));
+  llvm::sys::path::append(dir, "..", "lib");
+  llvm::sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
+  return dir.str().str();
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "gacc-compile: compile a training step with gradient accumulation "
+      "ahead of time into a shared library for gacc-run-aot\n");
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  StepOptions options = getStepOptionsFromFlags();
+  options.blas = !noBlas;
+  // Region trace events cost a call each; gacc-run only asks for them with
+  // --trace. A compiled step keeps them: they are no-ops until a trace is
+  // enabled.
+  options.traceRegions = true;
+  if (options.device != "cpu" && options.device != "cuda")
+    return fail("unknown --device='" + options.device +
+                "' (expected cpu or cuda)");
+  llvm::StringRef ext = llvm::sys::path::extension(outputFile);
+  bool emitObject = ext == ".o", emitIR = ext == ".ll";
+
+  std::string error;
+  std::unique_ptr<CompiledStep> step =
+      CompiledStep::lower(inputFile, options, error);
+  if (!step)
+    return fail(error);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> module =
+      ::mlir::translateModuleToLLVMIR(step->getLoweredModule(), llvmContext);
+  if (!module)
+    return fail("cannot translate the lowered step to LLVM IR (see the "
+                "message above)");
+
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string lookupError;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!target)
+    return fail("no LLVM target for " + triple.str() + ": " + lookupError);
+  std::string cpu = targetCpu, features;
+  if (cpu == "host") {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures subtarget;
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      subtarget.AddFeature(feature.first(), feature.second);
+    features = subtarget.getString();
+  }
+  std::unique_ptr<llvm::MCSubtargetInfo> subtargetInfo(
+      target->createMCSubtargetInfo(triple, cpu, ""));
+  if (!subtargetInfo || !subtargetInfo->isCPUStringValid(cpu))
+    return fail("--mcpu='" + targetCpu + "' is not a CPU of " + triple.str() +
+                " (try host, x86-64 or x86-64-v3)");
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return fail("cannot create a target machine for " + triple.str());
+  module->setTargetTriple(triple);
+  module->setDataLayout(machine->createDataLayout());
+
+  llvm::Function *entry = module->getFunction(step->getName());
+  if (!entry || entry->isDeclaration())
+    return fail("the lowered module has no function '" + step->getName() + "'");
+  if (!addEntryPoints(*module, entry, serializeSignature(step->getSignature()),
+                      error))
+    return fail(error);
+  if (auto err = ::mlir::makeOptimizingTransformer(/*optLevel=*/3,
+                                                   /*sizeLevel=*/0,
+                                                   machine.get())(module.get()))
+    return fail("optimizing the step failed: " +
+                llvm::toString(std::move(err)));
+  if (llvm::verifyModule(*module, &llvm::errs()))
+    return fail("the step's LLVM IR does not verify");
+
+  if (emitIR) {
+    std::error_code ec;
+    llvm::ToolOutputFile out(outputFile, ec, llvm::sys::fs::OF_Text);
+    if (ec)
+      return fail("cannot write '" + outputFile + "': " + ec.message());
+    module->print(out.os(), nullptr);
+    out.keep();
+    return 0;
+  }
+
+  // The object: the output itself, or a temporary file to link.
+  llvm::SmallString<256> objectPath;
+  if (emitObject) {
+    objectPath = outputFile;
+  } else if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+                 "gacc-step", "o", objectPath)) {
+    return fail("cannot create a temporary object file: " + ec.message());
+  }
+  llvm::FileRemover removeObject(objectPath, !emitObject);
+  {
+    std::error_code ec;
+    llvm::ToolOutputFile out(objectPath, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return fail("cannot write '" + objectPath + "': " + ec.message());
+    llvm::legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, out.os(), nullptr,
+                                     llvm::CodeGenFileType::ObjectFile))
+      return fail("the target machine cannot emit an object file");
+    codegen.run(*module);
+    out.keep();
+  }
+  if (emitObject)
+    return 0;
+
+  auto program = llvm::sys::findProgramByName(linker);
+  if (!program)
+    return fail("cannot find the linker '" + linker +
+                "' (set --linker to a C++ compiler driver)");
+  std::string rtDir = getRuntimeDir(argv[0]);
+  llvm::SmallString<256> runtimeLib(rtDir);
+  llvm::sys::path::append(runtimeLib, "libgaccrt.so");
+  if (!llvm::sys::fs::exists(runtimeLib))
+    return fail("no libgaccrt.so in '" + rtDir + "' (set --runtime-dir)");
+  std::vector<std::string> command = {
+      *program,     "-shared", "-o", outputFile, objectPath.str().str(),
+      "-L" + rtDir, "-lgaccrt"};
+  if (options.device == "cuda")
+    command.push_back("-lgaccrt_cuda");
+  command.insert(command.end(), {"-lm", "-Wl,--no-undefined"});
+  std::vector<std::string> paths(rpaths.begin(), rpaths.end());
+  if (paths.empty())
+    paths = {"$ORIGIN", rtDir};
+  for (const std::string &path : paths)
+    command.push_back("-Wl,-rpath," + path);
+  std::vector<llvm::StringRef> commandRefs(command.begin(), command.end());
+  std::string linkError;
+  int rc = llvm::sys::ExecuteAndWait(*program, commandRefs, std::nullopt, {},
+                                     /*SecondsToWait=*/0, /*MemoryLimit=*/0,
+                                     &linkError);
+  if (rc != 0)
+    return fail(
+        "linking '" + outputFile + "' failed (" +
+        (linkError.empty() ? "exit code " + std::to_string(rc) : linkError) +
+        "): " + llvm::join(command, " "));
+  return 0;
+}

@@ -1,0 +1,370 @@
+//===- gacc-run-aot.cpp - run a step compiled ahead of time ------*- C++
+//-*-===//
+//
+// gacc-run-aot STEP.so [--steps=K] [--warmup=N] [--input-dir=DIR]
+//   [--output-dir=DIR] [--seed=S] [--trace=FILE] [--collective-timeout=S]
+//   [--save-inputs=DIR] [--print-results] [--quiet]
+//
+// Runs a training step compiled by gacc-compile: opens the library, reads
+// its signature (gacc_step_signature) and calls gacc_step K times with the
+// conventions of gacc-run (inputs DIR/arg<i>.npy or drawn from --seed,
+// param_out/state_out feed the next step, outputs DIR/result<j>.npy, the
+// same loss lines and summary). Links no LLVM or MLIR: only gaccrt, and
+// libgaccrt_cuda through dlopen for CUDA steps. Step times are those of the
+// call alone (CUDA events for CUDA steps), without copying inputs and results.
+// --save-inputs writes the first step's inputs as DIR/arg<i>.npy (for
+// --input-dir of another run).
+//
+//===----------------------------------------------------------------------===//
+
+#include "StepIO.h"
+
+#include "gaccrt/gaccrt.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace gacc;
+
+namespace {
+struct Flags {
+  std::string library;
+  int64_t steps = 1;
+  int64_t warmup = 0;
+  std::string inputDir, outputDir, traceFile, saveInputs;
+  uint64_t seed = 0;
+  double collectiveTimeout = 0;
+  bool printResults = false;
+  bool quiet = false;
+};
+
+const char kUsage[] =
+    "usage: gacc-run-aot STEP.so [--steps=K] [--warmup=N] [--input-dir=DIR]\n"
+    "         [--output-dir=DIR] [--seed=S] [--trace=FILE]\n"
+    "         [--collective-timeout=SECONDS] [--save-inputs=DIR]\n"
+    "         [--print-results] [--quiet]\n"
+    "Runs a training step compiled by gacc-compile (see gacc-run for the\n"
+    "input and output conventions).\n";
+} // namespace
+
+/// Prints an error (with the rank under MPI) and returns exit code 1.
+static int fail(const std::string &message) {
+  if (gaccrt_world_size() > 1)
+    std::fprintf(stderr, "gacc-run-aot: error (rank %d): %s\n", gaccrt_rank(),
+                 message.c_str());
+  else
+    std::fprintf(stderr, "gacc-run-aot: error: %s\n", message.c_str());
+  std::fflush(stderr);
+  if (gaccrt_world_size() > 1)
+    gaccrt_abort(message.c_str());
+  finalizeRuntime();
+  return 1;
+}
+
+/// Parses an integer or floating flag value; false on trailing text.
+static bool parseNumber(const std::string &text, int64_t &value) {
+  char *end = nullptr;
+  value = std::strtoll(text.c_str(), &end, 10);
+  return !text.empty() && !*end;
+}
+static bool parseNumber(const std::string &text, double &value) {
+  char *end = nullptr;
+  value = std::strtod(text.c_str(), &end);
+  return !text.empty() && !*end;
+}
+
+/// Parses the command line; returns false with a message.
+static bool parseFlags(int argc, char **argv, Flags &flags,
+                       std::string &error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0) {
+      if (!flags.library.empty()) {
+        error = "more than one step library ('" + flags.library + "', '" + arg +
+                "')";
+        return false;
+      }
+      flags.library = arg;
+      continue;
+    }
+    std::string name = arg.substr(2), value;
+    bool hasValue = false;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      hasValue = true;
+    }
+    auto needValue = [&]() {
+      if (hasValue)
+        return true;
+      if (i + 1 < argc) {
+        value = argv[++i];
+        return true;
+      }
+      error = "--" + name + " needs a value";
+      return false;
+    };
+    auto badValue = [&]() {
+      error = "--" + name + "='" + value + "' is not a number";
+      return false;
+    };
+    if (name == "steps" || name == "warmup" || name == "seed") {
+      int64_t number;
+      if (!needValue())
+        return false;
+      if (!parseNumber(value, number))
+        return badValue();
+      if (name == "steps")
+        flags.steps = number;
+      else if (name == "warmup")
+        flags.warmup = number;
+      else
+        flags.seed = static_cast<uint64_t>(number);
+    } else if (name == "collective-timeout") {
+      if (!needValue())
+        return false;
+      if (!parseNumber(value, flags.collectiveTimeout))
+        return badValue();
+    } else if (name == "input-dir" || name == "output-dir" || name == "trace" ||
+               name == "save-inputs") {
+      if (!needValue())
+        return false;
+      (name == "input-dir"    ? flags.inputDir
+       : name == "output-dir" ? flags.outputDir
+       : name == "trace"      ? flags.traceFile
+                              : flags.saveInputs) = value;
+    } else if (name == "print-results" && !hasValue) {
+      flags.printResults = true;
+    } else if (name == "quiet" && !hasValue) {
+      flags.quiet = true;
+    } else if (name == "help" && !hasValue) {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else {
+      error = "unknown option '" + arg + "'";
+      return false;
+    }
+  }
+  if (flags.library.empty()) {
+    error = "no step library given (compile one with gacc-compile)";
+    return false;
+  }
+  return true;
+}
+
+/// Reads the signature text a step library embeds (gacc_step_signature)
+/// from the file itself, without loading it.
+static bool readEmbeddedSignature(const std::string &path,
+                                  StepSignature &signature,
+                                  std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = std::string("cannot open it: ") + std::strerror(errno);
+    return false;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  size_t start = bytes.find(kSignatureMagic);
+  if (start == std::string::npos) {
+    error = "not a step compiled by gacc-compile (no step signature)";
+    return false;
+  }
+  size_t end = bytes.find('\0', start);
+  return parseSignature(bytes.substr(start, end - start), signature, error);
+}
+
+/// Returns the scalar value of a rank-0 float array.
+static double scalarValue(const NpyArray &array) {
+  NpyArray f64 = convertToDType(array, DType::F64);
+  return f64.data.empty() ? NAN
+                          : *reinterpret_cast<const double *>(f64.data.data());
+}
+
+int main(int argc, char **argv) {
+  Flags flags;
+  std::string error;
+  if (!parseFlags(argc, argv, flags, error)) {
+    std::fprintf(stderr, "gacc-run-aot: error: %s\n%s", error.c_str(), kUsage);
+    return 1;
+  }
+  if (flags.collectiveTimeout < 0) {
+    std::fprintf(stderr,
+                 "gacc-run-aot: error: --collective-timeout must be at least "
+                 "0\n");
+    return 1;
+  }
+  gaccrt_set_collective_timeout(flags.collectiveTimeout);
+  if (gaccrt_init() != 0)
+    return 1;
+  int rank = gaccrt_rank(), world = gaccrt_world_size();
+  bool print = !flags.quiet && rank == 0;
+  if (flags.steps < 1)
+    return fail("--steps must be at least 1");
+  if (flags.warmup < 0 || flags.warmup >= flags.steps)
+    return fail("--warmup must be between 0 and --steps - 1");
+  if (!flags.traceFile.empty()) {
+    std::filesystem::path parent =
+        std::filesystem::path(flags.traceFile).parent_path();
+    if (parent.empty())
+      parent = ".";
+    std::error_code ec;
+    if (!std::filesystem::is_directory(parent, ec) ||
+        access(parent.c_str(), W_OK) != 0)
+      return fail("--trace='" + flags.traceFile + "': cannot write in '" +
+                  parent.string() + "'");
+    gaccrt_trace_enable(flags.traceFile.c_str());
+  }
+
+  double loadStart = gaccrt_now_us();
+  // A path without a slash would be searched for on the library path.
+  std::string path = flags.library;
+  if (path.find('/') == std::string::npos)
+    path = "./" + path;
+  // The signature comes first, read from the file: loading a CUDA step runs
+  // its constructors, which load its kernels, so libgaccrt_cuda must be
+  // loaded (RTLD_GLOBAL) and the device initialized before.
+  StepSignature signature;
+  if (!readEmbeddedSignature(path, signature, error))
+    return fail("'" + flags.library + "': " + error);
+  bool cuda = signature.device == "cuda";
+  if (cuda && !initCudaRuntime(error))
+    return fail(error);
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = dlerror();
+    return fail("cannot load '" + flags.library +
+                "': " + (why ? why : "unknown error"));
+  }
+  auto *signatureText =
+      reinterpret_cast<const char *>(dlsym(handle, "gacc_step_signature"));
+  auto *entry = reinterpret_cast<void (*)(void **)>(dlsym(handle, "gacc_step"));
+  if (!signatureText || !entry)
+    return fail("'" + flags.library +
+                "' is not a step compiled by gacc-compile (no "
+                "gacc_step_signature or gacc_step)");
+  if (serializeSignature(signature) != signatureText)
+    return fail("'" + flags.library +
+                "': gacc_step_signature differs from the signature text in "
+                "the file");
+  double loadMs = (gaccrt_now_us() - loadStart) / 1000.0;
+
+  std::vector<NpyArray> inputs;
+  if (!flags.inputDir.empty()) {
+    if (!readStepInputs(signature.args, flags.inputDir, rank, world, inputs,
+                        error))
+      return fail(error);
+  } else {
+    inputs = makeRandomInputs(signature.args, flags.seed, rank);
+  }
+
+  if (!flags.saveInputs.empty() && rank == 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(flags.saveInputs, ec);
+    if (ec)
+      return fail("cannot create '" + flags.saveInputs + "': " + ec.message());
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!writeNpy(flags.saveInputs + "/arg" + std::to_string(i) + ".npy",
+                    inputs[i], error))
+        return fail(error);
+  }
+
+  const std::vector<TensorInfo> &results = signature.results;
+  int lossIndex = -1;
+  for (size_t j = 0; j < results.size(); ++j)
+    if (results[j].role == Role::Loss)
+      lossIndex = j;
+
+  if (print)
+    std::printf(
+        "gacc-run-aot: %s from %s (%s), batch %lld per rank, %s, %d "
+        "rank%s (%s), loaded in %.0f ms\n",
+        signature.name.c_str(), flags.library.c_str(), signature.device.c_str(),
+        static_cast<long long>(signature.batchSize), signature.split.c_str(),
+        world, world == 1 ? "" : "s", gaccrt_backend_name(), loadMs);
+
+  auto invoke = [&](void **packed, size_t, std::string &) {
+    entry(packed);
+    return true;
+  };
+  std::vector<NpyArray> outputs;
+  std::vector<double> stepMs;
+  int64_t peak = 0, collectives = 0, bytesReduced = 0;
+  for (int64_t k = 0; k < flags.steps; ++k) {
+    gaccrt_reset_stats();
+    deviceResetPeak(cuda);
+    int64_t base = deviceCurrentBytes(cuda);
+    double ms = 0;
+    if (!runPackedStep(signature, cuda, invoke, inputs, outputs, error, &ms))
+      return fail(error);
+    if (k >= flags.warmup)
+      stepMs.push_back(ms);
+    if (int64_t leaked = deviceCurrentBytes(cuda) - base)
+      return fail("the compiled step leaked " + std::to_string(leaked) +
+                  " bytes");
+    peak = std::max(peak, devicePeakBytes(cuda) - base);
+    collectives = gaccrt_collectives_issued();
+    bytesReduced = gaccrt_bytes_reduced();
+    if (print && lossIndex >= 0)
+      std::printf("step %lld: loss = %.6g%s\n", static_cast<long long>(k + 1),
+                  scalarValue(outputs[lossIndex]),
+                  world > 1 ? " (rank 0)" : "");
+    // Updated parameters and state feed the next step.
+    for (size_t j = 0; j < results.size(); ++j)
+      if (results[j].role == Role::ParamOut ||
+          results[j].role == Role::StateOut)
+        inputs[results[j].index] = outputs[j];
+  }
+
+  if (!flags.outputDir.empty()) {
+    std::string dir = flags.outputDir;
+    if (world > 1)
+      dir += "/rank" + std::to_string(rank);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+      return fail("cannot create '" + dir + "': " + ec.message());
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      std::string file = dir + "/result" + std::to_string(j) + ".npy";
+      if (!writeNpy(file, outputs[j], error))
+        return fail(error);
+    }
+  }
+
+  if (flags.printResults && rank == 0)
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      NpyArray f64 = convertToDType(outputs[j], DType::F64);
+      const auto *values = reinterpret_cast<const double *>(f64.data.data());
+      std::printf("result %zu (%s): [", j, roleName(results[j].role));
+      for (int64_t k = 0, n = f64.numElements(); k < n; ++k)
+        std::printf("%s%.6g", k ? ", " : "", values[k]);
+      std::printf("]\n");
+    }
+
+  if (print)
+    std::printf("%s\n", formatStepSummary(flags.steps, flags.warmup, stepMs,
+                                          peak, cuda, collectives, bytesReduced)
+                            .c_str());
+  std::fflush(stdout);
+  if (!flags.traceFile.empty()) {
+    int written = gaccrt_trace_write();
+    gaccrt_trace_enable(nullptr); // written once, not again at finalize
+    if (written != 0)
+      return fail("cannot write the trace to '" + flags.traceFile + "'");
+  }
+  // Unloading the step runs its destructors (CUDA module unload) while the
+  // runtime is still alive.
+  dlclose(handle);
+  finalizeRuntime();
+  return 0;
+}
