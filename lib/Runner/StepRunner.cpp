@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "StepRunner.h"
+#include "gacc/Runner/StepRunner.h"
 
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Conversion/Passes.h"
@@ -30,10 +30,12 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -119,21 +121,72 @@ void finalizeRuntime() {
 }
 
 namespace {
-/// Host memory for one memref argument, aligned for vector code.
+/// Memory for one memref argument (host memory aligned for vector code, or
+/// device memory on CUDA) with its descriptor fields.
 struct Buffer {
   void *data = nullptr;
   int64_t bytes = 0;
   std::vector<int64_t> shape;
-  ~Buffer() { std::free(data); }
+  bool onDevice = false;
+  /// offset, sizes..., strides... of the memref descriptor.
+  std::vector<int64_t> fields;
+
+  Buffer(const std::vector<int64_t> &shape, int64_t elemBytes, bool onDevice)
+      : shape(shape), onDevice(onDevice) {
+    int64_t count = 1;
+    for (int64_t d : shape)
+      count *= d;
+    bytes = count * elemBytes;
+    if (onDevice)
+      data = cudaApi.alloc(std::max<int64_t>(bytes, 1));
+    else
+      data =
+          std::aligned_alloc(64, std::max<int64_t>(64, (bytes + 63) / 64 * 64));
+    fields.push_back(0);
+    fields.insert(fields.end(), shape.begin(), shape.end());
+    std::vector<int64_t> strides(shape.size());
+    int64_t stride = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      strides[d] = stride;
+      stride *= shape[d];
+    }
+    fields.insert(fields.end(), strides.begin(), strides.end());
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  ~Buffer() {
+    if (onDevice)
+      cudaApi.free(data);
+    else
+      std::free(data);
+  }
 };
 } // namespace
 
 struct CompiledStep::Impl {
   MLIRContext context;
   OwningOpRef<ModuleOp> module;
+  /// The host CPU, for LLVM's optimization pipeline (vectorization).
+  std::unique_ptr<llvm::TargetMachine> targetMachine;
   std::unique_ptr<ExecutionEngine> engine;
+  /// The argument buffers, then the result buffers (setInputs).
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  /// The packed arguments of the step: for each buffer, pointers to its
+  /// allocated and aligned pointer and to each descriptor field.
+  std::vector<void *> packed;
 
   explicit Impl(DialectRegistry &registry) : context(registry) {}
+
+  /// Points `packed` at the fields of `buffers`.
+  void pack() {
+    packed.clear();
+    for (auto &buffer : buffers) {
+      packed.push_back(&buffer->data);
+      packed.push_back(&buffer->data);
+      for (int64_t &field : buffer->fields)
+        packed.push_back(&field);
+    }
+  }
 };
 
 CompiledStep::CompiledStep() = default;
@@ -404,9 +457,26 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
       step->gatherSites.push_back(site.str());
   // Other functions in the file (helpers, test mains) are compiled too but
   // only the step is called.
+  // LLVM optimizes for the host CPU (its vector width), as it generates code
+  // for it.
+  auto hostBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!hostBuilder) {
+    error = "cannot target the host CPU: " +
+            llvm::toString(hostBuilder.takeError());
+    return nullptr;
+  }
+  hostBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto targetMachine = hostBuilder->createTargetMachine();
+  if (!targetMachine) {
+    error = "cannot target the host CPU: " +
+            llvm::toString(targetMachine.takeError());
+    return nullptr;
+  }
+  step->impl->targetMachine = std::move(*targetMachine);
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = makeOptimizingTransformer(
-      /*optLevel=*/3, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
+      /*optLevel=*/3, /*sizeLevel=*/0,
+      /*targetMachine=*/step->impl->targetMachine.get());
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   auto engine = ExecutionEngine::create(module, engineOptions);
   if (!engine) {
@@ -485,103 +555,109 @@ bool CompiledStep::prepareInputs(std::vector<NpyArray> &inputs,
   return true;
 }
 
+bool CompiledStep::setInputs(const std::vector<NpyArray> &inputs,
+                             std::string &error) {
+  if (inputs.size() != args.size()) {
+    error = "expected " + std::to_string(args.size()) + " inputs, got " +
+            std::to_string(inputs.size());
+    return false;
+  }
+  auto &buffers = impl->buffers;
+  if (buffers.empty()) {
+    for (const TensorInfo &arg : args)
+      buffers.push_back(
+          std::make_unique<Buffer>(arg.shape, dtypeSize(arg.dtype), cuda));
+    for (const TensorInfo &result : results)
+      buffers.push_back(std::make_unique<Buffer>(
+          result.shape, dtypeSize(result.dtype), cuda));
+    impl->pack();
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    Buffer &buffer = *buffers[i];
+    if (static_cast<int64_t>(inputs[i].data.size()) != buffer.bytes) {
+      error = "input #" + std::to_string(i) + " has " +
+              std::to_string(inputs[i].data.size()) + " bytes, expected " +
+              std::to_string(buffer.bytes) + " (prepare the inputs first)";
+      return false;
+    }
+    if (cuda)
+      cudaApi.h2d(buffer.data, inputs[i].data.data(), buffer.bytes);
+    else
+      std::memcpy(buffer.data, inputs[i].data.data(), buffer.bytes);
+  }
+  pendingFeedback = false;
+  return true;
+}
+
+bool CompiledStep::runSteps(int64_t count, std::string &error) {
+  auto &buffers = impl->buffers;
+  if (buffers.empty()) {
+    error = "no inputs: call setInputs before running '" + name + "'";
+    return false;
+  }
+  for (int64_t k = 0; k < count; ++k) {
+    // Updated parameters and state feed the next step: swap their buffers
+    // (same shape and type) instead of copying.
+    if (pendingFeedback) {
+      for (size_t j = 0; j < results.size(); ++j)
+        if (results[j].role == Role::ParamOut ||
+            results[j].role == Role::StateOut)
+          std::swap(buffers[results[j].index]->data,
+                    buffers[args.size() + j]->data);
+      pendingFeedback = false;
+    }
+    gaccrt_index_errors_reset();
+    llvm::Error status = impl->engine->invokePacked(name, impl->packed);
+    if (status) {
+      error =
+          "running '" + name + "' failed: " + llvm::toString(std::move(status));
+      return false;
+    }
+    pendingFeedback = true;
+    int64_t badIndex = 0, bound = 0, site = 0;
+    if (int64_t errors = gaccrt_index_errors(&badIndex, &bound, &site)) {
+      error = "index " + std::to_string(badIndex) + " out of range [0, " +
+              std::to_string(bound) + ") in gather at " +
+              (site >= 0 && site < static_cast<int64_t>(gatherSites.size())
+                   ? gatherSites[site]
+                   : "site #" + std::to_string(site)) +
+              " (" + std::to_string(errors) +
+              " out-of-range reads in this step; they read a clamped index)";
+      return false;
+    }
+  }
+  return true;
+}
+
+NpyArray CompiledStep::getOutput(size_t j) const {
+  const Buffer &buffer = *impl->buffers[args.size() + j];
+  NpyArray out = makeArray(results[j].dtype, results[j].shape);
+  if (cuda)
+    cudaApi.d2h(out.data.data(), buffer.data, buffer.bytes);
+  else
+    std::memcpy(out.data.data(), buffer.data, buffer.bytes);
+  return out;
+}
+
+std::vector<NpyArray> CompiledStep::getOutputs() const {
+  std::vector<NpyArray> outputs;
+  for (size_t j = 0; j < results.size(); ++j)
+    outputs.push_back(getOutput(j));
+  return outputs;
+}
+
+int64_t CompiledStep::getBufferBytes() const {
+  int64_t bytes = 0;
+  for (const auto &buffer : impl->buffers)
+    bytes += buffer->bytes;
+  return bytes;
+}
+
 bool CompiledStep::run(const std::vector<NpyArray> &inputs,
                        std::vector<NpyArray> &outputs, std::string &error) {
-  // Copies of the inputs (the step may update them in place) and the result
-  // buffers, each with its descriptor fields.
-  std::vector<std::unique_ptr<Buffer>> buffers;
-  auto addBuffer = [&](const std::vector<int64_t> &shape, int64_t elemBytes,
-                       const void *init) {
-    auto buffer = std::make_unique<Buffer>();
-    int64_t count = 1;
-    for (int64_t d : shape)
-      count *= d;
-    buffer->bytes = count * elemBytes;
-    buffer->shape = shape;
-    buffer->data = std::aligned_alloc(
-        64, std::max<int64_t>(64, (buffer->bytes + 63) / 64 * 64));
-    if (init)
-      std::memcpy(buffer->data, init, buffer->bytes);
-    buffers.push_back(std::move(buffer));
-  };
-  for (size_t i = 0; i < args.size(); ++i)
-    addBuffer(args[i].shape, dtypeSize(args[i].dtype), inputs[i].data.data());
-  for (const TensorInfo &result : results)
-    addBuffer(result.shape, dtypeSize(result.dtype), nullptr);
-  // On the GPU the step takes device buffers: copy the host ones over.
-  std::vector<void *> hostData;
-  if (cuda)
-    for (auto &buffer : buffers) {
-      hostData.push_back(buffer->data);
-      void *device = cudaApi.alloc(std::max<int64_t>(buffer->bytes, 1));
-      cudaApi.h2d(device, buffer->data, buffer->bytes);
-      buffer->data = device;
-    }
-
-  // Descriptor fields: allocated, aligned, offset, sizes, strides.
-  std::vector<int64_t> fields;
-  std::vector<void *> pointers;
-  fields.reserve(buffers.size() * 16);
-  for (auto &buffer : buffers) {
-    pointers.push_back(&buffer->data);
-    pointers.push_back(&buffer->data);
-    fields.push_back(0);
-    for (int64_t d : buffer->shape)
-      fields.push_back(d);
-    int64_t stride = 1;
-    std::vector<int64_t> strides(buffer->shape.size());
-    for (size_t d = buffer->shape.size(); d-- > 0;) {
-      strides[d] = stride;
-      stride *= buffer->shape[d];
-    }
-    for (int64_t s : strides)
-      fields.push_back(s);
-  }
-  // Point at the fields now that the vector no longer grows.
-  std::vector<void *> packed;
-  size_t next = 0, p = 0;
-  for (auto &buffer : buffers) {
-    packed.push_back(pointers[p++]);
-    packed.push_back(pointers[p++]);
-    size_t n = 1 + 2 * buffer->shape.size();
-    for (size_t k = 0; k < n; ++k)
-      packed.push_back(&fields[next++]);
-  }
-  gaccrt_index_errors_reset();
-  llvm::Error status = impl->engine->invokePacked(name, packed);
-  if (status) {
-    error =
-        "running '" + name + "' failed: " + llvm::toString(std::move(status));
+  if (!setInputs(inputs, error) || !runSteps(1, error))
     return false;
-  }
-  int64_t badIndex = 0, bound = 0, site = 0;
-  if (int64_t count = gaccrt_index_errors(&badIndex, &bound, &site)) {
-    error = "index " + std::to_string(badIndex) + " out of range [0, " +
-            std::to_string(bound) + ") in gather at " +
-            (site >= 0 && site < static_cast<int64_t>(gatherSites.size())
-                 ? gatherSites[site]
-                 : "site #" + std::to_string(site)) +
-            " (" + std::to_string(count) +
-            " out-of-range reads in this step; they read a clamped index)";
-    return false;
-  }
-  outputs.clear();
-  for (size_t j = 0; j < results.size(); ++j) {
-    const Buffer &buffer = *buffers[args.size() + j];
-    NpyArray out = makeArray(results[j].dtype, results[j].shape);
-    if (cuda) {
-      cudaApi.d2h(out.data.data(), buffer.data, buffer.bytes);
-      outputs.push_back(std::move(out));
-      continue;
-    }
-    std::memcpy(out.data.data(), buffer.data, buffer.bytes);
-    outputs.push_back(std::move(out));
-  }
-  if (cuda)
-    for (auto [buffer, host] : llvm::zip(buffers, hostData)) {
-      cudaApi.free(buffer->data);
-      buffer->data = host;
-    }
+  outputs = getOutputs();
   return true;
 }
 
