@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Analysis/BatchAnalysis.h"
+#include "gacc/Transforms/MicroBatchSizes.h"
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/Utils.h"
 
@@ -32,37 +33,33 @@ namespace mlir::gacc {
 using namespace mlir;
 using namespace mlir::gacc;
 
-/// Computes the micro-batch sizes for a batch of `batchSize` samples, or
-/// emits an error at `func`.
-static FailureOr<SmallVector<int64_t>>
-computeMicroBatchSizes(func::FuncOp func, int64_t batchSize, int64_t m,
-                       ArrayRef<int64_t> explicitSizes) {
+FailureOr<SmallVector<int64_t>> mlir::gacc::getMicroBatchSizes(
+    int64_t batchSize, int64_t m, ArrayRef<int64_t> explicitSizes,
+    llvm::function_ref<InFlightDiagnostic()> emitError) {
   if (!explicitSizes.empty()) {
     int64_t sum = 0;
     for (int64_t size : explicitSizes) {
       if (size < 1) {
-        func.emitOpError() << "expected positive micro-batch-sizes, got "
-                           << size;
+        emitError() << "expected positive micro-batch-sizes, got " << size;
         return failure();
       }
       sum += size;
     }
     if (sum != batchSize) {
-      func.emitOpError() << "micro-batch-sizes sum to " << sum
-                         << " but the batch has " << batchSize << " samples";
+      emitError() << "micro-batch-sizes sum to " << sum << " but the batch has "
+                  << batchSize << " samples";
       return failure();
     }
     if (m != 1 && m != static_cast<int64_t>(explicitSizes.size())) {
-      func.emitOpError() << "micro-batches=" << m << " disagrees with the "
-                         << explicitSizes.size()
-                         << " entries of micro-batch-sizes";
+      emitError() << "micro-batches=" << m << " disagrees with the "
+                  << explicitSizes.size() << " entries of micro-batch-sizes";
       return failure();
     }
     return SmallVector<int64_t>(explicitSizes);
   }
   if (m < 1 || m > batchSize) {
-    func.emitOpError() << "expected micro-batches between 1 and the batch size "
-                       << batchSize << ", got " << m;
+    emitError() << "expected micro-batches between 1 and the batch size "
+                << batchSize << ", got " << m;
     return failure();
   }
   SmallVector<int64_t> sizes(m, batchSize / m);
@@ -668,8 +665,9 @@ struct MicroBatchPass : public gacc::impl::MicroBatchPassBase<MicroBatchPass> {
     FailureOr<BatchAnalysis> analysis = BatchAnalysis::run(func, options);
     if (failed(analysis))
       return signalPassFailure();
-    FailureOr<SmallVector<int64_t>> sizes = computeMicroBatchSizes(
-        func, analysis->getBatchSize(), microBatches, microBatchSizes);
+    FailureOr<SmallVector<int64_t>> sizes =
+        getMicroBatchSizes(analysis->getBatchSize(), microBatches,
+                           microBatchSizes, [&] { return func.emitOpError(); });
     if (failed(sizes))
       return signalPassFailure();
     MicroBatchBuilder builder(func, *analysis, testSkipGlobalNormalizer);

@@ -16,13 +16,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PipelineFlags.h"
-#include "StepRunner.h"
 #include "TorchEvaluator.h"
+#include "gacc/Runner/PipelineFlags.h"
+#include "gacc/Runner/StepRunner.h"
 
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/InitAll.h"
+#include "gacc/Transforms/MicroBatchSizes.h"
 #include "gacc/Transforms/Utils.h"
 #include "gaccrt/gaccrt.h"
 
@@ -336,7 +337,12 @@ int main(int argc, char **argv) {
   // The eager recipe: the graph run per micro-batch (normalizing by b),
   // loss and gradients divided by m and summed.
   int64_t batch = step->getBatchSize();
-  std::vector<int64_t> sizes = ::gacc::getMicroBatchSizesFromFlags(batch);
+  FailureOr<SmallVector<int64_t>> split = mlir::gacc::getMicroBatchSizes(
+      batch, options.microBatches, options.microBatchSizes,
+      [&] { return mlir::emitError(func.getLoc()); });
+  if (failed(split))
+    return fail("invalid micro-batch options");
+  std::vector<int64_t> sizes(split->begin(), split->end());
   int64_t m = sizes.size();
   std::vector<std::vector<torch::Tensor>> eager(
       ranks, std::vector<torch::Tensor>(resultInfo.size()));

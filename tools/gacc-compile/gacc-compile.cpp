@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PipelineFlags.h"
-#include "StepRunner.h"
+#include "gacc/Runner/StepRunner.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PipelineFlags.h"
-#include "StepRunner.h"
+#include "gacc/Runner/PipelineFlags.h"
+#include "gacc/Runner/StepRunner.h"
 
 #include "gaccrt/gaccrt.h"
 
@@ -164,7 +164,10 @@ int main(int argc, char **argv) {
                  << llvm::format("%.0f", compileMs) << " ms\n";
   }
 
-  std::vector<NpyArray> outputs;
+  // The inputs are copied into the step's buffers once; updated parameters
+  // and state feed the next step there.
+  if (!step->setInputs(inputs, error))
+    return fail(error);
   std::vector<double> stepMs;
   int64_t peak = 0, collectives = 0, bytesReduced = 0;
   for (int64_t k = 0; k < steps; ++k) {
@@ -172,7 +175,7 @@ int main(int argc, char **argv) {
     step->resetPeak();
     int64_t base = step->currentBytes();
     double start = gaccrt_now_us();
-    if (!step->run(inputs, outputs, error))
+    if (!step->runSteps(1, error))
       return fail(error);
     double ms = (gaccrt_now_us() - start) / 1000.0;
     if (k >= warmup)
@@ -185,14 +188,14 @@ int main(int argc, char **argv) {
     bytesReduced = gaccrt_bytes_reduced();
     if (print && lossIndex >= 0)
       llvm::outs() << "step " << k + 1 << ": loss = "
-                   << llvm::format("%.6g", scalarValue(outputs[lossIndex]))
+                   << llvm::format("%.6g",
+                                   scalarValue(step->getOutput(lossIndex)))
                    << (world > 1 ? " (rank 0)" : "") << "\n";
-    // Updated parameters and state feed the next step.
-    for (size_t j = 0; j < results.size(); ++j)
-      if (results[j].role == Role::ParamOut ||
-          results[j].role == Role::StateOut)
-        inputs[results[j].index] = outputs[j];
   }
+  // On the device the inputs and results count too.
+  if (step->isCuda())
+    peak += step->getBufferBytes();
+  std::vector<NpyArray> outputs = step->getOutputs();
 
   if (!outputDir.empty()) {
     std::string dir = outputDir;
@@ -229,6 +232,8 @@ int main(int argc, char **argv) {
     if (written != 0)
       return fail("cannot write the trace to '" + traceFile + "'");
   }
+  // The step's buffers go before the runtime that allocated them.
+  step.reset();
   finalizeRuntime();
   return 0;
 }

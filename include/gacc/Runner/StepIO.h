@@ -124,6 +124,12 @@ void deviceResetPeak(bool cuda);
 void startDeviceTimer();
 double deviceElapsedMs();
 
+/// Device memory through the CUDA runtime (after initCudaRuntime).
+void *deviceAlloc(int64_t bytes);
+void deviceFree(void *data);
+void copyToDevice(void *device, const void *host, int64_t bytes);
+void copyFromDevice(void *host, const void *device, int64_t bytes);
+
 /// Runs one step through `invoke`, which calls the step's packed wrapper
 /// (`void (void **)`): copies the prepared `inputs` into fresh buffers (on
 /// the device for CUDA), passes them and result buffers, reads back the

@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GACC_TOOLS_GACCRUN_PIPELINEFLAGS_H
-#define GACC_TOOLS_GACCRUN_PIPELINEFLAGS_H
+#ifndef GACC_RUNNER_PIPELINEFLAGS_H
+#define GACC_RUNNER_PIPELINEFLAGS_H
 
-#include "StepRunner.h"
+#include "gacc/Runner/StepRunner.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -29,11 +29,6 @@ StepOptions getStepOptionsFromFlags();
 /// gacc-run under mpirun).
 std::vector<std::string> getPipelineFlagArguments();
 
-/// The micro-batch sizes the flags select for a batch of `batch` samples
-/// (the rule of gacc-micro-batch: explicit sizes, or sizes that differ by at
-/// most one, the larger first).
-std::vector<int64_t> getMicroBatchSizesFromFlags(int64_t batch);
-
 } // namespace gacc
 
-#endif // GACC_TOOLS_GACCRUN_PIPELINEFLAGS_H
+#endif // GACC_RUNNER_PIPELINEFLAGS_H

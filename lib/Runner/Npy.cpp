@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Npy.h"
+#include "gacc/Runner/Npy.h"
 
 #include "gaccrt/half.h"
 

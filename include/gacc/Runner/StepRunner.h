@@ -1,16 +1,17 @@
 //===- StepRunner.h - compile and run a training step -----------*- C++ -*-===//
 //
-// The library behind gacc-run (and gacc-check's compiled side): parses a
-// training step, records its signature (roles, shapes, element types), runs
-// gacc-pipeline and gacc-lower-to-cpu, JIT-compiles the result with MLIR's
-// ExecutionEngine and runs steps on host arrays.
+// The runner library (Gacc::GaccRunner) behind gacc-run and gacc-check, for
+// embedders too: parses a training step, records its signature (roles,
+// shapes, element types), runs gacc-pipeline and the CPU or CUDA lowering,
+// JIT-compiles the result with MLIR's ExecutionEngine (for the host CPU) and
+// runs steps on buffers that stay alive between steps.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GACC_TOOLS_GACCRUN_STEPRUNNER_H
-#define GACC_TOOLS_GACCRUN_STEPRUNNER_H
+#ifndef GACC_RUNNER_STEPRUNNER_H
+#define GACC_RUNNER_STEPRUNNER_H
 
-#include "StepIO.h"
+#include "gacc/Runner/StepIO.h"
 
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
 
@@ -86,9 +87,29 @@ public:
   void resetPeak() const;
   bool isCuda() const { return cuda; }
 
-  /// Runs one step. `inputs` must have been prepared. An out-of-range
-  /// gather index (gacc-guard-gathers) fails the step with a message naming
-  /// the index, the bound and the site.
+  /// Copies the prepared `inputs` into buffers that stay alive between steps
+  /// (device buffers on CUDA) and allocates the result buffers once. Returns
+  /// false with a message when the count does not match.
+  bool setInputs(const std::vector<NpyArray> &inputs, std::string &error);
+
+  /// Runs `count` steps on the buffers of setInputs without copying inputs or
+  /// results: the param_out and state_out results of a step become the
+  /// parameters and state of the next (their buffers are swapped). An
+  /// out-of-range gather index (gacc-guard-gathers) fails the step with a
+  /// message naming the index, the bound and the site.
+  bool runSteps(int64_t count, std::string &error);
+
+  /// Copies result `j` of the last step out of its buffer.
+  NpyArray getOutput(size_t j) const;
+
+  /// Copies every result of the last step out.
+  std::vector<NpyArray> getOutputs() const;
+
+  /// Bytes of the buffers of setInputs (inputs and results).
+  int64_t getBufferBytes() const;
+
+  /// Runs one step on `inputs` (prepared): setInputs, runSteps(1) and
+  /// getOutputs in one call.
   bool run(const std::vector<NpyArray> &inputs, std::vector<NpyArray> &outputs,
            std::string &error);
 
@@ -98,6 +119,9 @@ private:
   std::unique_ptr<Impl> impl;
   bool cuda = false;
   StepSignature signature;
+  /// Whether the buffers hold the results of a step whose param_out and
+  /// state_out results have not been fed back yet.
+  bool pendingFeedback = false;
 };
 
 /// Reads the inputs of `rank` (of `world` ranks) from `dir`: `arg<i>.npy`,
@@ -118,4 +142,4 @@ std::vector<NpyArray> makeRandomInputs(const CompiledStep &step, uint64_t seed,
 
 } // namespace gacc
 
-#endif // GACC_TOOLS_GACCRUN_STEPRUNNER_H
+#endif // GACC_RUNNER_STEPRUNNER_H

@@ -4,9 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PipelineFlags.h"
-
-#include <algorithm>
+#include "gacc/Runner/PipelineFlags.h"
 
 namespace cl = llvm::cl;
 
@@ -90,14 +88,4 @@ std::vector<std::string> gacc::getPipelineFlagArguments() {
     args.push_back("--test-skip-global-normalizer");
   args.push_back("--device=" + device);
   return args;
-}
-
-std::vector<int64_t> gacc::getMicroBatchSizesFromFlags(int64_t batch) {
-  if (!microBatchSizes.empty())
-    return {microBatchSizes.begin(), microBatchSizes.end()};
-  int64_t m = std::max<int64_t>(1, std::min<int64_t>(microBatches, batch));
-  std::vector<int64_t> sizes(m, batch / m);
-  for (int64_t k = 0; k < batch % m; ++k)
-    ++sizes[k];
-  return sizes;
 }

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GACC_TOOLS_COMMON_NPY_H
-#define GACC_TOOLS_COMMON_NPY_H
+#ifndef GACC_RUNNER_NPY_H
+#define GACC_RUNNER_NPY_H
 
 #include <cstdint>
 #include <string>
@@ -66,4 +66,4 @@ NpyArray convertToDType(const NpyArray &array, DType dtype);
 
 } // namespace gacc
 
-#endif // GACC_TOOLS_COMMON_NPY_H
+#endif // GACC_RUNNER_NPY_H

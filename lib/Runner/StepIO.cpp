@@ -431,6 +431,18 @@ void startDeviceTimer() { cudaApi.mark(); }
 
 double deviceElapsedMs() { return cudaApi.elapsedMs(); }
 
+void *deviceAlloc(int64_t bytes) { return cudaApi.alloc(bytes); }
+
+void deviceFree(void *data) { cudaApi.free(data); }
+
+void copyToDevice(void *device, const void *host, int64_t bytes) {
+  cudaApi.h2d(device, host, bytes);
+}
+
+void copyFromDevice(void *host, const void *device, int64_t bytes) {
+  cudaApi.d2h(host, device, bytes);
+}
+
 //===----------------------------------------------------------------------===//
 // Calling a step
 //===----------------------------------------------------------------------===//
