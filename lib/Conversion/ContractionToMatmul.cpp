@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -103,6 +104,8 @@ namespace {
 struct ContractionToMatmulPass
     : public gacc::impl::ContractionToMatmulPassBase<ContractionToMatmulPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     SmallVector<linalg::GenericOp> candidates;
     getOperation().walk([&](linalg::GenericOp op) {
       if (op.hasPureTensorSemantics() && op.getNumDpsInputs() == 2 &&
@@ -171,6 +174,8 @@ struct ContractionToMatmulPass
 struct FuseElementwisePass
     : public gacc::impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     RewritePatternSet patterns(&getContext());
     // Fuse only into consumers whose producer has a single use: work is
     // never duplicated.

@@ -18,6 +18,7 @@
 
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 
@@ -97,6 +98,8 @@ struct PackedMember {
 struct SplitBucketsPass
     : public gacc::impl::SplitBucketsPassBase<SplitBucketsPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     SmallVector<shard::AllReduceOp> buckets;
     getOperation().walk([&](shard::AllReduceOp op) {
       if (op->hasAttr(GaccDialect::kBucketAttrName) &&
@@ -365,6 +368,8 @@ struct Placement {
 struct PlaceBucketsPass
     : public gacc::impl::PlaceBucketsPassBase<PlaceBucketsPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     mergeSplitBuckets(getOperation());
 
     // Copies of a slice onto itself.
@@ -436,6 +441,8 @@ struct PlaceBucketsPass
 
 struct EraseGridsPass : public gacc::impl::EraseGridsPassBase<EraseGridsPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     ModuleOp module = getOperation();
     for (auto grid :
          llvm::make_early_inc_range(module.getOps<shard::GridOp>())) {

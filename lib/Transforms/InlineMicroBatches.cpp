@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Transforms/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -40,6 +41,8 @@ struct InlineMicroBatchesPass
   using InlineMicroBatchesPassBase::InlineMicroBatchesPassBase;
 
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     SmallVector<gacc::MicroBatchOp> regions;
     getOperation().walk(
         [&](gacc::MicroBatchOp region) { regions.push_back(region); });
@@ -71,6 +74,8 @@ struct InlineMicroBatchesPass
 
 struct StripRolesPass : public gacc::impl::StripRolesPassBase<StripRolesPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     auto isRole = [](NamedAttribute attr) {
       return attr.getName().getValue().starts_with("gacc.");
     };

@@ -14,6 +14,7 @@
 namespace mlir::gacc {
 #define GEN_PASS_DEF_VERIFYSTEPPASS
 #define GEN_PASS_DEF_TESTPRINTBATCHANALYSISPASS
+#define GEN_PASS_DEF_TESTBREAKIRPASS
 #include "gacc/Transforms/Passes.h.inc"
 } // namespace mlir::gacc
 
@@ -38,9 +39,23 @@ namespace {
 struct VerifyStepPass : public gacc::impl::VerifyStepPassBase<VerifyStepPass> {
   using VerifyStepPassBase::VerifyStepPassBase;
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     if (!analyzeStep(getOperation(), entry, allowMicroBatchStatistics))
       signalPassFailure();
     markAllAnalysesPreserved();
+  }
+};
+
+/// Test only: leaves IR the verifier rejects (every func.return loses its
+/// operands), so that the "produced invalid IR" internal error is tested.
+struct TestBreakIRPass
+    : public gacc::impl::TestBreakIRPassBase<TestBreakIRPass> {
+  using TestBreakIRPassBase::TestBreakIRPassBase;
+  void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    getOperation().walk([](func::ReturnOp ret) { ret->setOperands({}); });
   }
 };
 
@@ -49,6 +64,8 @@ struct TestPrintBatchAnalysisPass
           TestPrintBatchAnalysisPass> {
   using TestPrintBatchAnalysisPassBase::TestPrintBatchAnalysisPassBase;
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     auto step = analyzeStep(getOperation(), entry, allowMicroBatchStatistics);
     if (!step)
       return signalPassFailure();
