@@ -385,7 +385,17 @@ LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
   }
 
   // A reduction over the sample dimension: every result is a partial whose
-  // combiner comes from the body.
+  // combiner comes from the body. A result indexed by the "reduction" loop
+  // (which linalg's verifier accepts) has no meaning to split.
+  for (OpResult res : op->getResults()) {
+    AffineMap map = op.getIndexingMapMatchingResult(res);
+    if (std::optional<unsigned> pos = map.getResultPosition(loopExpr))
+      return op.emitOpError()
+             << "marks the sample loop d" << loopDim
+             << " as a reduction, but result #" << res.getResultNumber()
+             << " is indexed by it (dimension " << *pos
+             << "); a loop that indexes a result must be 'parallel'";
+  }
   opInfo.kind = BatchClass::Partial;
   Block *body = op.getBlock();
   auto yield = cast<linalg::YieldOp>(body->getTerminator());

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -99,6 +100,8 @@ namespace {
 struct ContractionToMatmulPass
     : public gacc::impl::ContractionToMatmulPassBase<ContractionToMatmulPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     SmallVector<linalg::GenericOp> candidates;
     getOperation().walk([&](linalg::GenericOp op) {
       if (op.hasPureTensorSemantics() && op.getNumDpsInputs() == 2 &&

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -29,6 +30,8 @@ namespace {
 struct CopyRepeatedResultsPass
     : public gacc::impl::CopyRepeatedResultsPassBase<CopyRepeatedResultsPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     getOperation().walk([&](func::ReturnOp ret) {
       llvm::SmallPtrSet<Value, 8> seen;
       OpBuilder builder(ret);

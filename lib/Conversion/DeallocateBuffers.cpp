@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -83,6 +84,8 @@ namespace {
 struct DeallocateBuffersPass
     : public gacc::impl::DeallocateBuffersPassBase<DeallocateBuffersPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     SmallVector<memref::AllocOp> allocs;
     getOperation().walk(
         [&](memref::AllocOp alloc) { allocs.push_back(alloc); });

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -25,6 +26,8 @@ using namespace mlir::gacc;
 namespace {
 struct EraseGridsPass : public gacc::impl::EraseGridsPassBase<EraseGridsPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     ModuleOp module = getOperation();
     for (auto grid :
          llvm::make_early_inc_range(module.getOps<shard::GridOp>())) {

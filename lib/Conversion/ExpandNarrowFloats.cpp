@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -238,6 +239,8 @@ struct ExpandNarrowFloatsPass
     : public mlir::gacc::impl::ExpandNarrowFloatsPassBase<
           ExpandNarrowFloatsPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     RewritePatternSet patterns(&getContext());
     populateExpandNarrowFloatsPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -27,6 +28,8 @@ namespace {
 struct FuseElementwisePass
     : public gacc::impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     RewritePatternSet patterns(&getContext());
     // Fuse only into consumers whose producer has a single use: work is
     // never duplicated.

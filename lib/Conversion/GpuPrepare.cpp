@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -30,6 +31,8 @@ using namespace mlir::gacc;
 namespace {
 struct GpuPreparePass : public gacc::impl::GpuPreparePassBase<GpuPreparePass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     ModuleOp module = getOperation();
     // The collective of the CUDA runtime has the CPU one's signature.
     if (auto decl = module.lookupSymbol<func::FuncOp>("gaccrt_all_reduce")) {
@@ -95,6 +98,8 @@ static bool isComputeOp(Operation *op) {
 struct GpuSerialKernelsPass
     : public gacc::impl::GpuSerialKernelsPassBase<GpuSerialKernelsPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     getOperation().walk([&](func::FuncOp func) {
       for (Block &block : func.getBody()) {
         // Maximal runs of compute ops that contain at least one memory

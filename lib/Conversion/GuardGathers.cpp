@@ -14,6 +14,7 @@
 
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -165,6 +166,8 @@ struct GuardGathersPass
   using Base::Base;
 
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     ModuleOp module = getOperation();
     SmallVector<Attribute> sites;
     func::FuncOp errorFunction;

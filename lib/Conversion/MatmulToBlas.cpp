@@ -12,6 +12,7 @@
 
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -74,6 +75,8 @@ struct MatmulToBlasPass
   using MatmulToBlasPassBase::MatmulToBlasPassBase;
 
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     SmallVector<linalg::MatmulOp> matmuls;
     getOperation().walk([&](linalg::MatmulOp op) {
       if (!op.hasPureBufferSemantics() || op.hasUserDefinedMaps())

@@ -17,6 +17,7 @@
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -539,6 +540,8 @@ struct OutlineMicroBatchesPass
   using OutlineMicroBatchesPassBase::OutlineMicroBatchesPassBase;
 
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());

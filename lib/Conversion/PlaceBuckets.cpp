@@ -17,6 +17,7 @@
 
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 
@@ -251,6 +252,8 @@ struct Placement {
 struct PlaceBucketsPass
     : public gacc::impl::PlaceBucketsPassBase<PlaceBucketsPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     mergeSplitBuckets(getOperation());
 
     // Copies of a slice onto itself.

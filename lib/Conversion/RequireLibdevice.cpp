@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -29,6 +30,8 @@ struct RequireLibdevicePass
     : public gacc::impl::RequireLibdevicePassBase<RequireLibdevicePass> {
   using Base::Base;
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     if (!libdevice.empty())
       return;
     getOperation().walk([&](gpu::GPUModuleOp module) {

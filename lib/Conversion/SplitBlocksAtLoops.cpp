@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -28,6 +29,8 @@ namespace {
 struct SplitBlocksAtLoopsPass
     : public gacc::impl::SplitBlocksAtLoopsPassBase<SplitBlocksAtLoopsPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     SmallVector<Block *> blocks;
     getOperation().walk([&](func::FuncOp func) {
       for (Block &block : func.getBody())

@@ -12,6 +12,7 @@
 
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 
@@ -40,6 +41,8 @@ struct PackedMember {
 struct SplitBucketsPass
     : public gacc::impl::SplitBucketsPassBase<SplitBucketsPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     SmallVector<shard::AllReduceOp> buckets;
     getOperation().walk([&](shard::AllReduceOp op) {
       if (op->hasAttr(GaccDialect::kBucketAttrName) &&

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -33,6 +34,8 @@ struct StridedCopiesToLinalgPass
     : public gacc::impl::StridedCopiesToLinalgPassBase<
           StridedCopiesToLinalgPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp copy) {
       if (!hasIdentityLayout(copy.getSource().getType()) ||

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -31,6 +32,8 @@ namespace {
 struct UnshareEmptyTensorsPass
     : public gacc::impl::UnshareEmptyTensorsPassBase<UnshareEmptyTensorsPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     SmallVector<tensor::EmptyOp> shared;
     getOperation()->walk([&](tensor::EmptyOp empty) {
       if (!empty->hasOneUse() && !empty->use_empty())

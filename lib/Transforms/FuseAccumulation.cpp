@@ -213,6 +213,8 @@ struct FuseAccumulationPass
   using FuseAccumulationPassBase::FuseAccumulationPassBase;
 
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     FloatType accType;
     if (accumulateType == "f32") {
       accType = Float32Type::get(&getContext());

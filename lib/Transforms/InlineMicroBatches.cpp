@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Transforms/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -38,6 +39,8 @@ struct InlineMicroBatchesPass
   using InlineMicroBatchesPassBase::InlineMicroBatchesPassBase;
 
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     SmallVector<gacc::MicroBatchOp> regions;
     getOperation().walk(
         [&](gacc::MicroBatchOp region) { regions.push_back(region); });

@@ -656,6 +656,8 @@ struct MicroBatchPass : public gacc::impl::MicroBatchPassBase<MicroBatchPass> {
   using MicroBatchPassBase::MicroBatchPassBase;
 
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     func::FuncOp func = findTrainingStep(getOperation(), entry);
     if (!func || failed(verifyNotMicroBatched(func)))
       return signalPassFailure();

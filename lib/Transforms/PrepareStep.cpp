@@ -12,6 +12,7 @@
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
 #include "gacc/Transforms/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/PassManager.h"
@@ -101,9 +102,11 @@ struct PrepareStepPass
   using PrepareStepPassBase::PrepareStepPassBase;
 
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     if (batchSize < 0) {
-      emitError(UnknownLoc::get(&getContext()))
-          << "expected batch-size >= 0, got " << batchSize;
+      getOperation().emitError()
+          << "option batch-size must be >= 0, got " << batchSize;
       return signalPassFailure();
     }
     func::FuncOp func = findTrainingStep(getOperation(), entry);

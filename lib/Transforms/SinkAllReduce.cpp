@@ -153,6 +153,8 @@ struct SinkAllReducePass
   using SinkAllReducePassBase::SinkAllReducePassBase;
 
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     if (bucketBytes < 1) {
       getOperation().emitError() << "expected a positive bucket-bytes, got "
                                  << static_cast<int64_t>(bucketBytes);

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Transforms/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -23,6 +24,8 @@ using namespace mlir::gacc;
 namespace {
 struct StripRolesPass : public gacc::impl::StripRolesPassBase<StripRolesPass> {
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     auto isRole = [](NamedAttribute attr) {
       return attr.getName().getValue().starts_with("gacc.");
     };

@@ -8,6 +8,7 @@
 
 #include "AnalyzeStep.h"
 #include "gacc/Transforms/Passes.h"
+#include "gacc/Transforms/Utils.h"
 
 #define DEBUG_TYPE "gacc-test-print-batch-analysis"
 
@@ -25,6 +26,8 @@ struct TestPrintBatchAnalysisPass
           TestPrintBatchAnalysisPass> {
   using TestPrintBatchAnalysisPassBase::TestPrintBatchAnalysisPassBase;
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     auto step = analyzeStep(getOperation(), entry, allowMicroBatchStatistics);
     if (!step)
       return signalPassFailure();

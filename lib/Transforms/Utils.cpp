@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -151,4 +152,55 @@ LogicalResult mlir::gacc::verifyNotMicroBatched(func::FuncOp func) {
       << "' is already micro-batched; run gacc-pipeline (or "
          "gacc-micro-batch) once, on the original step";
   return failure();
+}
+
+//===----------------------------------------------------------------------===//
+// PassResultVerifier
+//===----------------------------------------------------------------------===//
+
+PassResultVerifier::PassResultVerifier(Operation *op, StringRef passArgument,
+                                       std::function<void()> signalFailure)
+    : op(op), passArgument(passArgument.str()),
+      signalFailure(std::move(signalFailure)), thread(llvm::get_threadid()) {
+  // Notes which errors this pass reported (on this thread: function passes
+  // run in parallel), and lets every diagnostic through.
+  errorWatch.emplace(op->getContext(), [this](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error &&
+        llvm::get_threadid() == thread)
+      sawError = true;
+    return failure();
+  });
+}
+
+PassResultVerifier::~PassResultVerifier() {
+  errorWatch.reset();
+  if (sawError)
+    return; // the pass failed with its own diagnostic
+  // The verifier's diagnostics of this thread are kept, not printed.
+  std::optional<Location> firstLoc;
+  std::string firstMessage;
+  LogicalResult verified = success();
+  {
+    ScopedDiagnosticHandler capture(op->getContext(), [&](Diagnostic &diag) {
+      if (llvm::get_threadid() != thread)
+        return failure();
+      if (diag.getSeverity() == DiagnosticSeverity::Error && !firstLoc) {
+        firstLoc = diag.getLocation();
+        firstMessage = diag.str();
+      }
+      return success();
+    });
+    verified = verify(op);
+  }
+  if (succeeded(verified))
+    return;
+  Location loc = firstLoc ? *firstLoc : op->getLoc();
+  InFlightDiagnostic diag =
+      emitError(loc) << "internal error: pass '" << passArgument
+                     << "' produced invalid IR; please report it as a gacc "
+                        "bug with the input and the command line";
+  if (!firstMessage.empty())
+    diag.attachNote(loc) << "the IR verifier said: " << firstMessage;
+  diag.report();
+  signalFailure();
 }

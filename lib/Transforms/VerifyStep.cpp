@@ -23,6 +23,8 @@ namespace {
 struct VerifyStepPass : public gacc::impl::VerifyStepPassBase<VerifyStepPass> {
   using VerifyStepPassBase::VerifyStepPassBase;
   void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
     if (!analyzeStep(getOperation(), entry, allowMicroBatchStatistics))
       signalPassFailure();
     markAllAnalysesPreserved();

@@ -196,6 +196,14 @@ void accountedFree(void *ptr, const char *caller);
 
 /// True while an NCCL communicator exists (waits must then poll).
 bool collectiveCommunicatorActive();
+/// The seconds an NCCL call or a host wait while a communicator exists may
+/// take: --collective-timeout (gaccrt_set_collective_timeout) when set, else
+/// GACCRT_NCCL_TIMEOUT_S, else 600; 0 = no limit.
+double collectiveTimeoutSecondsCuda();
+/// A host wait took longer than `timeout` seconds while a communicator
+/// exists: aborts the communicator and all ranks, naming the last NCCL
+/// collective of this rank and the ranks that may not have joined it.
+[[noreturn]] void collectiveWaitTimedOut(const char *caller, double timeout);
 /// Aborts the communicator and all ranks if NCCL reported an asynchronous
 /// error.
 void checkCollectiveErrors(const char *caller);

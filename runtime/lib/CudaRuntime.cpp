@@ -12,6 +12,7 @@
 
 #include "gaccrt/gaccrt_cuda.h"
 
+#include "CollectiveTimeout.h"
 #include "CudaInternal.h"
 
 #include <algorithm>
@@ -31,27 +32,6 @@ constexpr size_t kMaxPendingTraceEvents = 4096;
 
 /// The generation of the backend whose context is current on this thread.
 thread_local uint64_t currentGeneration = 0;
-
-/// Seconds a host wait may take while NCCL collectives are in flight before
-/// the communicator is aborted: GACCRT_NCCL_TIMEOUT_S, default 600, 0 = none.
-double collectiveTimeoutSeconds() {
-  static const double seconds = [] {
-    const char *text = std::getenv("GACCRT_NCCL_TIMEOUT_S");
-    if (!text || !*text)
-      return 600.0;
-    char *end = nullptr;
-    double value = std::strtod(text, &end);
-    if (end == text || *end != '\0' || value < 0) {
-      std::fprintf(stderr,
-                   "gaccrt: warning: ignoring GACCRT_NCCL_TIMEOUT_S='%s' "
-                   "(expected seconds >= 0); using 600\n",
-                   text);
-      return 600.0;
-    }
-    return value;
-  }();
-  return seconds;
-}
 
 /// The local rank under mpirun, or -1.
 int localRank() {
@@ -220,33 +200,20 @@ void makeCurrent(CudaState &state, const char *caller) {
 /// errors and the collective timeout in between.
 template <typename Query>
 void pollUntilDone(Query query, const char *queryName, const char *caller) {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point start = Clock::now();
-  const double timeout = collectiveTimeoutSeconds();
-  std::chrono::microseconds pause(0);
-  for (;;) {
-    CUresult result = query();
-    if (result == CUDA_SUCCESS)
-      return;
-    if (result != CUDA_ERROR_NOT_READY)
-      checkCu(result, queryName, caller);
-    checkCollectiveErrors(caller);
-    double waited = std::chrono::duration<double>(Clock::now() - start).count();
-    if (timeout > 0 && waited > timeout)
-      abortCollectives(std::string(caller) +
-                       ": the device did not finish within " +
-                       std::to_string(static_cast<long long>(timeout)) +
-                       " s while NCCL collectives were in flight (a rank may "
-                       "have skipped a collective or be stuck); the NCCL "
-                       "communicator was aborted. GACCRT_NCCL_TIMEOUT_S sets "
-                       "the limit (0 = none)");
-    if (pause.count() == 0)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(pause);
-    pause = std::min(std::chrono::microseconds(1000),
-                     pause + std::chrono::microseconds(10));
-  }
+  const double timeout = collectiveTimeoutSecondsCuda();
+  PollOutcome outcome = pollWithDeadline(
+      [&] {
+        CUresult result = query();
+        if (result == CUDA_SUCCESS)
+          return true;
+        if (result != CUDA_ERROR_NOT_READY)
+          checkCu(result, queryName, caller);
+        checkCollectiveErrors(caller);
+        return false;
+      },
+      timeout, /*firstPauseUs=*/0, /*maxPauseUs=*/1000);
+  if (outcome == PollOutcome::TimedOut)
+    collectiveWaitTimedOut(caller, timeout);
 }
 
 /// Adds the resolved trace events to the trace: `count` from the front of

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CollectiveTimeout.h"
 #include "Internal.h"
 
 #include <mpi.h>
@@ -159,39 +160,18 @@ private:
   void wait(MPI_Request &request, const char *call) {
     ++collectiveNumber;
     double timeout = collectiveTimeoutSeconds();
-    auto start = std::chrono::steady_clock::now();
-    auto pause = std::chrono::microseconds(20);
-    for (;;) {
-      int done = 0;
-      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      if (done)
-        return;
-      std::chrono::duration<double> waited =
-          std::chrono::steady_clock::now() - start;
-      if (waited.count() > timeout)
-        break;
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(10000));
-    }
-    std::string others;
-    if (sizeValue == 2) {
-      others = "rank " + std::to_string(1 - rankValue);
-    } else {
-      others = "one of ranks";
-      for (int r = 0; r < sizeValue; ++r)
-        if (r != rankValue)
-          others += " " + std::to_string(r);
-    }
-    char seconds[32];
-    std::snprintf(seconds, sizeof(seconds), "%g", timeout);
-    printError(std::string(call) + " (collective #" +
-               std::to_string(collectiveNumber) +
-               " of this rank) timed out "
-               "on rank " +
-               std::to_string(rankValue) + " after " + seconds +
-               " s (--collective-timeout): " + others +
-               " did not join it (stopped, crashed or hung); aborting all "
-               "ranks");
+    PollOutcome outcome = pollWithDeadline(
+        [&] {
+          int done = 0;
+          check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+          return done != 0;
+        },
+        timeout);
+    if (outcome == PollOutcome::Done)
+      return;
+    printError(collectiveTimeoutMessage(
+        call, collectiveNumber, "", rankValue, sizeValue, timeout,
+        "--collective-timeout", "aborting all ranks"));
     abortAll();
   }
 

@@ -15,6 +15,7 @@
 
 #include "gaccrt/gaccrt_cuda.h"
 
+#include "CollectiveTimeout.h"
 #include "CudaInternal.h"
 #include "DTypes.h"
 #include "Internal.h"
@@ -26,6 +27,8 @@
 #endif
 #endif
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 using namespace gaccrt;
@@ -72,6 +75,11 @@ void checkDeviceBuffer(void *data, int64_t bytes, int64_t bucket) {
 struct NcclState {
   ncclComm_t comm = nullptr;
   int rank = 0;
+  int worldSize = 1;
+  /// The NCCL collectives this rank issued, and the last one's bucket: what
+  /// a timeout names.
+  long long collectiveNumber = 0;
+  int64_t lastBucket = -1;
 };
 
 NcclState &ncclState() {
@@ -115,21 +123,79 @@ ncclDataType_t toNccl(int32_t dtype) {
   }
 }
 
-/// The communicator over all ranks, created on first use: a collective call,
-/// so every rank gets here in the same all-reduce.
-ncclComm_t communicator(int rank, int worldSize) {
+/// What sets the NCCL timeout, for its message.
+std::string collectiveTimeoutSetting() {
+  return gaccrt_collective_timeout() > 0
+             ? "--collective-timeout"
+             : "GACCRT_NCCL_TIMEOUT_S or --collective-timeout sets the limit";
+}
+
+std::string bucketDetail(int64_t bucket) {
+  return bucket >= 0 ? ", " + bucketText(bucket) : std::string();
+}
+
+/// Aborts the communicator and every rank with the timeout message of
+/// `call`, the collective `number` of this rank.
+[[noreturn]] void ncclTimedOut(const std::string &prefix, const char *call,
+                               long long number, int64_t bucket,
+                               double timeout) {
+  NcclState &state = ncclState();
+  abortCollectives(prefix + collectiveTimeoutMessage(
+                                call, number, bucketDetail(bucket), state.rank,
+                                state.worldSize, timeout,
+                                collectiveTimeoutSetting(),
+                                "the NCCL communicator was aborted, aborting "
+                                "all ranks"));
+}
+
+/// Finishes an NCCL call on the nonblocking communicator `comm`: while it
+/// answers ncclInProgress, polls ncclCommGetAsyncError until the call is
+/// done or the collective timeout passes; then checks the outcome.
+void completeNccl(ncclResult_t result, ncclComm_t comm, const char *call,
+                  const char *caller, long long number, int64_t bucket) {
+  if (result == ncclInProgress) {
+    const double timeout = collectiveTimeoutSecondsCuda();
+    PollOutcome outcome = pollWithDeadline(
+        [&] {
+          ncclResult_t queried = ncclCommGetAsyncError(comm, &result);
+          if (queried != ncclSuccess)
+            result = queried;
+          return result != ncclInProgress;
+        },
+        timeout, /*firstPauseUs=*/0, /*maxPauseUs=*/1000);
+    if (outcome == PollOutcome::TimedOut)
+      ncclTimedOut(std::string(caller) + ": ", call, number, bucket, timeout);
+  }
+  checkNccl(result, call, caller);
+}
+
+/// The communicator over all ranks, created on first use (in the all-reduce
+/// of `bucket`): a collective call, so every rank gets here in the same
+/// all-reduce.
+ncclComm_t communicator(int rank, int worldSize, int64_t bucket) {
   NcclState &state = ncclState();
   if (state.comm)
     return state.comm;
   state.rank = rank;
+  state.worldSize = worldSize;
   ncclUniqueId id{};
   if (rank == 0)
     checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId", kCaller);
+  // The id travels over MPI, under the same deadline as NCCL's calls.
+  const double saved = gaccrt_collective_timeout();
+  if (saved <= 0)
+    gaccrt_set_collective_timeout(collectiveTimeoutSecondsCuda());
   gaccrt_broadcast(&id, static_cast<int64_t>(sizeof(id)), 0);
+  gaccrt_set_collective_timeout(saved);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
   ncclComm_t comm = nullptr;
-  checkNccl(ncclCommInitRank(&comm, worldSize, id, rank), "ncclCommInitRank",
-            kCaller);
-  state.comm = comm;
+  ncclResult_t result =
+      ncclCommInitRankConfig(&comm, worldSize, id, rank, &config);
+  if (result == ncclSuccess || result == ncclInProgress)
+    state.comm = comm; // so that a failure or a timeout aborts it
+  completeNccl(result, comm, "ncclCommInitRank", kCaller,
+               state.collectiveNumber + 1, bucket);
   return comm;
 }
 
@@ -143,9 +209,29 @@ ncclComm_t communicator(int rank, int worldSize) {
 
 namespace gaccrt {
 
+double collectiveTimeoutSecondsCuda() {
+  std::string warning;
+  double seconds =
+      resolveNcclTimeout(gaccrt_collective_timeout(),
+                         std::getenv("GACCRT_NCCL_TIMEOUT_S"), warning);
+  static bool warned = false;
+  if (!warning.empty() && !warned) {
+    warned = true;
+    std::fprintf(stderr, "gaccrt: warning: %s\n", warning.c_str());
+  }
+  return seconds;
+}
+
 #if GACCRT_HAVE_NCCL
 
 bool collectiveCommunicatorActive() { return ncclState().comm != nullptr; }
+
+void collectiveWaitTimedOut(const char *caller, double timeout) {
+  NcclState &state = ncclState();
+  ncclTimedOut(
+      std::string(caller) + ": waiting for the device: ", "ncclAllReduce",
+      state.collectiveNumber, state.lastBucket, timeout);
+}
 
 void checkCollectiveErrors(const char *caller) {
   NcclState &state = ncclState();
@@ -178,6 +264,9 @@ void finalizeCollectives() {
   if (!state.comm)
     return;
   ncclComm_t comm = state.comm;
+  // Finalizing is collective too: a rank that never gets here is a timeout.
+  completeNccl(ncclCommFinalize(comm), comm, "ncclCommFinalize",
+               "gaccrt_cuda_finalize", state.collectiveNumber + 1, -1);
   checkNccl(ncclCommDestroy(comm), "ncclCommDestroy", "gaccrt_cuda_finalize");
   state.comm = nullptr;
 }
@@ -185,6 +274,10 @@ void finalizeCollectives() {
 #else
 
 bool collectiveCommunicatorActive() { return false; }
+void collectiveWaitTimedOut(const char *caller, double timeout) {
+  cudaFatal(std::string(caller) + ": the device did not finish within " +
+            std::to_string(timeout) + " s");
+}
 void checkCollectiveErrors(const char *) {}
 void abortCollectives(const std::string &message) { cudaFatal(message); }
 void finalizeCollectives() {}
@@ -244,7 +337,7 @@ void gaccrt_cuda_all_reduce(void *device_data, int64_t count, int32_t dtype,
   }
 
 #if GACCRT_HAVE_NCCL
-  ncclComm_t comm = communicator(rank, worldSize);
+  ncclComm_t comm = communicator(rank, worldSize, bucket);
   // The reduction must see everything issued on the compute stream so far.
   checkCu(gCuda.cuEventRecord(cuda.computeReady, cuda.compute), "cuEventRecord",
           kCaller);
@@ -255,15 +348,18 @@ void gaccrt_cuda_all_reduce(void *device_data, int64_t count, int32_t dtype,
     start = acquireTimingEvent(kCaller);
     checkCu(gCuda.cuEventRecord(start, cuda.comm), "cuEventRecord", kCaller);
   }
-  checkNccl(ncclAllReduce(device_data, device_data, static_cast<size_t>(count),
-                          toNccl(dtype),
-                          kind == GACCRT_AVERAGE   ? ncclAvg
-                          : kind == GACCRT_MAX     ? ncclMax
-                          : kind == GACCRT_MIN     ? ncclMin
-                          : kind == GACCRT_PRODUCT ? ncclProd
-                                                   : ncclSum,
-                          comm, cuda.comm),
-            "ncclAllReduce", kCaller);
+  NcclState &state = ncclState();
+  ++state.collectiveNumber;
+  state.lastBucket = bucket;
+  completeNccl(ncclAllReduce(device_data, device_data,
+                             static_cast<size_t>(count), toNccl(dtype),
+                             kind == GACCRT_AVERAGE   ? ncclAvg
+                             : kind == GACCRT_MAX     ? ncclMax
+                             : kind == GACCRT_MIN     ? ncclMin
+                             : kind == GACCRT_PRODUCT ? ncclProd
+                                                      : ncclSum,
+                             comm, cuda.comm),
+               comm, "ncclAllReduce", kCaller, state.collectiveNumber, bucket);
   cuda.collectivesPending = true;
   if (tracing) {
     CUevent end = acquireTimingEvent(kCaller);

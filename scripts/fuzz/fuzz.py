@@ -14,8 +14,9 @@ Collects the training steps (.mlir files with a gacc.loss result, split at
     batch dims, lines deleted, a result returned twice), each run through
     the pipeline with a random option set and a lowering.
 A run fails the harness when gacc-opt dies of a signal, prints a crash
-report, prints "error:" but exits 0, or does not finish within the timeout
-(a hang). Exit status 0 and 1 (with a diagnostic) are both fine otherwise.
+report, prints "error:" but exits 0, prints an error without a location
+(a line starting with "error:" or "<unknown>:") that names no option, or
+does not finish within the timeout (a hang). Exit status 0 and 1 (with a diagnostic) are both fine otherwise.
 Failing inputs are written to --keep (default: a temporary folder) with the
 command line. Prints one line per failure and a summary; exits 1 on any.
 
@@ -71,6 +72,25 @@ LOWERINGS_LONG = LOWERINGS_SHORT + [
     ["--gacc-pipeline=micro-batches=2"],
     ["--canonicalize", "--cse"],
 ]
+
+# Names a location-less error may mention instead of a location: the pass
+# and tool options (pass options and their values are what such errors are
+# about).
+OPTION_WORDS = re.compile(
+    r"(?<![\w-])--[a-z][a-z0-9-]*|\b[a-z][a-z0-9-]*=|\boption\b|"
+    r"\b(micro-batches|micro-batch-sizes|bucket-bytes|accumulate-type|entry|"
+    r"batch-size|chip|format|tile-sizes|cuda-path|libdevice|blas)\b")
+
+
+def unlocated_error(err):
+    """Returns the first error line without a location that names no
+    option, or None."""
+    for line in err.splitlines():
+        if (line.startswith("error:") or line.startswith("<unknown>:")) \
+                and "error" in line and not OPTION_WORDS.search(line):
+            return line
+    return None
+
 
 CRASH_MARKERS = ("PLEASE submit a bug report", "Stack dump:",
                  "LLVM ERROR:", "Assertion", "terminate called")
@@ -174,6 +194,9 @@ def run(cmd, timeout):
         return "error with exit 0", err
     if rc not in (0, 1):
         return f"exit {rc}", err
+    line = unlocated_error(err)
+    if line:
+        return f"error without location: {line[:200]}", err
     return None, err
 
 

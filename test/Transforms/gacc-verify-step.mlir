@@ -149,3 +149,31 @@ func.func @dynamic_batch(%x: tensor<?xf32> {gacc.batch = 0 : i64}) -> (tensor<f3
     }
   return %s : tensor<f32>
 }
+
+// -----
+
+// The sample loop marked "reduction" while it indexes the result (the
+// linalg verifier accepts it; found by mutating an iterator type): an input
+// error naming the op, not invalid IR from gacc-micro-batch.
+func.func @reduction_loop_indexes_result(%x: tensor<4x3xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @below {{'linalg.generic' op marks the sample loop d0 as a reduction, but result #0 is indexed by it (dimension 0); a loop that indexes a result must be 'parallel'}}
+  %r = linalg.generic {
+      indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>],
+      iterator_types = ["reduction", "reduction"]}
+      ins(%x : tensor<4x3xf32>) outs(%z : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %l = linalg.reduce ins(%r : tensor<4xf32>) outs(%z0 : tensor<f32>) dimensions = [0]
+    (%in: f32, %init: f32) {
+      %t = arith.addf %in, %init : f32
+      linalg.yield %t : f32
+    }
+  return %l : tensor<f32>
+}

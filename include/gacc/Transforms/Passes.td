@@ -162,4 +162,9 @@ def TestPrintBatchAnalysisPass
   ];
 }
 
+def TestBreakIRPass : Pass<"gacc-test-break-ir", "ModuleOp"> {
+  let summary = "Test only: drop the operands of every func.return (IR the "
+                "verifier rejects), to test the internal-error diagnostic";
+}
+
 #endif // GACC_TRANSFORMS_PASSES_TD

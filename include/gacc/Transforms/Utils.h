@@ -11,6 +11,10 @@
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/Threading.h"
+
+#include <functional>
 
 namespace mlir::gacc {
 
@@ -59,6 +63,30 @@ FailureOr<func::FuncOp> buildStepForBatchSize(func::FuncOp func,
 /// step has already been split into micro-batch regions (gacc-pipeline run
 /// twice), instead of letting the batch analysis reject the region op.
 LogicalResult verifyNotMicroBatched(func::FuncOp func);
+
+/// Declared first in a gacc pass's runOnOperation: when the pass returns
+/// without having reported an error, verifies the IR it produced and turns a
+/// verifier failure into "internal error: pass 'gacc-x' produced invalid IR;
+/// please report it ..." at the failing op's location, with the verifier's
+/// message as a note, and fails the pass through `signalFailure`. So a gacc
+/// bug never reaches the user as a raw upstream verifier message (the pass
+/// manager's own verifier then sees valid IR or a failed pass).
+class PassResultVerifier {
+public:
+  PassResultVerifier(Operation *op, StringRef passArgument,
+                     std::function<void()> signalFailure);
+  ~PassResultVerifier();
+  PassResultVerifier(const PassResultVerifier &) = delete;
+  PassResultVerifier &operator=(const PassResultVerifier &) = delete;
+
+private:
+  Operation *op;
+  std::string passArgument;
+  std::function<void()> signalFailure;
+  uint64_t thread;
+  bool sawError = false;
+  std::optional<ScopedDiagnosticHandler> errorWatch;
+};
 
 } // namespace mlir::gacc
 
