@@ -59,6 +59,8 @@ struct CudaApi {
   int64_t (*current)() = nullptr;
   int64_t (*peak)() = nullptr;
   void (*resetPeak)() = nullptr;
+  void (*getCounts)(gaccrt_cuda_counts *) = nullptr;
+  void (*resetCounts)() = nullptr;
 };
 CudaApi cudaApi;
 
@@ -91,7 +93,9 @@ bool loadCudaApi(std::string &error) {
       !get(api.d2h, "gaccrt_cuda_memcpy_d2h") ||
       !get(api.current, "gaccrt_cuda_current_bytes") ||
       !get(api.peak, "gaccrt_cuda_peak_bytes") ||
-      !get(api.resetPeak, "gaccrt_cuda_reset_peak"))
+      !get(api.resetPeak, "gaccrt_cuda_reset_peak") ||
+      !get(api.getCounts, "gaccrt_cuda_get_counts") ||
+      !get(api.resetCounts, "gaccrt_cuda_reset_counts"))
     return false;
   cudaApi = api;
   return true;
@@ -639,6 +643,15 @@ void CompiledStep::resetPeak() const {
     cudaApi.resetPeak();
   else
     gaccrt_reset_peak();
+}
+
+std::optional<gaccrt_cuda_counts> CompiledStep::takeDeviceCounts() const {
+  if (!cuda)
+    return std::nullopt;
+  gaccrt_cuda_counts counts{};
+  cudaApi.getCounts(&counts);
+  cudaApi.resetCounts();
+  return counts;
 }
 
 bool readStepInputs(const CompiledStep &step, const std::string &inputDir,

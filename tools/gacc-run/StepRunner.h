@@ -11,9 +11,11 @@
 #define GACC_TOOLS_GACCRUN_STEPRUNNER_H
 
 #include "Npy.h"
+#include "gaccrt/gaccrt_cuda.h"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,9 @@ public:
   int64_t peakBytes() const;
   void resetPeak() const;
   bool isCuda() const { return cuda; }
+  /// On CUDA, the kernel launches, host waits and allocations since the
+  /// last call (gaccrt_cuda_get_counts), and restarts the counts.
+  std::optional<gaccrt_cuda_counts> takeDeviceCounts() const;
 
   /// Runs one step. `inputs` must have been prepared. An out-of-range
   /// gather index (gacc-guard-gathers) fails the step with a message naming

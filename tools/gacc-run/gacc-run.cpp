@@ -180,9 +180,11 @@ int main(int argc, char **argv) {
   std::vector<NpyArray> outputs;
   std::vector<double> stepMs;
   int64_t peak = 0, collectives = 0, bytesReduced = 0;
+  std::optional<gaccrt_cuda_counts> deviceCounts;
   for (int64_t k = 0; k < steps; ++k) {
     gaccrt_reset_stats();
     step->resetPeak();
+    (void)step->takeDeviceCounts();
     int64_t base = step->currentBytes();
     double start = gaccrt_now_us();
     if (!step->run(inputs, outputs, error))
@@ -194,6 +196,8 @@ int main(int argc, char **argv) {
       return fail("the compiled step leaked " + std::to_string(leaked) +
                   " bytes");
     peak = std::max(peak, step->peakBytes() - base);
+    // Of the last step (with its input and result copies).
+    deviceCounts = step->takeDeviceCounts();
     collectives = gaccrt_collectives_issued();
     bytesReduced = gaccrt_bytes_reduced();
     if (print && lossIndex >= 0)
@@ -247,7 +251,13 @@ int main(int argc, char **argv) {
                  << (step->isCuda() ? " (device, with inputs and results)"
                                     : " (runtime-accounted)")
                  << ", collectives/step " << collectives
-                 << ", bytes reduced/step " << bytesReduced << "\n";
+                 << ", bytes reduced/step " << bytesReduced;
+    if (deviceCounts)
+      llvm::outs() << ", kernel launches/step " << deviceCounts->launches
+                   << ", host syncs/step " << deviceCounts->syncs
+                   << ", allocations/step " << deviceCounts->allocations << " ("
+                   << deviceCounts->device_allocations << " from the driver)";
+    llvm::outs() << "\n";
   }
   if (!traceFile.empty()) {
     int written = gaccrt_trace_write();
@@ -255,6 +265,8 @@ int main(int argc, char **argv) {
     if (written != 0)
       return fail("cannot write the trace to '" + traceFile + "'");
   }
+  // The step (its JIT-loaded GPU module) goes before the runtime.
+  step.reset();
   finalizeRuntime();
   return 0;
 }
