@@ -1,27 +1,25 @@
 //===- GpuPrepare.cpp - a bufferized step for the GPU -----------*- C++ -*-===//
 //
-// The gacc-gpu-prepare pass: device allocations and copies, the CUDA runtime's
-// collective, and one-iteration parallel loops around linalg ops that have no
-// parallel dimension, so that all compute becomes GPU kernels and the host
-// only launches kernels, cuBLAS GEMMs and NCCL collectives.
+// The gacc-gpu-prepare pass of the CUDA lowering: buffers become device
+// allocations, copies become gpu.memcpy, and the collective calls the CUDA
+// runtime's, so that the host only launches kernels, cuBLAS GEMMs and NCCL
+// collectives (gacc-gpu-serial-kernels moves the remaining host code that
+// touches memory to the device).
 //
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Transforms/Utils.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
 
 #define DEBUG_TYPE "gacc-gpu-prepare"
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_GPUPREPAREPASS
-#define GEN_PASS_DEF_GPUSERIALKERNELSPASS
 #include "gacc/Conversion/Passes.h.inc"
 } // namespace mlir::gacc
 
@@ -68,82 +66,6 @@ struct GpuPreparePass : public gacc::impl::GpuPreparePassBase<GpuPreparePass> {
         copy.erase();
       }
     }
-  }
-};
-
-/// Returns true when `op` reads or writes memory through memref.load/store
-/// (itself or nested).
-static bool touchesMemory(Operation *op) {
-  WalkResult result = op->walk([](Operation *nested) {
-    return isa<memref::LoadOp, memref::StoreOp>(nested)
-               ? WalkResult::interrupt()
-               : WalkResult::advance();
-  });
-  return result.wasInterrupted();
-}
-
-/// Returns true when `op` may join a run of serial device code.
-static bool isComputeOp(Operation *op) {
-  if (isa<scf::ParallelOp, gpu::LaunchOp>(op) ||
-      op->hasTrait<OpTrait::IsTerminator>() ||
-      op->hasTrait<OpTrait::ConstantLike>())
-    return false;
-  if (touchesMemory(op))
-    return true;
-  Dialect *dialect = op->getDialect();
-  return dialect && (dialect->getNamespace() == "arith" ||
-                     dialect->getNamespace() == "math");
-}
-
-struct GpuSerialKernelsPass
-    : public gacc::impl::GpuSerialKernelsPassBase<GpuSerialKernelsPass> {
-  void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
-    getOperation().walk([&](func::FuncOp func) {
-      for (Block &block : func.getBody()) {
-        // Maximal runs of compute ops that contain at least one memory
-        // access and whose values do not escape the run.
-        SmallVector<SmallVector<Operation *>> runs;
-        SmallVector<Operation *> current;
-        auto flush = [&] {
-          bool memory = llvm::any_of(current, touchesMemory);
-          // Trailing pure ops that feed nothing in the run stay outside.
-          if (memory)
-            runs.push_back(current);
-          current.clear();
-        };
-        for (Operation &op : block) {
-          if (isComputeOp(&op))
-            current.push_back(&op);
-          else
-            flush();
-        }
-        flush();
-        for (SmallVector<Operation *> &run : runs) {
-          DenseSet<Operation *> inRun(run.begin(), run.end());
-          bool escapes = llvm::any_of(run, [&](Operation *op) {
-            return llvm::any_of(op->getUsers(), [&](Operation *user) {
-              return !inRun.contains(block.findAncestorOpInBlock(*user));
-            });
-          });
-          if (escapes) {
-            run.front()->emitOpError(
-                "computes a value used outside its serial kernel; cannot "
-                "move it to the GPU");
-            return signalPassFailure();
-          }
-          OpBuilder builder(run.front());
-          Location loc = run.front()->getLoc();
-          Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
-          Value one = arith::ConstantIndexOp::create(builder, loc, 1);
-          auto loop = scf::ParallelOp::create(builder, loc, ValueRange{zero},
-                                              ValueRange{one}, ValueRange{one});
-          for (Operation *op : run)
-            op->moveBefore(loop.getBody()->getTerminator());
-        }
-      }
-    });
   }
 };
 } // namespace

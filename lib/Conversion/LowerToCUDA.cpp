@@ -124,7 +124,9 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   pm.addPass(createStridedCopiesToLinalgPass());
   pm.addPass(createGpuPreparePass());
 
-  // Kernels: parallel loops, tiled into blocks of threads, mapped, outlined.
+  // Kernels: parallel loops (parallel dimensions outermost, innermost
+  // first), tiled into blocks of threads, mapped, outlined into one module.
+  pm.addPass(createGpuLoopOrderPass());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addPass(createGpuSerialKernelsPass());
   SmallVector<int64_t> tileSizes(options.tileSizes.begin(),
@@ -138,11 +140,9 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   pm.addPass(createLowerAffinePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createGpuMergeModulesPass());
   if (options.kernelsOnly)
     return;
-  // gpu-to-llvm lowers device allocations, copies and launches in their
-  // async form; tokens order them, and host calls (cuBLAS, NCCL) wait.
-  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
 
   // As upstream's gpu-lower-to-nvvm-pipeline, with the host allocations of
   // the CPU path (the runtime's accounted allocator is not used: buffers are
@@ -180,6 +180,10 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   require.searched = libdevice;
   pm.addPass(createRequireLibdevicePass(require));
 
+  // One in-order stream per step (the runtime's compute stream, which cuBLAS
+  // and NCCL calls use too), waited for once before returning; after the
+  // last canonicalization, which would fold that wait away.
+  pm.addPass(createGpuInOrderStreamPass());
   pm.addPass(createGpuToLLVMConversionPass());
   GpuModuleToBinaryPassOptions binary;
   binary.toolkitPath = getCudaPath(options);

@@ -355,6 +355,8 @@ struct CudaApi {
   void (*resetPeak)() = nullptr;
   void (*mark)() = nullptr;
   double (*elapsedMs)() = nullptr;
+  void (*getCounts)(gaccrt_cuda_counts *) = nullptr;
+  void (*resetCounts)() = nullptr;
 };
 CudaApi cudaApi;
 
@@ -389,7 +391,9 @@ bool loadCudaApi(std::string &error) {
       !get(api.peak, "gaccrt_cuda_peak_bytes") ||
       !get(api.resetPeak, "gaccrt_cuda_reset_peak") ||
       !get(api.mark, "gaccrt_cuda_mark") ||
-      !get(api.elapsedMs, "gaccrt_cuda_elapsed_ms_since_mark"))
+      !get(api.elapsedMs, "gaccrt_cuda_elapsed_ms_since_mark") ||
+      !get(api.getCounts, "gaccrt_cuda_get_counts") ||
+      !get(api.resetCounts, "gaccrt_cuda_reset_counts"))
     return false;
   cudaApi = api;
   return true;
@@ -430,6 +434,15 @@ void deviceResetPeak(bool cuda) {
 void startDeviceTimer() { cudaApi.mark(); }
 
 double deviceElapsedMs() { return cudaApi.elapsedMs(); }
+
+bool takeDeviceCounts(gaccrt_cuda_counts &counts) {
+  if (!cudaApi.handle)
+    return false;
+  counts = gaccrt_cuda_counts{};
+  cudaApi.getCounts(&counts);
+  cudaApi.resetCounts();
+  return true;
+}
 
 void *deviceAlloc(int64_t bytes) { return cudaApi.alloc(bytes); }
 
@@ -593,7 +606,8 @@ std::string formatBytes(int64_t bytes) {
 std::string formatStepSummary(int64_t steps, int64_t warmup,
                               const std::vector<double> &stepMs, int64_t peak,
                               bool cuda, int64_t collectives,
-                              int64_t bytesReduced) {
+                              int64_t bytesReduced,
+                              const gaccrt_cuda_counts *counts) {
   std::vector<double> sorted = stepMs;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted.empty() ? NAN : sorted[sorted.size() / 2];
@@ -613,6 +627,11 @@ std::string formatStepSummary(int64_t steps, int64_t warmup,
        (cuda ? " (device, with inputs and results)" : " (runtime-accounted)");
   s += ", collectives/step " + std::to_string(collectives) +
        ", bytes reduced/step " + std::to_string(bytesReduced);
+  if (counts)
+    s += ", kernel launches/step " + std::to_string(counts->launches) +
+         ", host syncs/step " + std::to_string(counts->syncs) +
+         ", allocations/step " + std::to_string(counts->allocations) + " (" +
+         std::to_string(counts->device_allocations) + " from the driver)";
   return s;
 }
 

@@ -620,6 +620,13 @@ int64_t CompiledStep::peakBytes() const { return devicePeakBytes(cuda); }
 
 void CompiledStep::resetPeak() const { deviceResetPeak(cuda); }
 
+std::optional<gaccrt_cuda_counts> CompiledStep::takeDeviceCounts() const {
+  gaccrt_cuda_counts counts;
+  if (!cuda || !gacc::takeDeviceCounts(counts))
+    return std::nullopt;
+  return counts;
+}
+
 bool readStepInputs(const CompiledStep &step, const std::string &inputDir,
                     int rank, int world, std::vector<NpyArray> &inputs,
                     std::string &error) {

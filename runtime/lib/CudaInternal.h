@@ -158,10 +158,32 @@ struct CudaState {
   std::vector<CUevent> eventPool; // timing events for reuse
 
   std::mutex memoryMutex;
-  std::unordered_map<uintptr_t, int64_t> allocations;
+  /// Live allocations: pointer -> requested and pooled (rounded) sizes.
+  struct Allocation {
+    int64_t bytes;
+    int64_t capacity; // 0 for managed memory, which is not pooled
+  };
+  std::unordered_map<uintptr_t, Allocation> allocations;
   int64_t currentBytes = 0;
   int64_t peakBytes = 0;
+  /// Freed device blocks by capacity, reused by later allocations of the
+  /// same rounded size (a step allocates the same sizes every time). All
+  /// device work is ordered on the compute stream, so a block freed there
+  /// may be handed out again at once; cuMemFree (which waits for the
+  /// device) runs only at finalize or when an allocation fails.
+  std::unordered_map<int64_t, std::vector<CUdeviceptr>> pool;
+  int64_t pooledBytes = 0;
+
+  /// Counts of device work since gaccrt_cuda_reset_counts.
+  int64_t launchCount = 0;
+  int64_t syncCount = 0;
+  int64_t allocationCount = 0;
+  int64_t deviceAllocationCount = 0;
 };
+
+/// Returns the pooled blocks to the driver (cuMemFree); the memory mutex is
+/// held and the context current.
+void releasePool(CudaState &state);
 
 CudaState &cudaState();
 

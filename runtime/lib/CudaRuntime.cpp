@@ -56,6 +56,10 @@ void releaseResources(CudaState &state) {
       cublasDestroy(state.blas);
     for (CUevent event : state.eventPool)
       gCuda.cuEventDestroy(event);
+    {
+      std::lock_guard<std::mutex> lock(state.memoryMutex);
+      releasePool(state);
+    }
     for (PendingTraceEvent &event : state.pendingTrace) {
       gCuda.cuEventDestroy(event.start);
       gCuda.cuEventDestroy(event.end);
@@ -339,6 +343,7 @@ CUstream computeStream(const char *caller) {
 }
 
 void waitForStream(CUstream stream, const char *caller) {
+  ++cudaState().syncCount;
   if (!collectiveCommunicatorActive()) {
     checkCu(gCuda.cuStreamSynchronize(stream), "cuStreamSynchronize", caller);
     return;
@@ -348,6 +353,7 @@ void waitForStream(CUstream stream, const char *caller) {
 }
 
 void waitForEvent(CUevent event, const char *caller) {
+  ++cudaState().syncCount;
   if (!collectiveCommunicatorActive()) {
     checkCu(gCuda.cuEventSynchronize(event), "cuEventSynchronize", caller);
     return;
@@ -393,16 +399,56 @@ void flushTraceEvents(const char *caller) {
   }
 }
 
+void releasePool(CudaState &state) {
+  for (auto &[capacity, blocks] : state.pool)
+    for (CUdeviceptr block : blocks)
+      gCuda.cuMemFree(block);
+  state.pool.clear();
+  state.pooledBytes = 0;
+}
+
+namespace {
+/// Pooled blocks are multiples of this many bytes.
+constexpr int64_t kPoolGranule = 512;
+
+/// A pooled block of `capacity` bytes, or 0.
+CUdeviceptr takePooled(CudaState &state, int64_t capacity) {
+  auto found = state.pool.find(capacity);
+  if (found == state.pool.end() || found->second.empty())
+    return 0;
+  CUdeviceptr block = found->second.back();
+  found->second.pop_back();
+  state.pooledBytes -= capacity;
+  return block;
+}
+} // namespace
+
 void *accountedAlloc(int64_t bytes, bool managed, const char *caller) {
   checkBytes(bytes, caller);
   CudaState &state = requireCuda(caller);
   if (bytes == 0)
     return nullptr;
-  CUdeviceptr pointer = 0;
-  CUresult result =
-      managed ? gCuda.cuMemAllocManaged(&pointer, static_cast<size_t>(bytes),
-                                        CU_MEM_ATTACH_GLOBAL)
-              : gCuda.cuMemAlloc(&pointer, static_cast<size_t>(bytes));
+  int64_t capacity =
+      managed ? 0 : (bytes + kPoolGranule - 1) / kPoolGranule * kPoolGranule;
+  std::lock_guard<std::mutex> lock(state.memoryMutex);
+  ++state.allocationCount;
+  CUdeviceptr pointer = managed ? 0 : takePooled(state, capacity);
+  CUresult result = CUDA_SUCCESS;
+  if (!pointer) {
+    ++state.deviceAllocationCount;
+    auto allocate = [&] {
+      return managed
+                 ? gCuda.cuMemAllocManaged(&pointer, static_cast<size_t>(bytes),
+                                           CU_MEM_ATTACH_GLOBAL)
+                 : gCuda.cuMemAlloc(&pointer, static_cast<size_t>(capacity));
+    };
+    result = allocate();
+    if (result == CUDA_ERROR_OUT_OF_MEMORY && state.pooledBytes > 0) {
+      // The pool holds memory no one uses: give it back and try again.
+      releasePool(state);
+      result = allocate();
+    }
+  }
   if (result != CUDA_SUCCESS) {
     size_t freeBytes = 0, totalBytes = 0;
     std::string memory;
@@ -413,11 +459,10 @@ void *accountedAlloc(int64_t bytes, bool managed, const char *caller) {
               (managed ? "cuMemAllocManaged" : "cuMemAlloc") + " of " +
               std::to_string(bytes) +
               " bytes failed: " + cudaResultText(result) + " (" +
-              std::to_string(gaccrt_cuda_current_bytes()) +
+              std::to_string(state.currentBytes) +
               " bytes allocated through gaccrt" + memory + ")");
   }
-  std::lock_guard<std::mutex> lock(state.memoryMutex);
-  state.allocations[static_cast<uintptr_t>(pointer)] = bytes;
+  state.allocations[static_cast<uintptr_t>(pointer)] = {bytes, capacity};
   state.currentBytes += bytes;
   state.peakBytes = std::max(state.peakBytes, state.currentBytes);
   return reinterpret_cast<void *>(pointer);
@@ -427,6 +472,7 @@ void accountedFree(void *ptr, const char *caller) {
   if (!ptr)
     return;
   CudaState &state = cudaState();
+  CudaState::Allocation allocation;
   {
     std::lock_guard<std::mutex> lock(state.memoryMutex);
     auto found = state.allocations.find(reinterpret_cast<uintptr_t>(ptr));
@@ -434,7 +480,8 @@ void accountedFree(void *ptr, const char *caller) {
       cudaFatal(std::string(caller) +
                 ": the pointer was not allocated by gaccrt_cuda_alloc or "
                 "mgpuMemAlloc (or was freed twice)");
-    state.currentBytes -= found->second;
+    allocation = found->second;
+    state.currentBytes -= allocation.bytes;
     state.allocations.erase(found);
   }
   requireCuda(caller);
@@ -442,6 +489,14 @@ void accountedFree(void *ptr, const char *caller) {
   // wait for the device would not notice an NCCL failure.
   if (collectiveCommunicatorActive())
     waitForStream(state.comm, caller);
+  if (allocation.capacity > 0) {
+    // Later work on the compute stream may reuse it at once.
+    std::lock_guard<std::mutex> lock(state.memoryMutex);
+    state.pool[allocation.capacity].push_back(
+        reinterpret_cast<CUdeviceptr>(ptr));
+    state.pooledBytes += allocation.capacity;
+    return;
+  }
   checkCu(gCuda.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree",
           caller);
 }
@@ -562,6 +617,30 @@ void gaccrt_cuda_reset_peak(void) {
   CudaState &state = cudaState();
   std::lock_guard<std::mutex> lock(state.memoryMutex);
   state.peakBytes = state.currentBytes;
+}
+
+int64_t gaccrt_cuda_pooled_bytes(void) {
+  CudaState &state = cudaState();
+  std::lock_guard<std::mutex> lock(state.memoryMutex);
+  return state.pooledBytes;
+}
+
+void gaccrt_cuda_get_counts(gaccrt_cuda_counts *counts) {
+  if (!counts)
+    return;
+  CudaState &state = cudaState();
+  std::lock_guard<std::mutex> lock(state.memoryMutex);
+  counts->launches = state.launchCount;
+  counts->syncs = state.syncCount;
+  counts->allocations = state.allocationCount;
+  counts->device_allocations = state.deviceAllocationCount;
+}
+
+void gaccrt_cuda_reset_counts(void) {
+  CudaState &state = cudaState();
+  std::lock_guard<std::mutex> lock(state.memoryMutex);
+  state.launchCount = state.syncCount = state.allocationCount =
+      state.deviceAllocationCount = 0;
 }
 
 //===----------------------------------------------------------------------===//

@@ -96,6 +96,11 @@ void *mgpuModuleLoadJIT(void *data, int optLevel) {
 
 void mgpuModuleUnload(void *module) {
   const char *caller = "mgpuModuleUnload";
+  // A compiled step unloads its module when it is destroyed; after
+  // gaccrt_cuda_finalize the context, and the module with it, is gone, and
+  // unloading must not bring CUDA (and cuBLAS) back up.
+  if (!gaccrt_cuda_available())
+    return;
   requireCuda(caller);
   checkCu(gCuda.cuModuleUnload(asModule(module)), "cuModuleUnload", caller);
 }
@@ -140,6 +145,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                 kernel, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem),
             "cuFuncSetAttribute", caller);
   CUstream onStream = resolveStream(stream, caller);
+  ++state.launchCount;
   CUresult result = gCuda.cuLaunchKernel(
       kernel, static_cast<unsigned>(gridX), static_cast<unsigned>(gridY),
       static_cast<unsigned>(gridZ), static_cast<unsigned>(blockX),

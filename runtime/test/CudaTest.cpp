@@ -130,10 +130,24 @@ TEST(CudaWithoutDevice, QueriesNeedNoDevice) {
         withoutDriver();
         bool ok = gaccrt_cuda_available() == 0 && gaccrt_cuda_device() == -1 &&
                   gaccrt_cuda_current_bytes() == 0 &&
-                  gaccrt_cuda_peak_bytes() == 0;
+                  gaccrt_cuda_peak_bytes() == 0 &&
+                  gaccrt_cuda_pooled_bytes() == 0;
+        gaccrt_cuda_counts counts;
+        counts.launches = counts.syncs = counts.allocations =
+            counts.device_allocations = 1;
+        gaccrt_cuda_reset_counts();
+        gaccrt_cuda_get_counts(&counts);
+        gaccrt_cuda_get_counts(nullptr);
+        ok = ok && counts.launches == 0 && counts.syncs == 0 &&
+             counts.allocations == 0 && counts.device_allocations == 0;
         gaccrt_cuda_reset_peak();
         gaccrt_cuda_free(nullptr);
         mgpuMemFree(nullptr, nullptr);
+        // Unloading a module while the backend is down (a compiled step
+        // destroyed after gaccrt_cuda_finalize) does nothing; it does not
+        // bring CUDA up.
+        mgpuModuleUnload(reinterpret_cast<void *>(uintptr_t(0x1000)));
+        ok = ok && gaccrt_cuda_available() == 0;
         mgpuSetDefaultDevice(0);
         gaccrt_cuda_finalize();
         gaccrt_cuda_finalize();
@@ -183,7 +197,6 @@ std::vector<DeviceCall> deviceCalls() {
        }},
       {"mgpuModuleLoadJIT",
        [] { mgpuModuleLoadJIT(const_cast<char *>(kGaccrtTestKernelsPtx), 2); }},
-      {"mgpuModuleUnload", [=] { mgpuModuleUnload(fake); }},
       {"mgpuModuleGetFunction",
        [=] { mgpuModuleGetFunction(fake, "gaccrt_test_axpy"); }},
       {"mgpuLaunchKernel",
@@ -596,6 +609,24 @@ TEST_F(CudaDevice, HugeAllocationAbortsWithTheDeviceMemory) {
   EXPECT_DEATH(gaccrt_cuda_alloc(int64_t(1) << 60),
                "gaccrt: error: gaccrt_cuda_alloc: cuMemAlloc of "
                "1152921504606846976 bytes failed: CUDA_ERROR_");
+}
+
+TEST_F(CudaDevice, FreedBlocksArePooledAndCounted) {
+  // An odd size no other test uses: 123457 and 123400 bytes both round up
+  // to 123904.
+  gaccrt_cuda_reset_counts();
+  void *first = gaccrt_cuda_alloc(123457);
+  gaccrt_cuda_free(first);
+  EXPECT_GE(gaccrt_cuda_pooled_bytes(), 123904);
+  void *second = gaccrt_cuda_alloc(123400);
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(gaccrt_cuda_current_bytes() >= 123400, true);
+  gaccrt_cuda_counts counts{};
+  gaccrt_cuda_get_counts(&counts);
+  EXPECT_EQ(counts.allocations, 2);
+  EXPECT_EQ(counts.device_allocations, 1);
+  EXPECT_EQ(counts.launches, 0);
+  gaccrt_cuda_free(second);
 }
 
 TEST_F(CudaDevice, TimingMarkMeasuresDeviceTime) {

@@ -60,3 +60,32 @@
 // LLVMIR: call void @mgpuLaunchKernel(
 // LLVMIR: call void @gaccrt_cuda_all_reduce(
 // LLVMIR: call ptr @mgpuModuleLoadJIT(
+
+// RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda | FileCheck %s --check-prefix=STREAM
+// One in-order stream per step: created once at entry, synchronized and
+// destroyed once before the return; no event waits, and no host wait
+// between the GEMMs, kernels and allocations of the regions (cuBLAS runs on
+// the same stream). All kernels are in one GPU module.
+// STREAM-LABEL: llvm.func @train_step(
+// STREAM:         %[[STREAM:.*]] = llvm.call @mgpuStreamCreate()
+// STREAM-NOT:     {{mgpuStream|mgpuEvent}}
+// STREAM:         llvm.call @gaccrt_cuda_sgemm
+// STREAM-NOT:     {{mgpuStream|mgpuEvent}}
+// STREAM:         llvm.call @mgpuStreamSynchronize(%[[STREAM]])
+// STREAM-NEXT:    llvm.call @mgpuStreamDestroy(%[[STREAM]])
+// STREAM-NEXT:    llvm.return
+// STREAM-NOT:     {{mgpuStream|mgpuEvent}}
+// STREAM-COUNT-1: gpu.binary
+// STREAM-NOT:     gpu.binary
+
+// RUN: %PYTHON %gacc_src_root/bench/gen_mlp.py --batch 256 --dims 512,512,512,512,10 > %t.bench.mlir
+// RUN: gacc-opt %t.bench.mlir --gacc-pipeline="micro-batches=4" --gacc-lower-to-cuda="kernels-only" | FileCheck %s --check-prefix=BENCH
+// The bench MLP (bench/gen_mlp.py's defaults, m = 4): no kernel runs on one
+// thread (the bias gradients are one thread per output feature, the loss
+// adds atomically), so none is a serial reduction; the GEMMs follow each
+// other with no host wait.
+// BENCH-LABEL: func.func @train_step
+// BENCH-NOT:     threads in (%c1, %c1, %c1)
+// BENCH-NOT:     gpu.wait
+// BENCH:         memref.atomic_rmw addf
+// BENCH-NOT:     threads in (%c1, %c1, %c1)

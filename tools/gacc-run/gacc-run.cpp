@@ -170,9 +170,11 @@ int main(int argc, char **argv) {
     return fail(error);
   std::vector<double> stepMs;
   int64_t peak = 0, collectives = 0, bytesReduced = 0;
+  std::optional<gaccrt_cuda_counts> deviceCounts;
   for (int64_t k = 0; k < steps; ++k) {
     gaccrt_reset_stats();
     step->resetPeak();
+    (void)step->takeDeviceCounts();
     int64_t base = step->currentBytes();
     double start = gaccrt_now_us();
     if (!step->runSteps(1, error))
@@ -184,6 +186,8 @@ int main(int argc, char **argv) {
       return fail("the compiled step leaked " + std::to_string(leaked) +
                   " bytes");
     peak = std::max(peak, step->peakBytes() - base);
+    // Of the last step (with its input and result copies).
+    deviceCounts = step->takeDeviceCounts();
     collectives = gaccrt_collectives_issued();
     bytesReduced = gaccrt_bytes_reduced();
     if (print && lossIndex >= 0)
@@ -223,8 +227,10 @@ int main(int argc, char **argv) {
 
   if (print) {
     llvm::outs() << formatStepSummary(steps, warmup, stepMs, peak,
-                                      step->isCuda(), collectives, bytesReduced)
-                 << "\n";
+                                      step->isCuda(), collectives, bytesReduced,
+                                      deviceCounts ? &*deviceCounts : nullptr)
+                 << "
+";
   }
   if (!traceFile.empty()) {
     int written = gaccrt_trace_write();
@@ -232,7 +238,8 @@ int main(int argc, char **argv) {
     if (written != 0)
       return fail("cannot write the trace to '" + traceFile + "'");
   }
-  // The step's buffers go before the runtime that allocated them.
+  // The step (its buffers, its JIT-loaded GPU module) goes before the
+  // runtime.
   step.reset();
   finalizeRuntime();
   return 0;

@@ -176,9 +176,7 @@ def GpuPreparePass : Pass<"gacc-gpu-prepare", "ModuleOp"> {
     allocations (`gpu.alloc`/`gpu.dealloc`), copies become `gpu.memcpy`,
     and collectives call the CUDA runtime (`gaccrt_cuda_all_reduce`, NCCL).
   }];
-  let dependentDialects = ["::mlir::gpu::GPUDialect",
-                           "::mlir::scf::SCFDialect",
-                           "::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
 def GpuSerialKernelsPass : Pass<"gacc-gpu-serial-kernels", "ModuleOp"> {
@@ -187,10 +185,55 @@ def GpuSerialKernelsPass : Pass<"gacc-gpu-serial-kernels", "ModuleOp"> {
     After linalg is lowered to loops: every run of host code that reads or
     writes memory (the serial loops of full reductions, rank-0 updates) is
     moved into a one-iteration `scf.parallel`, which becomes a one-thread
-    GPU kernel, so that no host code touches device memory.
+    GPU kernel, so that no host code touches device memory. A scalar such a
+    run computes and later code uses (a count that divides a loss) is
+    stored to a device scalar and loaded where it is used, inside later
+    kernels; a value the host itself needs is an error.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def GpuInOrderStreamPass : Pass<"gacc-gpu-in-order-stream", "ModuleOp"> {
+  let summary = "Put a function's device work on one stream, waited once";
+  let description = [{
+    Runs right before gpu-to-llvm, on synchronous gpu ops: every
+    `gpu.alloc`, `gpu.dealloc`, `gpu.memcpy`, `gpu.memset` and
+    `gpu.launch_func` of a function becomes async on one token created at
+    its entry (`gpu.wait async`, one stream), and each return is preceded by
+    `gpu.wait` on that token (one stream synchronization). The runtime's
+    cuBLAS and NCCL calls use the same in-order stream, so the host does not
+    wait between device operations. Unlike gpu-async-region this creates no
+    stream per operation and the final wait lowers to a stream (not event)
+    synchronization.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def GpuLoopOrderPass : Pass<"gacc-gpu-loop-order", "ModuleOp"> {
+  let summary = "Order linalg loops for GPU kernels: parallel, innermost first";
+  let description = [{
+    Runs on buffers before linalg becomes parallel loops. Every linalg op
+    (named ops generalized) gets its parallel dimensions first, innermost
+    first, then its reductions: the reduction loops become serial loops
+    inside the parallel ones (one thread per output element, not a serial
+    loop around a parallel one, which ran as a one-thread kernel), and the
+    innermost, contiguous dimension is the first of the parallel loop, the
+    one tiled by the largest tile size and mapped to threadIdx.x.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def GpuMergeModulesPass : Pass<"gacc-gpu-merge-modules", "ModuleOp"> {
+  let summary = "Merge the outlined kernels into one GPU module";
+  let description = [{
+    Runs after gpu-kernel-outlining, which makes one `gpu.module` per
+    kernel: every kernel moves into the first module, named after its old
+    module, and the `gpu.launch_func` ops follow. A step then loads one
+    module (one PTX image) instead of one per kernel.
+  }];
 }
 
 def UnshareEmptyTensorsPass

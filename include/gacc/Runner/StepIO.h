@@ -14,6 +14,7 @@
 #define GACC_TOOLS_COMMON_STEPIO_H
 
 #include "Npy.h"
+#include "gaccrt/gaccrt_cuda.h"
 
 #include <cstdint>
 #include <functional>
@@ -124,6 +125,11 @@ void deviceResetPeak(bool cuda);
 void startDeviceTimer();
 double deviceElapsedMs();
 
+/// On CUDA, the kernel launches, host waits and allocations since the last
+/// call (gaccrt_cuda_get_counts), and restarts the counts. False when the
+/// CUDA runtime is not loaded.
+bool takeDeviceCounts(gaccrt_cuda_counts &counts);
+
 /// Device memory through the CUDA runtime (after initCudaRuntime).
 void *deviceAlloc(int64_t bytes);
 void deviceFree(void *data);
@@ -150,7 +156,8 @@ std::string formatBytes(int64_t bytes);
 std::string formatStepSummary(int64_t steps, int64_t warmup,
                               const std::vector<double> &stepMs, int64_t peak,
                               bool cuda, int64_t collectives,
-                              int64_t bytesReduced);
+                              int64_t bytesReduced,
+                              const gaccrt_cuda_counts *counts = nullptr);
 
 } // namespace gacc
 

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,9 @@ public:
   int64_t peakBytes() const;
   void resetPeak() const;
   bool isCuda() const { return cuda; }
+  /// On CUDA, the kernel launches, host waits and allocations since the
+  /// last call (gaccrt_cuda_get_counts), and restarts the counts.
+  std::optional<gaccrt_cuda_counts> takeDeviceCounts() const;
 
   /// Copies the prepared `inputs` into buffers that stay alive between steps
   /// (device buffers on CUDA) and allocates the result buffers once. Returns

@@ -98,6 +98,21 @@ GACCRT_API int64_t gaccrt_cuda_current_bytes(void);
 GACCRT_API int64_t gaccrt_cuda_peak_bytes(void);
 /** peak := current. */
 GACCRT_API void gaccrt_cuda_reset_peak(void);
+/** Bytes of freed device memory the backend keeps for reuse (its pool:
+ *  freed blocks are reused by allocations of the same rounded size and
+ *  returned to the driver at gaccrt_cuda_finalize or when an allocation
+ *  would fail). */
+GACCRT_API int64_t gaccrt_cuda_pooled_bytes(void);
+
+/** Device work done since gaccrt_cuda_reset_counts (or start). */
+typedef struct gaccrt_cuda_counts {
+  int64_t launches;           /**< kernel launches (mgpuLaunchKernel) */
+  int64_t syncs;              /**< host waits for a stream or an event */
+  int64_t allocations;        /**< gaccrt_cuda_alloc and mgpuMemAlloc calls */
+  int64_t device_allocations; /**< ... of them not served by the pool */
+} gaccrt_cuda_counts;
+GACCRT_API void gaccrt_cuda_get_counts(gaccrt_cuda_counts *counts);
+GACCRT_API void gaccrt_cuda_reset_counts(void);
 
 /*===--- Synchronization and timing ---------------------------------------===*/
 

@@ -1,0 +1,76 @@
+//===- GpuMergeModules.cpp - one GPU module per step ----------------------===//
+//
+// The gacc-gpu-merge-modules pass of the CUDA lowering, after kernel
+// outlining (which makes one gpu.module per kernel): every kernel moves into
+// the first module under its old module's (unique) name and the launches
+// follow, so a step loads one module, compiled to PTX once, instead of one
+// per kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/SymbolTable.h"
+
+#define DEBUG_TYPE "gacc-gpu-merge-modules"
+
+namespace mlir::gacc {
+#define GEN_PASS_DEF_GPUMERGEMODULESPASS
+#include "gacc/Conversion/Passes.h.inc"
+} // namespace mlir::gacc
+
+using namespace mlir;
+using namespace mlir::gacc;
+
+namespace {
+struct GpuMergeModulesPass
+    : public gacc::impl::GpuMergeModulesPassBase<GpuMergeModulesPass> {
+  void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    ModuleOp module = getOperation();
+    SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
+    if (gpuModules.size() < 2)
+      return;
+    gpu::GPUModuleOp target = gpuModules.front();
+    // Modules that hold anything but kernels (or carry targets already)
+    // stay as they are.
+    auto mergeable = [](gpu::GPUModuleOp gpuModule) {
+      return !gpuModule.getTargetsAttr() &&
+             llvm::all_of(
+                 gpuModule.getBody()->getOperations(),
+                 [](Operation &op) { return isa<gpu::GPUFuncOp>(op); });
+    };
+    if (!mergeable(target))
+      return;
+    SymbolTable targetSymbols(target);
+    // Old kernel reference -> new one.
+    DenseMap<SymbolRefAttr, SymbolRefAttr> renamed;
+    for (gpu::GPUModuleOp source : llvm::drop_begin(gpuModules)) {
+      if (!mergeable(source))
+        continue;
+      for (gpu::GPUFuncOp kernel :
+           llvm::make_early_inc_range(source.getOps<gpu::GPUFuncOp>())) {
+        auto oldRef =
+            SymbolRefAttr::get(source.getSymNameAttr(),
+                               {FlatSymbolRefAttr::get(kernel.getNameAttr())});
+        kernel->moveBefore(target.getBody(), target.getBody()->end());
+        // Unique within the target: the source module's name, else a
+        // suffixed one.
+        kernel.setName(source.getSymName());
+        StringAttr name = targetSymbols.insert(kernel);
+        renamed[oldRef] = SymbolRefAttr::get(target.getSymNameAttr(),
+                                             {FlatSymbolRefAttr::get(name)});
+      }
+      source.erase();
+    }
+    module.walk([&](gpu::LaunchFuncOp launch) {
+      auto found = renamed.find(launch.getKernelAttr());
+      if (found != renamed.end())
+        launch.setKernelAttr(found->second);
+    });
+  }
+};
+} // namespace

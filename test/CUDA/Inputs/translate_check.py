@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Lowers one step for CUDA and checks that it is complete.
+
+  translate_check.py PTXAS OUT_DIR STEP.mlir "PIPELINE OPTIONS"
+
+Runs gacc-opt --gacc-pipeline="OPTIONS" --gacc-lower-to-cuda, then checks:
+no `unrealized_conversion_cast` and no gpu op but gpu.binary and
+gpu.launch_func (which mlir-translate turns into the module load and the
+launch) in the lowered module; mlir-translate --mlir-to-llvmir succeeds;
+the LLVM IR creates one stream and synchronizes it once per step function,
+with no event synchronization; ptxas assembles every kernel for sm_90
+(scripts/ptxas-check.py). Prints "NAME: ok" or the failures, and exits
+non-zero on any failure.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+
+def run(args, **kwargs):
+    return subprocess.run(args, capture_output=True, text=True, **kwargs)
+
+
+def main():
+    ptxas, out_dir, step, options = sys.argv[1:5]
+    name = os.path.splitext(os.path.basename(step))[0]
+    os.makedirs(out_dir, exist_ok=True)
+    lowered = os.path.join(out_dir, name + ".cuda.mlir")
+    ll = os.path.join(out_dir, name + ".ll")
+    failures = []
+    proc = run(["gacc-opt", step, f"--gacc-pipeline={options}",
+                "--gacc-lower-to-cuda", "-o", lowered])
+    if proc.returncode != 0:
+        print(f"{name}: FAILED to lower\n{proc.stderr}")
+        sys.exit(1)
+    text = open(lowered).read()
+    if "unrealized_conversion_cast" in text:
+        failures.append("unrealized_conversion_cast left")
+    left = sorted(set(re.findall(r"\bgpu\.(\w+)", text)) -
+                  {"binary", "launch_func", "object", "container_module"})
+    if left:
+        failures.append("gpu ops left: " + ", ".join(left))
+    proc = run(["mlir-translate", "--mlir-to-llvmir", lowered, "-o", ll])
+    if proc.returncode != 0:
+        failures.append("mlir-translate failed:\n" + proc.stderr)
+    else:
+        ir = open(ll).read()
+        bodies = re.findall(r"^define [^@]*@(\w+)\((.*?)^}", ir, re.M | re.S)
+        for fname, body in bodies:
+            # Step functions: those that allocate or launch (not the
+            # module load/unload constructors).
+            if ("@mgpuMemAlloc(" not in body and
+                    "@mgpuLaunchKernel(" not in body):
+                continue
+            creates = body.count("@mgpuStreamCreate(")
+            syncs = body.count("@mgpuStreamSynchronize(")
+            returns = body.count("ret void") + len(re.findall(r"\bret \S+ ", body))
+            if creates != 1:
+                failures.append(f"@{fname} creates {creates} streams")
+            if syncs < 1 or syncs > returns:
+                failures.append(f"@{fname} synchronizes {syncs} times "
+                                f"for {returns} returns")
+            if "@mgpuEventSynchronize(" in body:
+                failures.append(f"@{fname} synchronizes an event")
+    proc = run([sys.executable,
+                os.path.join(os.path.dirname(__file__), "..", "..", "..",
+                             "scripts", "ptxas-check.py"),
+                ptxas, "sm_90", lowered, os.path.join(out_dir, name)])
+    if proc.returncode != 0:
+        failures.append("ptxas:\n" + proc.stdout + proc.stderr)
+    if failures:
+        print(f"{name}: FAILED\n  " + "\n  ".join(failures))
+        sys.exit(1)
+    print(f"{name}: ok")
+
+
+if __name__ == "__main__":
+    main()
