@@ -411,7 +411,30 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
   pipeline.accumulateType = options.accumulateType;
   pipeline.bucketBytes = options.bucketBytes;
   pipeline.testSkipGlobalNormalizer = options.testSkipGlobalNormalizer;
+  pipeline.lossScale = options.lossScale;
+  pipeline.lossScaleInit = options.lossScaleInit;
+  pipeline.lossScaleGrowthFactor = options.lossScaleGrowthFactor;
+  pipeline.lossScaleBackoffFactor = options.lossScaleBackoffFactor;
+  pipeline.lossScaleGrowthInterval = options.lossScaleGrowthInterval;
   mlir::gacc::buildGaccPipeline(pm, pipeline);
+  if (options.lossScale == "dynamic") {
+    // gacc-loss-scale appends the scale (f32) and its growth tracker (i64)
+    // as state arguments and their updates as state_out results.
+    int64_t first = step->args.size();
+    for (int k = 0; k < 2; ++k) {
+      TensorInfo arg;
+      arg.role = Role::State;
+      arg.dtype = k ? DType::I64 : DType::F32;
+      arg.hasFill = true;
+      arg.fill = k ? 0.0 : options.lossScaleInit;
+      step->args.push_back(arg);
+      TensorInfo result;
+      result.role = Role::StateOut;
+      result.index = first + k;
+      result.dtype = arg.dtype;
+      step->results.push_back(result);
+    }
+  }
   if (options.device == "cuda") {
 #ifdef GACC_HAVE_CUDA
     if (!loadCudaApi(error))
@@ -689,6 +712,14 @@ bool readStepInputs(const CompiledStep &step, const std::string &inputDir,
     // A file missing from the rank folder may be shared by all ranks.
     if (!llvm::sys::fs::exists(path) && llvm::sys::fs::exists(shared))
       path = shared;
+    const TensorInfo &info = step.getArgs()[i];
+    if (!llvm::sys::fs::exists(path) && info.hasFill) {
+      NpyArray f64 = makeArray(DType::F64, info.shape);
+      auto *values = reinterpret_cast<double *>(f64.data.data());
+      std::fill(values, values + f64.numElements(), info.fill);
+      inputs.push_back(convertToDType(f64, info.dtype));
+      continue;
+    }
     if (!llvm::sys::fs::exists(path)) {
       error = "missing input file '" + path + "' for argument #" +
               std::to_string(i) + " (" + roleName(step.getArgs()[i].role) + ")";
@@ -715,6 +746,10 @@ std::vector<NpyArray> makeRandomInputs(const CompiledStep &step, uint64_t seed,
     std::normal_distribution<double> normal(0.0, 1.0);
     int64_t fanIn = arg.shape.empty() ? 1 : arg.shape.front();
     for (int64_t k = 0; k < n; ++k) {
+      if (arg.hasFill) {
+        values[k] = arg.fill;
+        continue;
+      }
       switch (arg.role) {
       case Role::Param:
         values[k] = normal(rng) / std::sqrt(static_cast<double>(fanIn));

@@ -48,6 +48,10 @@ struct TensorInfo {
   int64_t indexBound = 0;
   /// Float batch inputs that only scale other values (masks): drawn as 0/1.
   bool isMask = false;
+  /// Arguments the pipeline added (the loss scale and its growth tracker):
+  /// the value they start from when no input file gives one.
+  bool hasFill = false;
+  double fill = 0;
 };
 
 /// Options of a compiled step: the gacc-pipeline options and lowering knobs.
@@ -61,6 +65,12 @@ struct StepOptions {
   std::string accumulateType;
   int64_t bucketBytes = 26214400;
   bool testSkipGlobalNormalizer = false;
+  /// gacc-loss-scale: none, static, static=S or dynamic, and its knobs.
+  std::string lossScale = "none";
+  double lossScaleInit = 65536.0;
+  double lossScaleGrowthFactor = 2.0;
+  double lossScaleBackoffFactor = 0.5;
+  int64_t lossScaleGrowthInterval = 2000;
   bool blas = true;
   bool traceRegions = true;
   /// "cpu" or "cuda".
