@@ -51,15 +51,46 @@ private:
   LogicalResult runOnFunction(func::FuncOp func, bool dynamic, double init);
   Reach reachOf(func::FuncOp func, Value value);
   LogicalResult scaleContribution(linalg::LinalgOp op, unsigned result);
-  Value scaleOf(Type elementType);
-  Value elementwise(Location loc, Value tensor, Value scalar);
+  Value elementwise(Location loc, Value tensor, Value factor);
 
   OpBuilder *builder = nullptr;
-  /// The f32 scale (a scalar) and its conversions to other float types.
-  DenseMap<Type, Value> scales;
-  /// Where scale conversions are created (before the first region).
-  Operation *prologueEnd = nullptr;
+  /// The scale as a rank-0 f32 tensor (an argument or a constant): every use
+  /// is a linalg operand, so no scalar crosses from device memory to host
+  /// code on the CUDA path.
+  Value scaleTensor;
 };
+
+/// Converts the f32 `value` to `type` inside a linalg body.
+static Value convertFloat(OpBuilder &b, Location loc, Value value, Type type) {
+  auto target = cast<FloatType>(type);
+  auto source = cast<FloatType>(value.getType());
+  if (target == source)
+    return value;
+  if (target.getWidth() < source.getWidth())
+    return arith::TruncFOp::create(b, loc, target, value);
+  return arith::ExtFOp::create(b, loc, target, value);
+}
+
+/// Builds a linalg.generic on rank-0 tensors `inputs` with results of
+/// `resultTypes` (rank 0), whose body `fn` maps the scalars.
+static SmallVector<Value> scalarGeneric(
+    OpBuilder &b, Location loc, ValueRange inputs, TypeRange resultTypes,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> fn) {
+  SmallVector<Value> inits;
+  for (Type type : resultTypes) {
+    auto tensor = cast<RankedTensorType>(type);
+    inits.push_back(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
+                                            tensor.getElementType()));
+  }
+  AffineMap none = AffineMap::get(0, 0, b.getContext());
+  SmallVector<AffineMap> maps(inputs.size() + inits.size(), none);
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultTypes, inputs, inits, maps, ArrayRef<utils::IteratorType>{},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(nb, l, fn(nb, l, args));
+      });
+  return SmallVector<Value>(generic.getResults());
+}
 } // namespace
 
 Reach LossScalePass::reachOf(func::FuncOp func, Value value) {
@@ -92,35 +123,20 @@ Reach LossScalePass::reachOf(func::FuncOp func, Value value) {
   return reach;
 }
 
-Value LossScalePass::scaleOf(Type elementType) {
-  if (Value cached = scales.lookup(elementType))
-    return cached;
-  OpBuilder::InsertionGuard guard(*builder);
-  builder->setInsertionPointAfter(prologueEnd);
-  Value f32 = scales.lookup(builder->getF32Type());
-  Location loc = f32.getLoc();
-  auto type = cast<FloatType>(elementType);
-  Value converted =
-      type.getWidth() < 32
-          ? arith::TruncFOp::create(*builder, loc, type, f32).getResult()
-          : arith::ExtFOp::create(*builder, loc, type, f32).getResult();
-  prologueEnd = converted.getDefiningOp();
-  scales[elementType] = converted;
-  return converted;
-}
-
-/// Returns `tensor * scalar`, elementwise.
-Value LossScalePass::elementwise(Location loc, Value tensor, Value scalar) {
+/// Returns `tensor * factor`, elementwise (`factor`: a rank-0 f32 tensor).
+Value LossScalePass::elementwise(Location loc, Value tensor, Value factor) {
   auto type = cast<RankedTensorType>(tensor.getType());
   Value empty = tensor::EmptyOp::create(*builder, loc, type.getShape(),
                                         type.getElementType());
   AffineMap id = builder->getMultiDimIdentityMap(type.getRank());
+  AffineMap none = AffineMap::get(type.getRank(), 0, builder->getContext());
   SmallVector<utils::IteratorType> iterators(type.getRank(),
                                              utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      *builder, loc, type, ValueRange{tensor}, ValueRange{empty},
-      ArrayRef<AffineMap>{id, id}, iterators,
+      *builder, loc, type, ValueRange{tensor, factor}, ValueRange{empty},
+      ArrayRef<AffineMap>{id, none, id}, iterators,
       [&](OpBuilder &b, Location l, ValueRange args) {
+        Value scalar = convertFloat(b, l, args[1], args[0].getType());
         Value product = arith::MulFOp::create(b, l, args[0], scalar);
         linalg::YieldOp::create(b, l, product);
       });
@@ -157,16 +173,49 @@ LogicalResult LossScalePass::scaleContribution(linalg::LinalgOp op,
         continue;
       OpBuilder::InsertionGuard guard(*builder);
       builder->setInsertionPoint(op);
-      input->set(elementwise(op.getLoc(), input->get(),
-                             scaleOf(type.getElementType())));
+      input->set(elementwise(op.getLoc(), input->get(), scaleTensor));
       return success();
     }
   }
+  // A plain sum of an input (`acc + in`, linalg.reduce): scale the input.
+  if (auto arg = dyn_cast<BlockArgument>(term);
+      arg && arg.getOwner() == block && arg.hasOneUse() &&
+      arg.getArgNumber() < static_cast<unsigned>(op.getNumDpsInputs()) &&
+      op.getNumDpsInits() == 1) {
+    OpOperand *input = op.getDpsInputOperand(arg.getArgNumber());
+    if (isa<RankedTensorType>(input->get().getType())) {
+      OpBuilder::InsertionGuard guard(*builder);
+      builder->setInsertionPoint(op);
+      input->set(elementwise(op.getLoc(), input->get(), scaleTensor));
+      return success();
+    }
+  }
+  // The scale becomes one more (broadcast) input of the generic.
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic || !isa<FloatType>(term.getType()))
+    return op.emitOpError("accumulates a gradient term that loss-scale can "
+                          "scale only in a linalg.generic");
   OpBuilder::InsertionGuard guard(*builder);
+  builder->setInsertionPoint(generic);
+  SmallVector<Value> inputs(generic.getInputs());
+  inputs.push_back(scaleTensor);
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  maps.insert(maps.begin() + generic.getNumDpsInputs(),
+              AffineMap::get(generic.getNumLoops(), 0, builder->getContext()));
+  auto rebuilt = linalg::GenericOp::create(
+      *builder, generic.getLoc(), generic.getResultTypes(), inputs,
+      generic.getOutputs(), maps, generic.getIteratorTypesArray());
+  rebuilt->setDiscardableAttrs(generic->getDiscardableAttrDictionary());
+  rebuilt.getRegion().takeBody(generic.getRegion());
+  Block &rebuiltBlock = rebuilt.getRegion().front();
+  BlockArgument scaleArg = rebuiltBlock.insertArgument(
+      generic.getNumDpsInputs(), builder->getF32Type(), generic.getLoc());
   builder->setInsertionPoint(add);
-  auto scaled = arith::MulFOp::create(*builder, add.getLoc(), term,
-                                      scaleOf(term.getType()));
+  Value factor = convertFloat(*builder, add.getLoc(), scaleArg, term.getType());
+  auto scaled = arith::MulFOp::create(*builder, add.getLoc(), term, factor);
   add->replaceUsesOfWith(term, scaled);
+  generic->replaceAllUsesWith(rebuilt->getResults());
+  generic->erase();
   return success();
 }
 
@@ -203,15 +252,23 @@ LogicalResult LossScalePass::runOnFunction(func::FuncOp func, bool dynamic,
     trackerArg = func.getArgument(numArgs + 1);
   }
 
-  // S (f32 scalar) and 1/S, before the first region.
+  // S and 1/S (rank-0 tensors), before the first region.
   b.setInsertionPoint(regions.front());
-  Value scale = dynamic
-                    ? tensor::ExtractOp::create(b, loc, scaleArg, ValueRange{})
-                          .getResult()
-                    : arith::ConstantOp::create(b, loc, b.getF32FloatAttr(init))
-                          .getResult();
-  scales[f32] = scale;
-  prologueEnd = scale.getDefiningOp();
+  scaleTensor =
+      dynamic ? scaleArg
+              : arith::ConstantOp::create(
+                    b, loc,
+                    DenseElementsAttr::get(scalarF32, b.getF32FloatAttr(init)))
+                    .getResult();
+  Value inverse =
+      scalarGeneric(b, loc, scaleTensor, scalarF32,
+                    [&](OpBuilder &nb, Location l, ValueRange args) {
+                      Value one = arith::ConstantOp::create(
+                          nb, l, nb.getF32FloatAttr(1.0));
+                      return SmallVector<Value>{
+                          arith::DivFOp::create(nb, l, one, args[0])};
+                    })
+          .front();
 
   // Gradient partials: results of the last region that reach a gradient or
   // an update and not the loss.
@@ -252,9 +309,6 @@ LogicalResult LossScalePass::runOnFunction(func::FuncOp func, bool dynamic,
 
   // 2. Where the gradients are final: the views of bucket all-reduces that
   // reach gradients, and gradient partials that no all-reduce touches.
-  b.setInsertionPointAfter(prologueEnd);
-  Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0));
-  Value inverse = arith::DivFOp::create(b, loc, one, scale);
   SmallVector<Value> finals;
   shard::AllReduceOp flagTemplate;
   for (Operation &op : body) {
@@ -301,15 +355,7 @@ LogicalResult LossScalePass::runOnFunction(func::FuncOp func, bool dynamic,
                               "loss-scale supports float gradients only");
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointAfterValue(v);
-    Value factor =
-        elementType == f32
-            ? inverse
-            : (elementType.getWidth() < 32
-                   ? arith::TruncFOp::create(b, loc, elementType, inverse)
-                         .getResult()
-                   : arith::ExtFOp::create(b, loc, elementType, inverse)
-                         .getResult());
-    Value u = elementwise(loc, v, factor);
+    Value u = elementwise(loc, v, inverse);
     v.replaceAllUsesExcept(u, u.getDefiningOp());
     unscaled.push_back(u);
   }
@@ -357,11 +403,9 @@ LogicalResult LossScalePass::runOnFunction(func::FuncOp func, bool dynamic,
         b, loc, flag.getType(), flagTemplate.getGridAttr(),
         flagTemplate.getGridAxesAttr(), flag,
         shard::ReductionKindAttr::get(context, shard::ReductionKind::Max));
-  Value flagValue = tensor::ExtractOp::create(b, loc, flag, ValueRange{});
-  Value found =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, flagValue, zero);
 
-  // 4. Guard the updates: old parameters and state on overflow.
+  // 4. Guard the updates: old parameters and state on overflow, elementwise
+  // with the flag as a broadcast operand.
   SmallVector<Value> results(ret.getOperands());
   for (unsigned j = 0; j < numResults; ++j) {
     IntegerAttr index = func.getResultAttrOfType<IntegerAttr>(
@@ -372,47 +416,72 @@ LogicalResult LossScalePass::runOnFunction(func::FuncOp func, bool dynamic,
     if (!index)
       continue;
     int64_t i = index.getInt();
-    if (i < 0 || i >= numArgs ||
-        func.getArgument(i).getType() != results[j].getType())
+    auto type = dyn_cast<RankedTensorType>(results[j].getType());
+    if (i < 0 || i >= numArgs || !type || func.getArgument(i).getType() != type)
       return func.emitOpError()
              << "result #" << j << " updates argument #" << i
              << " of another type; loss-scale cannot keep the old value";
+    AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+    AffineMap none = AffineMap::get(type.getRank(), 0, context);
+    SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                               utils::IteratorType::parallel);
+    Value empty =
+        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
     results[j] =
-        arith::SelectOp::create(b, loc, found, func.getArgument(i), results[j]);
+        linalg::GenericOp::create(
+            b, loc, type, ValueRange{func.getArgument(i), results[j], flag},
+            ValueRange{empty}, ArrayRef<AffineMap>{id, id, none, id}, iterators,
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Value zeroF =
+                  arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0.0));
+              Value found = arith::CmpFOp::create(
+                  nb, l, arith::CmpFPredicate::OGT, args[2], zeroF);
+              linalg::YieldOp::create(
+                  nb, l,
+                  arith::SelectOp::create(nb, l, found, args[0], args[1])
+                      .getResult());
+            })
+            .getResult(0);
   }
 
   // 5. The dynamic scale's update (GradScaler's _amp_update_scale_).
   if (dynamic) {
-    Value s = tensor::ExtractOp::create(b, loc, scaleArg, ValueRange{});
-    Value t = tensor::ExtractOp::create(b, loc, trackerArg, ValueRange{});
-    auto cstF = [&](double v) {
-      return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v))
-          .getResult();
-    };
-    auto cstI = [&](int64_t v) {
-      return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v))
-          .getResult();
-    };
-    Value backedOff =
-        arith::MulFOp::create(b, loc, s, cstF(backoffFactor.getValue()));
-    Value next = arith::AddIOp::create(b, loc, t, cstI(1));
-    Value due = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, next,
-                                      cstI(growthInterval.getValue()));
-    Value grown =
-        arith::MulFOp::create(b, loc, s, cstF(growthFactor.getValue()));
-    Value grownFinite = arith::CmpFOp::create(
-        b, loc, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, loc, grown),
-        cstF(std::numeric_limits<double>::infinity()));
-    Value grow = arith::AndIOp::create(b, loc, due, grownFinite);
-    Value clean = arith::SelectOp::create(b, loc, grow, grown, s);
-    Value cleanTracker = arith::SelectOp::create(b, loc, due, cstI(0), next);
-    Value newScale = arith::SelectOp::create(b, loc, found, backedOff, clean);
-    Value newTracker =
-        arith::SelectOp::create(b, loc, found, cstI(0), cleanTracker);
-    results.push_back(
-        tensor::FromElementsOp::create(b, loc, scalarF32, newScale));
-    results.push_back(
-        tensor::FromElementsOp::create(b, loc, scalarI64, newTracker));
+    SmallVector<Value> updated = scalarGeneric(
+        b, loc, ValueRange{scaleArg, trackerArg, flag},
+        TypeRange{scalarF32, scalarI64},
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value s = args[0], t = args[1];
+          auto cstF = [&](double v) {
+            return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v))
+                .getResult();
+          };
+          auto cstI = [&](int64_t v) {
+            return arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(v))
+                .getResult();
+          };
+          Value found = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT,
+                                              args[2], cstF(0.0));
+          Value backedOff =
+              arith::MulFOp::create(nb, l, s, cstF(backoffFactor.getValue()));
+          Value next = arith::AddIOp::create(nb, l, t, cstI(1));
+          Value due =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, next,
+                                    cstI(growthInterval.getValue()));
+          Value grown =
+              arith::MulFOp::create(nb, l, s, cstF(growthFactor.getValue()));
+          Value grownFinite = arith::CmpFOp::create(
+              nb, l, arith::CmpFPredicate::OLT,
+              math::AbsFOp::create(nb, l, grown),
+              cstF(std::numeric_limits<double>::infinity()));
+          Value grow = arith::AndIOp::create(nb, l, due, grownFinite);
+          Value clean = arith::SelectOp::create(nb, l, grow, grown, s);
+          Value cleanTracker =
+              arith::SelectOp::create(nb, l, due, cstI(0), next);
+          return SmallVector<Value>{
+              arith::SelectOp::create(nb, l, found, backedOff, clean),
+              arith::SelectOp::create(nb, l, found, cstI(0), cleanTracker)};
+        });
+    llvm::append_range(results, updated);
     for (unsigned k = 0; k < 2; ++k) {
       auto attrs = b.getDictionaryAttr(b.getNamedAttr(
           GaccDialect::kStateOutAttrName, b.getI64IntegerAttr(numArgs + k)));

@@ -21,50 +21,46 @@
 // DYN-SAME:    %[[LR:[^:]*]]: tensor<f32> {gacc.state}
 // DYN-SAME:    %[[SCALE:[^:]*]]: tensor<f32> {gacc.state}, %[[TRACKER:[^:]*]]: tensor<i64> {gacc.state})
 // DYN-SAME:    -> (tensor<f32> {gacc.loss}, tensor<f32> {gacc.grad = 0 : i64}, tensor<f32> {gacc.param_out = 0 : i64}, tensor<f32> {gacc.state_out = 4 : i64}, tensor<i64> {gacc.state_out = 5 : i64})
-// DYN:         %[[S:.*]] = tensor.extract %[[SCALE]][] : tensor<f32>
-// DYN:         %[[INV:.*]] = arith.divf %{{.*}}, %[[S]] : f32
+// DYN:         %[[INV:.*]] = linalg.generic {{.*}} ins(%[[SCALE]] : tensor<f32>)
+// DYN:           arith.divf
 // DYN:         gacc.micro_batch 0
-// DYN:           %[[SEED0:.*]] = linalg.generic {indexing_maps = [#map1, #map1], iterator_types = ["parallel"]} ins(%{{.*}} : tensor<2xf32>)
+// DYN:           %[[SEED0:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[SCALE]] : tensor<2xf32>, tensor<f32>)
 // DYN-NEXT:        ^bb0
-// DYN-NEXT:          arith.mulf %{{.*}}, %[[S]] : f32
+// DYN-NEXT:          arith.mulf
 // DYN:           linalg.generic {{.*}} ins(%[[SEED0]], %{{.*}} : tensor<2xf32>, tensor<2xf32>) {{.*}} attrs = {gacc.partial}
 // DYN:         gacc.micro_batch 1
-// DYN:           %[[SEED1:.*]] = linalg.generic {indexing_maps = [#map1, #map1], iterator_types = ["parallel"]} ins(%{{.*}} : tensor<2xf32>)
+// DYN:           %[[SEED1:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[SCALE]] : tensor<2xf32>, tensor<f32>)
 // DYN-NEXT:        ^bb0
-// DYN-NEXT:          arith.mulf %{{.*}}, %[[S]] : f32
+// DYN-NEXT:          arith.mulf
 // DYN:           linalg.generic {{.*}} ins(%[[SEED1]], %{{.*}} : tensor<2xf32>, tensor<2xf32>) {{.*}} attrs = {gacc.partial}
 // The loss partial is not scaled.
-// DYN-NOT:     %[[S]]
+// DYN-NOT:     %[[SCALE]]
 // DYN:         %[[RED:.*]] = shard.all_reduce %{{.*}} reduction = average {gacc.bucket = 0 : i64}
 // DYN:         %[[VIEW:.*]] = tensor.extract_slice %[[RED]][0] [1] [1]
-// DYN:         %[[G:.*]] = linalg.generic {{.*}} ins(%[[VIEW]] : tensor<1xf32>)
-// DYN:           arith.mulf %{{.*}}, %[[INV]] : f32
+// DYN:         %[[G:.*]] = linalg.generic {{.*}} ins(%[[VIEW]], %[[INV]] : tensor<1xf32>, tensor<f32>)
+// DYN:           arith.mulf
 // DYN:         %[[FLAG:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[G]] : tensor<1xf32>)
 // DYN:           arith.cmpf uno
 // DYN:           math.absf
 // DYN:           arith.cmpf oeq
 // DYN:         %[[FLAGR:.*]] = shard.all_reduce %[[FLAG]] on @dp grid_axes = [0] reduction = max : tensor<f32> -> tensor<f32>
-// DYN:         %[[F:.*]] = tensor.extract %[[FLAGR]][]
-// DYN:         %[[FOUND:.*]] = arith.cmpf ogt, %[[F]]
-// DYN:         %[[NEWW:.*]] = arith.select %[[FOUND]], %[[W]], %{{.*}} : tensor<f32>
-// DYN:         arith.constant 5.000000e-01 : f32
-// DYN:         arith.constant 2000 : i64
-// DYN:         arith.constant 2.000000e+00 : f32
-// DYN:         %[[NS:.*]] = arith.select %[[FOUND]], %{{.*}}, %{{.*}} : f32
-// DYN:         %[[NT:.*]] = arith.select %[[FOUND]], %{{.*}}, %{{.*}} : i64
-// DYN:         %[[SOUT:.*]] = tensor.from_elements %[[NS]] : tensor<f32>
-// DYN:         %[[TOUT:.*]] = tensor.from_elements %[[NT]] : tensor<i64>
-// DYN:         return %{{.*}}, %{{.*}}, %[[NEWW]], %[[SOUT]], %[[TOUT]]
+// DYN:         %[[NEWW:.*]] = linalg.generic {{.*}} ins(%[[W]], %{{.*}}, %[[FLAGR]] : tensor<f32>, tensor<f32>, tensor<f32>)
+// DYN:           arith.cmpf ogt
+// DYN:           arith.select
+// DYN:         %[[UPD:.*]]:2 = linalg.generic {{.*}} ins(%[[SCALE]], %[[TRACKER]], %[[FLAGR]] : tensor<f32>, tensor<i64>, tensor<f32>)
+// DYN:           arith.constant 5.000000e-01 : f32
+// DYN:           arith.constant 2000 : i64
+// DYN:           arith.constant 2.000000e+00 : f32
+// DYN:         return %{{.*}}, %{{.*}}, %[[NEWW]], %[[UPD]]#0, %[[UPD]]#1
 
 // static=S: a constant scale, the same guard, no state added.
 // STATIC-LABEL: func.func @sgd
 // STATIC-SAME:    -> (tensor<f32> {gacc.loss}, tensor<f32> {gacc.grad = 0 : i64}, tensor<f32> {gacc.param_out = 0 : i64})
-// STATIC:         %[[S:.*]] = arith.constant 1.024000e+03 : f32
+// STATIC:         %[[S:.*]] = arith.constant dense<1.024000e+03> : tensor<f32>
 // STATIC:         gacc.micro_batch 0
-// STATIC:           arith.mulf %{{.*}}, %[[S]] : f32
+// STATIC:           linalg.generic {{.*}} ins(%{{.*}}, %[[S]] : tensor<2xf32>, tensor<f32>)
 // STATIC:         shard.all_reduce %{{.*}} reduction = max
 // STATIC:         arith.select
-// STATIC-NOT:     tensor.from_elements
 // STATIC:         return
 
 // KNOBS-LABEL: func.func @sgd
@@ -123,11 +119,15 @@ func.func @sgd(%w: tensor<f32> {gacc.param},
 
 // -----
 
-// A single-rank step (no collective): the gradient is unscaled right after
-// the final region and the flag needs no all-reduce.
+// A single-rank step (no collective): a plain sum of an input has that
+// input scaled, the gradient is unscaled right
+// after the final region and the flag needs no all-reduce.
 // DYN-LABEL: func.func @local
+// DYN-SAME:    %[[SC:[^:]*]]: tensor<f32> {gacc.state}
 // DYN:         gacc.micro_batch 1
-// DYN:         %[[G:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<f32>)
+// DYN:           %[[X:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[SC]] : tensor<2xf32>, tensor<f32>)
+// DYN:           linalg.generic {{.*}} ins(%[[X]] : tensor<2xf32>) {{.*}} attrs = {gacc.partial}
+// DYN:         %[[G:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>)
 // DYN:           arith.mulf
 // DYN-NOT:     shard.all_reduce
 // DYN:         return
