@@ -119,8 +119,8 @@ static void parallelizeAccumulations(Block &block) {
       if (!loops.back().getInitArgs().empty())
         break;
       auto inner = dyn_cast<scf::ForOp>(body->front());
-      if (!inner || std::next(body->begin(), 1) != body->end() &&
-                        &*std::next(body->begin(), 1) != body->getTerminator())
+      if (!inner || (std::next(body->begin(), 1) != body->end() &&
+                     &*std::next(body->begin(), 1) != body->getTerminator()))
         break;
       loops.push_back(inner);
     }

@@ -6,6 +6,9 @@
 
 #include "gacc/Runner/PipelineFlags.h"
 
+#include <algorithm>
+#include <cstdio>
+
 namespace cl = llvm::cl;
 
 llvm::cl::OptionCategory &gacc::getToolFlagCategory() {
@@ -46,6 +49,26 @@ static cl::opt<bool>
                    cl::desc("Test only: a deliberately wrong normalizer"),
                    cl::init(false), cl::Hidden,
                    cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<std::string>
+    lossScale("loss-scale",
+              cl::desc("Loss scaling: none, static, static=S or dynamic"),
+              cl::init("none"), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<double>
+    lossScaleInit("loss-scale-init",
+                  cl::desc("Static scale, or the initial dynamic scale"),
+                  cl::init(65536.0), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<double>
+    lossScaleGrowth("loss-scale-growth-factor",
+                    cl::desc("Dynamic loss scale: growth factor"),
+                    cl::init(2.0), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<double>
+    lossScaleBackoff("loss-scale-backoff-factor",
+                     cl::desc("Dynamic loss scale: backoff factor"),
+                     cl::init(0.5), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<int64_t>
+    lossScaleInterval("loss-scale-growth-interval",
+                      cl::desc("Dynamic loss scale: clean steps before growth"),
+                      cl::init(2000), cl::cat(gacc::getToolFlagCategory()));
 static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
                                    cl::init("cpu"),
                                    cl::cat(gacc::getToolFlagCategory()));
@@ -61,6 +84,11 @@ gacc::StepOptions gacc::getStepOptionsFromFlags() {
   options.accumulateType = accumulateType;
   options.bucketBytes = bucketBytes;
   options.testSkipGlobalNormalizer = skipNormalizer;
+  options.lossScale = lossScale;
+  options.lossScaleInit = lossScaleInit;
+  options.lossScaleGrowthFactor = lossScaleGrowth;
+  options.lossScaleBackoffFactor = lossScaleBackoff;
+  options.lossScaleGrowthInterval = lossScaleInterval;
   options.device = device;
   return options;
 }
@@ -86,6 +114,19 @@ std::vector<std::string> gacc::getPipelineFlagArguments() {
   args.push_back("--bucket-bytes=" + std::to_string(bucketBytes));
   if (skipNormalizer)
     args.push_back("--test-skip-global-normalizer");
+  if (lossScale != "none") {
+    auto number = [](double v) {
+      char buffer[64];
+      std::snprintf(buffer, sizeof(buffer), "%.17g", v);
+      return std::string(buffer);
+    };
+    args.push_back("--loss-scale=" + lossScale);
+    args.push_back("--loss-scale-init=" + number(lossScaleInit));
+    args.push_back("--loss-scale-growth-factor=" + number(lossScaleGrowth));
+    args.push_back("--loss-scale-backoff-factor=" + number(lossScaleBackoff));
+    args.push_back("--loss-scale-growth-interval=" +
+                   std::to_string(lossScaleInterval));
+  }
   args.push_back("--device=" + device);
   return args;
 }

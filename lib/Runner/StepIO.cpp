@@ -72,7 +72,13 @@ std::string serializeSignature(const StepSignature &signature) {
   auto tensor = [&](const char *kind, const TensorInfo &info) {
     os << kind << " " << roleName(info.role) << " " << dtypeName(info.dtype)
        << " " << info.index << " " << info.indexBound << " "
-       << (info.isMask ? 1 : 0) << " [" << joinInts(info.shape) << "]\n";
+       << (info.isMask ? 1 : 0) << " [" << joinInts(info.shape) << "]";
+    if (info.hasFill) {
+      char fill[64];
+      std::snprintf(fill, sizeof(fill), " fill=%.17g", info.fill);
+      os << fill;
+    }
+    os << "\n";
   };
   for (const TensorInfo &arg : signature.args)
     tensor("arg", arg);
@@ -154,6 +160,16 @@ bool parseSignature(const std::string &text, StepSignature &signature,
           shape.size() < 2 || shape.front() != '[' || shape.back() != ']')
         return bad();
       info.isMask = mask != 0;
+      std::string fill;
+      if (fields >> fill) {
+        char *end = nullptr;
+        if (fill.rfind("fill=", 0) != 0)
+          return bad();
+        info.fill = std::strtod(fill.c_str() + 5, &end);
+        if (fill.size() == 5 || *end)
+          return bad();
+        info.hasFill = true;
+      }
       std::istringstream dims(shape.substr(1, shape.size() - 2));
       std::string dim;
       while (std::getline(dims, dim, ',')) {
@@ -221,6 +237,14 @@ bool prepareStepInputs(const std::vector<TensorInfo> &args,
   return true;
 }
 
+/// An array of `arg`'s type and shape holding its fill value.
+static NpyArray makeFilledArray(const TensorInfo &arg) {
+  NpyArray f64 = makeArray(DType::F64, arg.shape);
+  auto *values = reinterpret_cast<double *>(f64.data.data());
+  std::fill(values, values + f64.numElements(), arg.fill);
+  return convertToDType(f64, arg.dtype);
+}
+
 bool readStepInputs(const std::vector<TensorInfo> &args,
                     const std::string &inputDir, int rank, int world,
                     std::vector<NpyArray> &inputs, std::string &error) {
@@ -273,6 +297,11 @@ bool readStepInputs(const std::vector<TensorInfo> &args,
     // A file missing from the rank folder may be shared by all ranks.
     if (!fs::exists(path, ec) && fs::exists(shared, ec))
       path = shared;
+    // Arguments the pipeline added start from their fill value.
+    if (!fs::exists(path, ec) && args[i].hasFill) {
+      inputs.push_back(makeFilledArray(args[i]));
+      continue;
+    }
     if (!fs::exists(path, ec)) {
       error = "missing input file '" + path + "' for argument #" +
               std::to_string(i) + " (" + roleName(args[i].role) + ")";
@@ -298,6 +327,10 @@ std::vector<NpyArray> makeRandomInputs(const std::vector<TensorInfo> &args,
     std::mt19937_64 &rng = arg.role == Role::Batch ? batchRng : paramRng;
     std::normal_distribution<double> normal(0.0, 1.0);
     int64_t fanIn = arg.shape.empty() ? 1 : arg.shape.front();
+    if (arg.hasFill) {
+      inputs.push_back(makeFilledArray(arg));
+      continue;
+    }
     for (int64_t k = 0; k < n; ++k) {
       switch (arg.role) {
       case Role::Param:

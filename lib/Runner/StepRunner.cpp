@@ -382,7 +382,30 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   pipeline.accumulateType = options.accumulateType;
   pipeline.bucketBytes = options.bucketBytes;
   pipeline.testSkipGlobalNormalizer = options.testSkipGlobalNormalizer;
+  pipeline.lossScale = options.lossScale;
+  pipeline.lossScaleInit = options.lossScaleInit;
+  pipeline.lossScaleGrowthFactor = options.lossScaleGrowthFactor;
+  pipeline.lossScaleBackoffFactor = options.lossScaleBackoffFactor;
+  pipeline.lossScaleGrowthInterval = options.lossScaleGrowthInterval;
   mlir::gacc::buildGaccPipeline(pm, pipeline);
+  if (options.lossScale == "dynamic") {
+    // gacc-loss-scale appends the scale (f32) and its growth tracker (i64)
+    // as state arguments and their updates as state_out results.
+    int64_t first = step->signature.args.size();
+    for (int k = 0; k < 2; ++k) {
+      TensorInfo arg;
+      arg.role = Role::State;
+      arg.dtype = k ? DType::I64 : DType::F32;
+      arg.hasFill = true;
+      arg.fill = k ? 0.0 : options.lossScaleInit;
+      step->signature.args.push_back(arg);
+      TensorInfo result;
+      result.role = Role::StateOut;
+      result.index = first + k;
+      result.dtype = arg.dtype;
+      step->signature.results.push_back(result);
+    }
+  }
   if (options.device == "cuda") {
 #ifdef GACC_HAVE_CUDA
     step->cuda = true;
@@ -622,7 +645,7 @@ void CompiledStep::resetPeak() const { deviceResetPeak(cuda); }
 
 std::optional<gaccrt_cuda_counts> CompiledStep::takeDeviceCounts() const {
   gaccrt_cuda_counts counts;
-  if (!cuda || !gacc::takeDeviceCounts(counts))
+  if (!cuda || !::gacc::takeDeviceCounts(counts))
     return std::nullopt;
   return counts;
 }

@@ -45,6 +45,17 @@ SinkAllReducePassOptions GaccPipelineOptions::getSinkAllReduceOptions() const {
   return options;
 }
 
+LossScalePassOptions GaccPipelineOptions::getLossScaleOptions() const {
+  LossScalePassOptions options;
+  options.entry = entry;
+  options.lossScale = lossScale;
+  options.lossScaleInit = lossScaleInit;
+  options.growthFactor = lossScaleGrowthFactor;
+  options.backoffFactor = lossScaleBackoffFactor;
+  options.growthInterval = lossScaleGrowthInterval;
+  return options;
+}
+
 void mlir::gacc::buildGaccPipeline(OpPassManager &pm,
                                    const GaccPipelineOptions &options) {
   pm.addPass(createPrepareStepPass(options.getPrepareStepOptions()));
@@ -53,6 +64,8 @@ void mlir::gacc::buildGaccPipeline(OpPassManager &pm,
   pm.addPass(createMicroBatchPass(options.getMicroBatchOptions()));
   pm.addPass(createFuseAccumulationPass(options.getFuseAccumulationOptions()));
   pm.addPass(createSinkAllReducePass(options.getSinkAllReduceOptions()));
+  if (StringRef(options.lossScale) != "none")
+    pm.addPass(createLossScalePass(options.getLossScaleOptions()));
 }
 
 void mlir::gacc::registerGaccPipeline() {

@@ -27,6 +27,7 @@
 #include "gacc/Transforms/Utils.h"
 #include "gaccrt/gaccrt.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -44,6 +45,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <set>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -298,11 +301,15 @@ int main(int argc, char **argv) {
     if (!::gacc::readStepInputs(*step, inputDir, r, ranks, inputs[r], error))
       return fail(error);
   }
+  // Arguments the pipeline appended (the loss-scale state) are not the
+  // original graph's.
+  unsigned numGraphArgs = func.getNumArguments();
+  unsigned numGraphResults = func.getNumResults();
   auto rankTensors = [&](torch::ScalarType floatType) {
     SmallVector<SmallVector<torch::Tensor>> all;
     for (auto &rankInputs : inputs) {
       SmallVector<torch::Tensor> args;
-      for (const NpyArray &a : rankInputs) {
+      for (const NpyArray &a : ArrayRef(rankInputs).take_front(numGraphArgs)) {
         torch::Tensor t = toTensor(a);
         if (t.is_floating_point() && floatType == torch::kFloat64)
           t = t.to(torch::kFloat64);
@@ -333,6 +340,113 @@ int main(int argc, char **argv) {
       func, rankTensors(torch::kFloat32), torch::kFloat32);
   if (failed(ref64) || failed(ref32))
     return fail("LibTorch cannot evaluate the input graph");
+
+  // Loss scaling: LibTorch's GradScaler recipe is the reference. Per rank,
+  // the float32 graph's loss times S is back-propagated by autograd (the
+  // scaled backward), the scaled gradients are all-reduced like the graph's
+  // collectives (sum, or average), multiplied by 1/S once, and checked for
+  // inf/NaN over all ranks; on overflow the step is skipped (parameters and
+  // state keep their values) and the scale backs off, else the step's
+  // results are the graph's own and the scale grows after growth-interval
+  // clean steps.
+  std::set<size_t> nonFiniteExpected;
+  std::string recipeReport;
+  if (options.lossScale != "none") {
+    bool dynamic = options.lossScale == "dynamic";
+    double scale = options.lossScaleInit;
+    int64_t tracker = 0;
+    if (StringRef(options.lossScale).starts_with("static="))
+      StringRef(options.lossScale).drop_front(7).getAsDouble(scale);
+    if (dynamic) {
+      scale = toTensor(inputs[0][numGraphArgs]).item<double>();
+      tracker = toTensor(inputs[0][numGraphArgs + 1]).item<int64_t>();
+    }
+    int lossResult = -1;
+    std::set<int64_t> params;
+    for (size_t j = 0; j < numGraphResults; ++j) {
+      if (resultInfo[j].role == Role::Loss)
+        lossResult = j;
+      if (resultInfo[j].role == Role::Grad ||
+          resultInfo[j].role == Role::ParamOut)
+        params.insert(resultInfo[j].index);
+    }
+    bool average = false;
+    func.walk([&](shard::AllReduceOp op) {
+      average |= op.getReduction() == shard::ReductionKind::Average;
+    });
+    std::map<int64_t, torch::Tensor> total;
+    auto all = rankTensors(torch::kFloat32);
+    for (auto &args : all) {
+      for (int64_t i : params)
+        args[i] = args[i].detach().requires_grad_(true);
+      ScopedDiagnosticHandler quiet(&context,
+                                    [](Diagnostic &) { return success(); });
+      auto results = mlir::gacc::evaluateWithTorch(func, args, torch::kFloat32);
+      if (lossResult < 0 || failed(results) ||
+          !(*results)[lossResult].requires_grad())
+        return fail("loss-scale: the GradScaler reference needs LibTorch "
+                    "autograd through the graph's loss");
+      ((*results)[lossResult] * static_cast<float>(scale)).backward();
+      for (int64_t i : params) {
+        torch::Tensor g = args[i].grad();
+        if (!g.defined())
+          g = torch::zeros_like(args[i]);
+        total[i] = total.count(i) ? total[i] + g : g.detach();
+      }
+    }
+    bool found = false;
+    float inverse = 1.0f / static_cast<float>(scale);
+    for (auto &[i, g] : total) {
+      if (average)
+        g = g / static_cast<float>(ranks);
+      g = g * inverse;
+      found |= !torch::isfinite(g).all().item<bool>();
+    }
+    // GradScaler's update (torch._amp_update_scale_).
+    double newScale = scale;
+    int64_t newTracker = 0;
+    if (found) {
+      newScale = scale * options.lossScaleBackoffFactor;
+    } else if (tracker + 1 >= options.lossScaleGrowthInterval) {
+      double grown = scale * options.lossScaleGrowthFactor;
+      newScale = std::isfinite(static_cast<float>(grown)) ? grown : scale;
+    } else {
+      newTracker = tracker + 1;
+    }
+    for (int r = 0; r < ranks; ++r) {
+      for (size_t j = 0; j < numGraphResults; ++j) {
+        if (!found)
+          continue;
+        Role role = resultInfo[j].role;
+        if (role == Role::ParamOut || role == Role::StateOut) {
+          torch::Tensor old =
+              asDouble(toTensor(inputs[r][resultInfo[j].index]));
+          (*ref64)[r][j] = old;
+          (*ref32)[r][j] = old;
+        } else if (role == Role::Grad) {
+          nonFiniteExpected.insert(j);
+        }
+      }
+      if (dynamic) {
+        torch::Tensor s = torch::tensor(newScale, torch::kFloat64).reshape({});
+        torch::Tensor t =
+            torch::tensor(static_cast<double>(newTracker), torch::kFloat64)
+                .reshape({});
+        (*ref64)[r].push_back(s);
+        (*ref64)[r].push_back(t);
+        (*ref32)[r].push_back(s);
+        (*ref32)[r].push_back(t);
+      }
+    }
+    char buffer[256];
+    std::snprintf(buffer, sizeof(buffer),
+                  "loss scale: LibTorch GradScaler recipe, scale %g, found "
+                  "inf/NaN after the all-reduce: %s -> step %s; next scale "
+                  "%g, growth tracker %lld\n",
+                  scale, found ? "yes" : "no", found ? "skipped" : "applied",
+                  newScale, static_cast<long long>(newTracker));
+    recipeReport = buffer;
+  }
 
   // The eager recipe: the graph run per micro-batch (normalizing by b),
   // loss and gradients divided by m and summed.
@@ -466,6 +580,19 @@ int main(int argc, char **argv) {
     for (size_t j = 0; j < resultInfo.size(); ++j) {
       torch::Tensor ref = (*ref64)[r][j];
       torch::Tensor mine = toTensor(compiled[r][j]);
+      if (nonFiniteExpected.count(j)) {
+        // A skipped step's gradients are the overflowed ones: only their
+        // non-finiteness is compared.
+        bool pass = !torch::isfinite(asDouble(mine)).all().item<bool>();
+        anyFail |= !pass;
+        llvm::outs() << llvm::format(
+            "%-4d %-10s %-5d %11s %11s %11s %11s %11s %10s  %s\n",
+            static_cast<int>(j), ::gacc::roleName(resultInfo[j].role), r, "-",
+            "-", "-", "-", "-", "-",
+            pass ? "PASS (non-finite, step skipped)"
+                 : "FAIL (finite, expected an overflow)");
+        continue;
+      }
       Error gaccErr = compare(mine, ref);
       Error graphErr = compare((*ref32)[r][j], ref);
       double tolerance = toleranceFactor *
@@ -506,6 +633,7 @@ int main(int argc, char **argv) {
     llvm::outs() << "\n";
   }
   llvm::outs() << "\ninput graph: " << inputVerdict << "\n";
+  llvm::outs() << recipeReport;
   if (!haveEager)
     llvm::outs() << "eager recipe: not available for this graph"
                  << (eagerProblem.empty() ? "" : ": " + eagerProblem) << "\n";

@@ -229,8 +229,7 @@ int main(int argc, char **argv) {
     llvm::outs() << formatStepSummary(steps, warmup, stepMs, peak,
                                       step->isCuda(), collectives, bytesReduced,
                                       deviceCounts ? &*deviceCounts : nullptr)
-                 << "
-";
+                 << "\n";
   }
   if (!traceFile.empty()) {
     int written = gaccrt_trace_write();

@@ -54,6 +54,10 @@ struct TensorInfo {
   int64_t indexBound = 0;
   /// Float batch inputs that only scale other values (masks): drawn as 0/1.
   bool isMask = false;
+  /// Arguments the pipeline added (the loss scale and its growth tracker):
+  /// the value they start from when no input file gives one.
+  bool hasFill = false;
+  double fill = 0;
 };
 
 /// What a runner needs to know about a compiled step.

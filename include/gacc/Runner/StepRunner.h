@@ -38,6 +38,12 @@ struct StepOptions {
   std::string accumulateType;
   int64_t bucketBytes = 26214400;
   bool testSkipGlobalNormalizer = false;
+  /// gacc-loss-scale: none, static, static=S or dynamic, and its knobs.
+  std::string lossScale = "none";
+  double lossScaleInit = 65536.0;
+  double lossScaleGrowthFactor = 2.0;
+  double lossScaleBackoffFactor = 0.5;
+  int64_t lossScaleGrowthInterval = 2000;
   bool blas = true;
   bool traceRegions = true;
   /// "cpu" or "cuda".

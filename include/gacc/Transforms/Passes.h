@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -55,6 +56,26 @@ struct GaccPipelineOptions : public PassPipelineOptions<GaccPipelineOptions> {
       *this, "bucket-bytes",
       llvm::cl::desc("Maximum size of an accumulator bucket in bytes"),
       llvm::cl::init(26214400)};
+  PassOptions::Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("Loss scaling: none, static (loss-scale-init), "
+                     "static=S, or dynamic"),
+      llvm::cl::init("none")};
+  PassOptions::Option<double> lossScaleInit{
+      *this, "loss-scale-init",
+      llvm::cl::desc("Static scale, or the initial dynamic scale"),
+      llvm::cl::init(65536.0)};
+  PassOptions::Option<double> lossScaleGrowthFactor{
+      *this, "loss-scale-growth-factor",
+      llvm::cl::desc("Dynamic loss scale: growth factor"), llvm::cl::init(2.0)};
+  PassOptions::Option<double> lossScaleBackoffFactor{
+      *this, "loss-scale-backoff-factor",
+      llvm::cl::desc("Dynamic loss scale: backoff factor"),
+      llvm::cl::init(0.5)};
+  PassOptions::Option<int64_t> lossScaleGrowthInterval{
+      *this, "loss-scale-growth-interval",
+      llvm::cl::desc("Dynamic loss scale: clean steps before growth"),
+      llvm::cl::init(2000)};
   PassOptions::Option<bool> testSkipGlobalNormalizer{
       *this, "test-skip-global-normalizer",
       llvm::cl::desc("Test only: a deliberately wrong normalizer"),
@@ -65,11 +86,13 @@ struct GaccPipelineOptions : public PassPipelineOptions<GaccPipelineOptions> {
   MicroBatchPassOptions getMicroBatchOptions() const;
   FuseAccumulationPassOptions getFuseAccumulationOptions() const;
   SinkAllReducePassOptions getSinkAllReduceOptions() const;
+  LossScalePassOptions getLossScaleOptions() const;
 };
 
 /// Adds gacc-prepare-step, gacc-micro-batch (which runs the checks of
 /// gacc-verify-step),
-/// gacc-fuse-accumulation and gacc-sink-all-reduce to `pm`.
+/// gacc-fuse-accumulation, gacc-sink-all-reduce and (unless loss-scale=none)
+/// gacc-loss-scale to `pm`.
 void buildGaccPipeline(OpPassManager &pm, const GaccPipelineOptions &options);
 
 /// Registers `gacc-pipeline`.

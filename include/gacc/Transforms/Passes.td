@@ -125,6 +125,46 @@ def SinkAllReducePass : Pass<"gacc-sink-all-reduce", "ModuleOp"> {
                            "::mlir::shard::ShardDialect"];
 }
 
+def LossScalePass : Pass<"gacc-loss-scale", "ModuleOp"> {
+  let summary = "Scale the loss seed, unscale once, skip the step on overflow";
+  let description = [{
+    Mixed-precision loss scaling as PyTorch's GradScaler does it, on a step
+    that gacc-micro-batch (and gacc-fuse-accumulation, gacc-sink-all-reduce)
+    already transformed. Every region's gradient contributions are scaled by
+    S before they enter their accumulator (the backward is linear in the loss
+    seed), the accumulators are all-reduced scaled, each gradient is unscaled
+    once after its all-reduce, one found-inf flag over all unscaled gradients
+    is reduced across ranks with max, every `gacc.param_out` and
+    `gacc.state_out` result keeps its old value when the flag is set, and
+    (`dynamic`) the scale and its growth tracker are updated. `dynamic` adds
+    two step-state arguments (scale: tensor<f32>, growth tracker:
+    tensor<i64>, `gacc.state`) and their `gacc.state_out` results at the end
+    of the signature.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "Name of the training-step function">,
+    Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"none\"",
+           "none, static (loss-scale-init), static=S, or dynamic">,
+    Option<"lossScaleInit", "loss-scale-init", "double",
+           /*default=*/"65536.0",
+           "Static scale, or the initial value of the dynamic scale (the "
+           "value tools feed the scale argument with)">,
+    Option<"growthFactor", "loss-scale-growth-factor", "double",
+           /*default=*/"2.0", "Dynamic: factor after growth-interval clean "
+           "steps">,
+    Option<"backoffFactor", "loss-scale-backoff-factor", "double",
+           /*default=*/"0.5", "Dynamic: factor after an overflow">,
+    Option<"growthInterval", "loss-scale-growth-interval", "int64_t",
+           /*default=*/"2000", "Dynamic: clean steps before the scale grows">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::shard::ShardDialect"];
+}
+
 def InlineMicroBatchesPass : Pass<"gacc-inline-micro-batches", "ModuleOp"> {
   let summary = "Inline the micro-batch regions into their function";
   let description = [{
