@@ -1,5 +1,6 @@
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda="kernels-only" | FileCheck %s
-// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=4" --gacc-lower-to-cuda | FileCheck %s --check-prefix=PTX
+// The PTX, LLVMIR and STREAM checks run from lower-to-cuda-serialized.test
+// (they need the CUDA toolkit).
 
 // The CUDA lowering of linear-step.mlir (B = 8, m = 2): the bucket and every
 // buffer in device memory; the weight-gradient GEMM as cuBLAS with beta = 0
@@ -49,7 +50,6 @@
 // LM-COUNT-2: call @gaccrt_cuda_sgemm
 // LM-NOT:     call @gaccrt_cuda_sgemm
 
-// RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=LLVMIR
 // The lowered step translates to LLVM IR (what the ExecutionEngine JITs):
 // kernels loaded once from PTX by a global constructor, device memory and
 // launches through the MLIR GPU runtime ABI that libgaccrt_cuda implements.
@@ -61,7 +61,6 @@
 // LLVMIR: call void @gaccrt_cuda_all_reduce(
 // LLVMIR: call ptr @mgpuModuleLoadJIT(
 
-// RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda | FileCheck %s --check-prefix=STREAM
 // One in-order stream per step: created once at entry, synchronized and
 // destroyed once before the return; no event waits, and no host wait
 // between the GEMMs, kernels and allocations of the regions (cuBLAS runs on
