@@ -17,7 +17,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #define DEBUG_TYPE "gacc-matmul-to-blas"
 
@@ -36,9 +39,84 @@ static MemRefType getDynamicMatrixType(MLIRContext *ctx) {
   return MemRefType::get({dyn, dyn}, Float32Type::get(ctx), layout);
 }
 
-/// Returns the zero fill of `output` right before `op`, if any.
-static linalg::FillOp getZeroFillBefore(Operation *op, Value output) {
-  auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+/// Collects `root` and every view of it (transitively) into `aliases`.
+/// Returns false when the buffer may be reached another way: `root` is not
+/// an allocation or an argument of a public function (whose arguments the
+/// runner allocates separately), or a view-free op returns a memref derived
+/// from it.
+static bool collectAliases(Value root, SmallVectorImpl<Value> &aliases) {
+  if (auto arg = dyn_cast<BlockArgument>(root)) {
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!func || !arg.getOwner()->isEntryBlock() || func.isPrivate())
+      return false;
+  } else if (!isa<memref::AllocOp, memref::AllocaOp>(root.getDefiningOp())) {
+    return false;
+  }
+  aliases.push_back(root);
+  for (size_t i = 0; i < aliases.size(); ++i) {
+    for (Operation *user : aliases[i].getUsers()) {
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+        if (view.getViewSource() == aliases[i]) {
+          for (Value result : user->getResults())
+            if (isa<BaseMemRefType>(result.getType()))
+              aliases.push_back(result);
+          continue;
+        }
+      }
+      if (llvm::any_of(user->getResultTypes(), llvm::IsaPred<BaseMemRefType>))
+        return false;
+    }
+  }
+  return true;
+}
+
+/// Returns the buffer `value` is a view of.
+static Value getRootBuffer(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+/// Whether `user` may write or free `value` (an operand of `user`).
+static bool mayWriteOrFree(Operation *user, Value value) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(user);
+  if (!effects)
+    return !isa<ViewLikeOpInterface>(user);
+  SmallVector<MemoryEffects::EffectInstance> list;
+  effects.getEffectsOnValue(value, list);
+  return llvm::any_of(list, [](const MemoryEffects::EffectInstance &e) {
+    return isa<MemoryEffects::Write, MemoryEffects::Free>(e.getEffect());
+  });
+}
+
+/// Returns the zero fill of `output` that is the last op of `op`'s block
+/// before `op` touching (a view of) `output`'s buffer, if any: no op in
+/// between reads or writes the buffer, so the matmul may overwrite the
+/// output (beta = 0) instead. This is how the first micro-batch
+/// initializes an accumulator and how a reused buffer is cleared.
+static linalg::FillOp getZeroFillBefore(linalg::MatmulOp op, Value output) {
+  Value root = getRootBuffer(output);
+  SmallVector<Value> aliases;
+  if (!collectAliases(root, aliases) ||
+      llvm::any_of(op.getInputs(),
+                   [&](Value in) { return getRootBuffer(in) == root; }))
+    return {};
+  Block *block = op->getBlock();
+  Operation *last = nullptr;
+  for (Value alias : aliases) {
+    for (Operation *user : alias.getUsers()) {
+      if (isa<ViewLikeOpInterface>(user))
+        continue;
+      Operation *ancestor = block->findAncestorOpInBlock(*user);
+      // A user outside the block (e.g. before an enclosing loop) cannot run
+      // between the fill and the matmul when the fill is in the block.
+      if (!ancestor || ancestor == op || !ancestor->isBeforeInBlock(op))
+        continue;
+      if (!last || last->isBeforeInBlock(ancestor))
+        last = ancestor;
+    }
+  }
+  auto fill = dyn_cast_or_null<linalg::FillOp>(last);
   if (!fill || fill.getOutputs()[0] != output)
     return {};
   FloatAttr value;
@@ -48,24 +126,52 @@ static linalg::FillOp getZeroFillBefore(Operation *op, Value output) {
   return fill;
 }
 
-/// When `operand` is a buffer written only by a 2-D linalg.transpose of
-/// `source` and read only by `user`, returns that transpose.
-static linalg::TransposeOp getPrivateTranspose(Value operand, Operation *user) {
+/// When `operand` is a buffer that only a 2-D linalg.transpose of `source`
+/// writes and that only matmuls after it read (as an input), returns that
+/// transpose: each of those matmuls may read `source` transposed instead.
+/// `source` must not be written or freed after the transpose (every writer
+/// of its buffer runs before the transpose in the transpose's block), so
+/// that it still holds the transposed values when the matmuls run.
+static linalg::TransposeOp getFoldableTranspose(Value operand,
+                                                DominanceInfo &dominance) {
   auto alloc = operand.getDefiningOp<memref::AllocOp>();
   if (!alloc)
     return {};
   linalg::TransposeOp transpose;
-  for (Operation *other : alloc->getUsers()) {
-    if (other == user || isa<memref::DeallocOp>(other))
+  SmallVector<Operation *> readers;
+  for (OpOperand &use : alloc->getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<memref::DeallocOp>(user))
       continue;
-    auto t = dyn_cast<linalg::TransposeOp>(other);
+    if (auto matmul = dyn_cast<linalg::MatmulOp>(user)) {
+      if (!matmul.isDpsInput(&use))
+        return {};
+      readers.push_back(user);
+      continue;
+    }
+    auto t = dyn_cast<linalg::TransposeOp>(user);
     if (!t || t.getInit() != operand || transpose)
       return {};
     transpose = t;
   }
-  if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0} ||
-      !transpose->isBeforeInBlock(user))
+  if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
     return {};
+  for (Operation *reader : readers)
+    if (!dominance.properlyDominates(transpose.getOperation(), reader))
+      return {};
+  SmallVector<Value> aliases;
+  if (!collectAliases(getRootBuffer(transpose.getInput()), aliases))
+    return {};
+  Block *block = transpose->getBlock();
+  for (Value alias : aliases) {
+    for (Operation *user : alias.getUsers()) {
+      if (user == transpose || !mayWriteOrFree(user, alias))
+        continue;
+      Operation *ancestor = block->findAncestorOpInBlock(*user);
+      if (!ancestor || !ancestor->isBeforeInBlock(transpose))
+        return {};
+    }
+  }
   return transpose;
 }
 
@@ -89,6 +195,15 @@ struct MatmulToBlasPass
     MLIRContext *ctx = &getContext();
     MemRefType matrixType = getDynamicMatrixType(ctx);
     Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
+    // The transposes every reader of which is a matmul that can read the
+    // source transposed, decided before any matmul is rewritten.
+    DominanceInfo &dominance = getAnalysis<DominanceInfo>();
+    llvm::SmallDenseMap<Value, linalg::TransposeOp> transposes;
+    for (linalg::MatmulOp op : matmuls)
+      for (Value in : op.getInputs())
+        if (!transposes.count(in))
+          if (auto t = getFoldableTranspose(in, dominance))
+            transposes[in] = t;
     for (linalg::MatmulOp op : matmuls) {
       OpBuilder builder(op);
       Location loc = op.getLoc();
@@ -96,15 +211,13 @@ struct MatmulToBlasPass
       Value c = op.getOutputs()[0];
       int32_t transA = 0, transB = 0;
       SmallVector<Operation *> dead;
-      if (auto t = getPrivateTranspose(a, op)) {
+      if (auto t = transposes.lookup(a)) {
         a = t.getInput();
         transA = 1;
-        dead.push_back(t);
       }
-      if (auto t = getPrivateTranspose(b, op)) {
+      if (auto t = transposes.lookup(b)) {
         b = t.getInput();
         transB = 1;
-        dead.push_back(t);
       }
       float beta = 1.0f;
       if (linalg::FillOp fill = getZeroFillBefore(op, c)) {
@@ -134,21 +247,19 @@ struct MatmulToBlasPass
           matC};
       func::CallOp::create(builder, loc, function, args);
       op.erase();
-      for (Operation *d : dead) {
-        Value alloc = isa<linalg::TransposeOp>(d)
-                          ? cast<linalg::TransposeOp>(d).getInit()
-                          : Value();
+      for (Operation *d : dead)
         d->erase();
-        // A transpose buffer nobody reads any more goes away with its
-        // deallocation.
-        if (alloc && llvm::all_of(alloc.getUsers(), [](Operation *u) {
-              return isa<memref::DeallocOp>(u);
-            })) {
-          for (Operation *u : llvm::make_early_inc_range(alloc.getUsers()))
-            u->erase();
-          alloc.getDefiningOp()->erase();
-        }
-      }
+    }
+    // A transpose buffer nobody reads any more goes away with the transpose
+    // and its deallocation.
+    for (auto &[buffer, transpose] : transposes) {
+      if (!llvm::all_of(buffer.getUsers(), [&](Operation *u) {
+            return u == transpose || isa<memref::DeallocOp>(u);
+          }))
+        continue;
+      for (Operation *u : llvm::make_early_inc_range(buffer.getUsers()))
+        u->erase();
+      buffer.getDefiningOp()->erase();
     }
   }
 };

@@ -2,7 +2,7 @@
 
 // A matmul after a zero fill of its output initializes it (beta = 0, the
 // fill goes away); one without accumulates (beta = 1); an operand copied by a
-// private transpose is read through the transpose flag.
+// transpose that only matmuls read is read through the transpose flag.
 
 // CHECK-LABEL: func.func @first_and_accumulate
 // CHECK-NOT:     linalg.fill
@@ -35,6 +35,104 @@ func.func @first_and_accumulate(%a: memref<4x3xf32>, %b: memref<3x2xf32>, %c: me
 func.func @transposed(%at: memref<3x4xf32>, %b: memref<3x2xf32>, %c: memref<4x2xf32>) {
   %a = memref.alloc() : memref<4x3xf32>
   linalg.transpose ins(%at : memref<3x4xf32>) outs(%a : memref<4x3xf32>) permutation = [1, 0]
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%c : memref<4x2xf32>)
+  return
+}
+
+// -----
+
+// A transpose read by several matmuls (region 0, and the rolled loop of the
+// later regions) is folded into each of them.
+// CHECK-LABEL: func.func @shared_transpose
+// CHECK-NOT:     linalg.transpose
+// CHECK-NOT:     memref.alloc
+// CHECK:         %[[W:.*]] = memref.cast %arg0 : memref<3x4xf32>
+// CHECK:         %[[T1:.*]] = arith.constant 1 : i32
+// CHECK:         call @gaccrt_sgemm(%{{.*}}, %[[T1]], %{{.*}}, %{{.*}}, %{{.*}}, %[[W]],
+// CHECK:         scf.for
+// CHECK:           %[[W2:.*]] = memref.cast %arg0 : memref<3x4xf32>
+// CHECK:           %[[T2:.*]] = arith.constant 1 : i32
+// CHECK:           call @gaccrt_sgemm(%{{.*}}, %[[T2]], %{{.*}}, %{{.*}}, %{{.*}}, %[[W2]],
+func.func @shared_transpose(%w: memref<3x4xf32>, %x: memref<2x4xf32>, %c: memref<2x3xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %wt = memref.alloc() : memref<4x3xf32>
+  linalg.transpose ins(%w : memref<3x4xf32>) outs(%wt : memref<4x3xf32>) permutation = [1, 0]
+  linalg.matmul ins(%x, %wt : memref<2x4xf32>, memref<4x3xf32>) outs(%c : memref<2x3xf32>)
+  scf.for %i = %c1 to %c3 step %c1 {
+    linalg.matmul ins(%x, %wt : memref<2x4xf32>, memref<4x3xf32>) outs(%c : memref<2x3xf32>)
+  }
+  memref.dealloc %wt : memref<4x3xf32>
+  return
+}
+
+// -----
+
+// The source of the transpose is written after the transpose and before the
+// matmul: the copy must stay.
+// CHECK-LABEL: func.func @source_written_after_transpose
+// CHECK:         linalg.transpose
+// CHECK:         linalg.fill
+// CHECK:         %[[TA:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:    %[[TB:.*]] = arith.constant 0 : i32
+// CHECK:         call @gaccrt_sgemm(%[[TA]], %[[TB]],
+func.func @source_written_after_transpose(%b: memref<4x2xf32>, %c: memref<3x2xf32>) {
+  %one = arith.constant 1.0 : f32
+  %src = memref.alloc() : memref<4x3xf32>
+  linalg.fill ins(%one : f32) outs(%src : memref<4x3xf32>)
+  %a = memref.alloc() : memref<3x4xf32>
+  linalg.transpose ins(%src : memref<4x3xf32>) outs(%a : memref<3x4xf32>) permutation = [1, 0]
+  linalg.fill ins(%one : f32) outs(%src : memref<4x3xf32>)
+  linalg.matmul ins(%a, %b : memref<3x4xf32>, memref<4x2xf32>) outs(%c : memref<3x2xf32>)
+  return
+}
+
+// -----
+
+// A zero fill earlier in the block, with no op touching the buffer in
+// between, still makes the matmul beta = 0; a read of the filled buffer in
+// between keeps the fill (beta = 1).
+// CHECK-LABEL: func.func @fill_not_adjacent
+// CHECK-NOT:     outs(%arg2
+// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%arg3
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[BETA0:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[BETA0]],
+func.func @fill_not_adjacent(%a: memref<4x3xf32>, %b: memref<3x2xf32>, %c: memref<4x2xf32>, %d: memref<4x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x2xf32>)
+  linalg.fill ins(%one : f32) outs(%d : memref<4x2xf32>)
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%c : memref<4x2xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @fill_read_in_between
+// CHECK:         linalg.fill
+// CHECK:         linalg.copy
+// CHECK:         arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[BETA1:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[BETA1]],
+func.func @fill_read_in_between(%a: memref<4x3xf32>, %b: memref<3x2xf32>, %c: memref<4x2xf32>, %d: memref<4x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x2xf32>)
+  linalg.copy ins(%c : memref<4x2xf32>) outs(%d : memref<4x2xf32>)
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%c : memref<4x2xf32>)
+  return
+}
+
+// The arguments of a private function may alias: the fill stays.
+// CHECK-LABEL: func.func private @fill_private
+// CHECK:         linalg.fill
+// CHECK:         arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[BETA2:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[BETA2]],
+func.func private @fill_private(%a: memref<4x3xf32>, %b: memref<3x2xf32>, %c: memref<4x2xf32>, %d: memref<4x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x2xf32>)
+  linalg.fill ins(%one : f32) outs(%d : memref<4x2xf32>)
   linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%c : memref<4x2xf32>)
   return
 }
