@@ -89,6 +89,9 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   // Free buffers after their last use (not at the end of the step, as the
   // upstream ownership-based deallocation would).
   pm.addPass(createDeallocateBuffersPass());
+  // The buffers freed in their own block share one arena planned from their
+  // lifetimes: no malloc, free or page fault per step.
+  pm.addPass(createPlanArenaPass());
 
   pm.addPass(createStridedCopiesToLinalgPass());
   pm.addPass(createConvertLinalgToLoopsPass());

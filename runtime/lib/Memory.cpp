@@ -93,6 +93,8 @@ void _mlir_memref_to_llvm_free(void *ptr) {
   std::free(header->raw);
 }
 
+void gaccrt_account_arena(int64_t delta) { account(delta); }
+
 int64_t gaccrt_current_bytes(void) {
   std::lock_guard<std::mutex> lock(counterMutex);
   return currentBytes;

@@ -42,10 +42,18 @@
 
 // Fully lowered: LLVM dialect, runtime calls (region 0, then one loop for
 // regions 1-3: two region markers in the code), one all-reduce for four regions,
-// allocations through the runtime's accounted allocator.
+// every buffer in the step's arena (gacc-plan-arena: a global, its bytes
+// accounted on entry and return; no malloc or free).
+// LLVM:         llvm.mlir.global private @linear_arena() {{.*}}alignment = 64 : i64{{.*}} : !llvm.array<[[BYTES:[0-9]+]] x i8>
 // LLVM-LABEL: llvm.func @linear
+// LLVM-NOT:     _mlir_memref_to_llvm
+// LLVM-DAG:     %[[N:.*]] = llvm.mlir.constant([[BYTES]] : i64) : i64
+// LLVM-DAG:     %[[M:.*]] = llvm.mlir.constant(-[[BYTES]] : i64) : i64
+// LLVM:         llvm.call @gaccrt_account_arena(%[[N]])
 // LLVM-COUNT-2: llvm.call @gaccrt_trace_region_begin
 // LLVM-NOT:     llvm.call @gaccrt_trace_region_begin
 // LLVM:         llvm.call @gaccrt_all_reduce
 // LLVM-NOT:     llvm.call @gaccrt_all_reduce
-// LLVM:         llvm.call @_mlir_memref_to_llvm_free
+// LLVM:         llvm.call @gaccrt_account_arena(%[[M]])
+// LLVM-NOT:     _mlir_memref_to_llvm
+// LLVM:         llvm.return

@@ -144,6 +144,31 @@ def DeallocateBuffersPass : Pass<"gacc-deallocate-buffers", "ModuleOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def PlanArenaPass : Pass<"gacc-plan-arena", "ModuleOp"> {
+  let summary = "Place the step's buffers in one arena planned at compile time";
+  let description = [{
+    Runs after gacc-deallocate-buffers on the host. Every `memref.alloc` of a
+    static, identity-layout buffer whose only deallocation is a
+    `memref.dealloc` in its own block gets a byte offset in one arena per
+    function, planned from the buffers' lifetimes (first fit, 64-byte
+    aligned): buffers whose lifetimes do not overlap share bytes. A loop or
+    other op with a single-block region takes one slot in its parent block,
+    sized for the plan of its body, which every iteration reuses; the bodies
+    of `scf.parallel` and `scf.forall` are not planned. The arena is a
+    private `memref.global` (zero-initialized, so it costs nothing until
+    touched and is reused by every step, with no malloc, free or page fault
+    after the first step); each buffer becomes a `memref.view` of it and its
+    `memref.dealloc` goes away. The arena's bytes are counted by the
+    runtime's memory accounting while the function runs
+    (`gaccrt_account_arena`). A compiled step is therefore not reentrant: two
+    threads must not run the same compiled step at once.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 def StridedCopiesToLinalgPass
     : Pass<"gacc-strided-copies-to-linalg", "ModuleOp"> {
   let summary = "Turn memref.copy between strided views into linalg.copy";

@@ -137,6 +137,10 @@ GACCRT_API int64_t gaccrt_current_bytes(void);
 GACCRT_API int64_t gaccrt_peak_bytes(void);
 /** peak := current. */
 GACCRT_API void gaccrt_reset_peak(void);
+/** Adds `delta` bytes to the count of gaccrt_current_bytes: a compiled
+ *  function whose buffers live in a compile-time arena (gacc-plan-arena)
+ *  counts the arena's bytes on entry and subtracts them on return. */
+GACCRT_API void gaccrt_account_arena(int64_t delta);
 
 /*===--- Timers and the Chrome trace --------------------------------------===*/
 

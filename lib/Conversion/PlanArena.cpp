@@ -1,0 +1,227 @@
+//===- PlanArena.cpp - one arena of buffers planned at compile time -------===//
+//
+// The gacc-plan-arena pass: after gacc-deallocate-buffers, the statically
+// sized buffers of each function get byte offsets in one arena (a private
+// memref.global), planned from their lifetimes, so that a step runs without
+// malloc, free or fresh page faults after the first step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeCalls.h"
+#include "gacc/Conversion/Passes.h"
+#include "gacc/Transforms/Utils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <algorithm>
+
+#define DEBUG_TYPE "gacc-plan-arena"
+
+namespace mlir::gacc {
+#define GEN_PASS_DEF_PLANARENAPASS
+#include "gacc/Conversion/Passes.h.inc"
+} // namespace mlir::gacc
+
+using namespace mlir;
+using namespace mlir::gacc;
+
+/// Offsets and slot sizes are multiples of this (cache lines, and every
+/// element type's alignment).
+constexpr int64_t kArenaAlignment = 64;
+
+static int64_t alignUp(int64_t bytes) {
+  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
+/// Returns the bytes of `alloc` when the arena can hold it: a static,
+/// identity-layout buffer of whole-byte elements, freed once by a
+/// memref.dealloc in its own block (returned in `dealloc`).
+static std::optional<int64_t> getArenaBytes(memref::AllocOp alloc,
+                                            memref::DeallocOp &dealloc) {
+  MemRefType type = alloc.getType();
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+      type.getMemorySpace() || !alloc.getSymbolOperands().empty())
+    return std::nullopt;
+  Type element = type.getElementType();
+  if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
+    return std::nullopt;
+  dealloc = {};
+  for (Operation *user : alloc->getUsers()) {
+    auto d = dyn_cast<memref::DeallocOp>(user);
+    if (!d)
+      continue;
+    if (dealloc || d->getBlock() != alloc->getBlock())
+      return std::nullopt;
+    dealloc = d;
+  }
+  if (!dealloc)
+    return std::nullopt;
+  return alignUp(type.getNumElements() * (element.getIntOrFloatBitWidth() / 8));
+}
+
+namespace {
+/// The plan of one function: offsets of buffers and of the slots of ops with
+/// planned bodies, relative to the start of their block's plan.
+struct ArenaPlan {
+  DenseMap<Operation *, int64_t> relativeOffset;
+  SmallVector<std::pair<memref::AllocOp, memref::DeallocOp>> buffers;
+
+  /// Plans `block` and returns the bytes it needs.
+  int64_t planBlock(Block &block);
+  /// Plans the single-block regions of `op` (which share one slot) and
+  /// returns the bytes of the slot (0 when nothing in them is planned).
+  int64_t planRegions(Operation *op);
+  /// Rewrites the planned buffers of `block`, whose plan starts at `base`.
+  void assign(Block &block, int64_t base,
+              DenseMap<Operation *, int64_t> &absolute);
+};
+
+struct Interval {
+  Operation *op;
+  int64_t start, end, bytes;
+};
+} // namespace
+
+int64_t ArenaPlan::planRegions(Operation *op) {
+  if (op->getNumRegions() == 0 ||
+      isa<scf::ParallelOp, scf::ForallOp, func::FuncOp>(op))
+    return 0;
+  if (llvm::any_of(op->getRegions(), [](Region &region) {
+        return !region.empty() && !region.hasOneBlock();
+      }))
+    return 0;
+  int64_t bytes = 0;
+  for (Region &region : op->getRegions())
+    if (!region.empty())
+      bytes = std::max(bytes, planBlock(region.front()));
+  return bytes;
+}
+
+int64_t ArenaPlan::planBlock(Block &block) {
+  DenseMap<Operation *, int64_t> position;
+  int64_t index = 0;
+  for (Operation &op : block)
+    position[&op] = index++;
+  SmallVector<Interval> intervals;
+  for (Operation &op : block) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      memref::DeallocOp dealloc;
+      if (std::optional<int64_t> bytes = getArenaBytes(alloc, dealloc)) {
+        intervals.push_back({&op, position[&op], position[dealloc], *bytes});
+        buffers.push_back({alloc, dealloc});
+      }
+      continue;
+    }
+    if (int64_t bytes = planRegions(&op))
+      intervals.push_back({&op, position[&op], position[&op], bytes});
+  }
+  // First fit in order of allocation: each interval takes the lowest offset
+  // that overlaps no live interval.
+  struct Live {
+    int64_t offset, bytes, end;
+  };
+  SmallVector<Live> live;
+  int64_t total = 0;
+  for (const Interval &interval : intervals) {
+    llvm::erase_if(live, [&](const Live &l) { return l.end < interval.start; });
+    llvm::sort(
+        live, [](const Live &a, const Live &b) { return a.offset < b.offset; });
+    int64_t offset = 0;
+    for (const Live &l : live) {
+      if (offset + interval.bytes <= l.offset)
+        break;
+      offset = std::max(offset, l.offset + l.bytes);
+    }
+    relativeOffset[interval.op] = offset;
+    live.push_back({offset, interval.bytes, interval.end});
+    total = std::max(total, offset + interval.bytes);
+  }
+  return total;
+}
+
+void ArenaPlan::assign(Block &block, int64_t base,
+                       DenseMap<Operation *, int64_t> &absolute) {
+  for (Operation &op : block) {
+    auto it = relativeOffset.find(&op);
+    if (it == relativeOffset.end())
+      continue;
+    absolute[&op] = base + it->second;
+    if (!isa<memref::AllocOp>(op))
+      for (Region &region : op.getRegions())
+        if (!region.empty())
+          assign(region.front(), base + it->second, absolute);
+  }
+}
+
+namespace {
+struct PlanArenaPass : public gacc::impl::PlanArenaPassBase<PlanArenaPass> {
+  void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
+      if (func.isExternal() || !func.getBody().hasOneBlock())
+        continue;
+      ArenaPlan plan;
+      int64_t bytes = plan.planBlock(func.getBody().front());
+      if (bytes == 0)
+        continue;
+      DenseMap<Operation *, int64_t> absolute;
+      plan.assign(func.getBody().front(), 0, absolute);
+      rewrite(func, plan, absolute, bytes, symbols);
+    }
+  }
+
+  void rewrite(func::FuncOp func, ArenaPlan &plan,
+               DenseMap<Operation *, int64_t> &absolute, int64_t bytes,
+               SymbolTable &symbols) {
+    MLIRContext *ctx = &getContext();
+    Location loc = func.getLoc();
+    auto arenaType = MemRefType::get({bytes}, IntegerType::get(ctx, 8));
+    OpBuilder builder(func);
+    auto global = memref::GlobalOp::create(
+        builder, loc, (func.getSymName() + "_arena").str(),
+        builder.getStringAttr("private"), arenaType, builder.getUnitAttr(),
+        /*constant=*/false, builder.getI64IntegerAttr(kArenaAlignment));
+    symbols.insert(global);
+
+    Block &entry = func.getBody().front();
+    builder.setInsertionPointToStart(&entry);
+    Value arena = memref::GetGlobalOp::create(builder, loc, arenaType,
+                                              global.getSymName())
+                      .getResult();
+    Type i64 = builder.getI64Type();
+    func::FuncOp account = getOrDeclareRuntimeFunction(
+        func, "gaccrt_account_arena", FunctionType::get(ctx, {i64}, {}));
+    func::CallOp::create(
+        builder, loc, account,
+        ValueRange{arith::ConstantIntOp::create(builder, loc, i64, bytes)});
+    func.walk([&](func::ReturnOp ret) {
+      OpBuilder b(ret);
+      func::CallOp::create(b, ret.getLoc(), account,
+                           ValueRange{arith::ConstantIntOp::create(
+                               b, ret.getLoc(), i64, -bytes)});
+    });
+
+    for (auto [alloc, dealloc] : plan.buffers) {
+      auto it = absolute.find(alloc);
+      if (it == absolute.end())
+        continue;
+      OpBuilder b(alloc);
+      Value offset =
+          arith::ConstantIndexOp::create(b, alloc.getLoc(), it->second);
+      auto view = memref::ViewOp::create(b, alloc.getLoc(), alloc.getType(),
+                                         arena, offset, ValueRange{});
+      alloc.getResult().replaceAllUsesExcept(view.getResult(),
+                                             dealloc.getOperation());
+      dealloc.erase();
+      alloc.erase();
+    }
+  }
+};
+} // namespace

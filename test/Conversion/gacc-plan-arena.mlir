@@ -1,0 +1,85 @@
+// RUN: gacc-opt %s --split-input-file --gacc-plan-arena | FileCheck %s
+
+// Buffers whose lifetimes do not overlap share bytes; overlapping ones do
+// not. Offsets and slots are 64-byte aligned: %a (64 B) and %b (40 B -> 64)
+// live at once, %c (256 B) starts after both are freed and reuses offset 0.
+// CHECK:       memref.global "private" @lifetimes_arena : memref<256xi8> = uninitialized {alignment = 64 : i64}
+// CHECK-LABEL: func.func @lifetimes
+// CHECK:         %[[ARENA:.*]] = memref.get_global @lifetimes_arena : memref<256xi8>
+// CHECK:         call @gaccrt_account_arena(%c256_i64)
+// CHECK:         %[[A:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<256xi8> to memref<16xf32>
+// CHECK:         %[[B:.*]] = memref.view %[[ARENA]][%c64{{.*}}][] : memref<256xi8> to memref<10xf32>
+// CHECK:         %[[C:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<256xi8> to memref<64xf32>
+// CHECK-NOT:     memref.alloc
+// CHECK-NOT:     memref.dealloc
+// CHECK:         call @gaccrt_account_arena(%c-256_i64)
+// CHECK-NEXT:    return
+func.func @lifetimes(%x: f32) {
+  %a = memref.alloc() : memref<16xf32>
+  %b = memref.alloc() : memref<10xf32>
+  linalg.fill ins(%x : f32) outs(%a : memref<16xf32>)
+  linalg.fill ins(%x : f32) outs(%b : memref<10xf32>)
+  memref.dealloc %a : memref<16xf32>
+  memref.dealloc %b : memref<10xf32>
+  %c = memref.alloc() : memref<64xf32>
+  linalg.fill ins(%x : f32) outs(%c : memref<64xf32>)
+  memref.dealloc %c : memref<64xf32>
+  return
+}
+
+// -----
+
+// A loop takes one slot for its body's plan, reused by every iteration,
+// placed around the buffer live across the loop. A returned buffer, a
+// dynamic one and one in a parallel body keep their allocations.
+// CHECK:       memref.global "private" @loop_arena : memref<192xi8>
+// CHECK-LABEL: func.func @loop
+// CHECK:         %[[ARENA:.*]] = memref.get_global @loop_arena
+// CHECK:         memref.view %[[ARENA]][%c0{{.*}}][] : memref<192xi8> to memref<16xf32>
+// CHECK:         %[[OUT:.*]] = memref.alloc() : memref<4xf32>
+// CHECK:         %[[DYN:.*]] = memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK:         scf.for
+// CHECK:           memref.view %[[ARENA]][%c64{{.*}}][] : memref<192xi8> to memref<8xf32>
+// CHECK:           memref.view %[[ARENA]][%c128{{.*}}][] : memref<192xi8> to memref<8xf32>
+// CHECK:         scf.parallel
+// CHECK:           memref.alloc() : memref<2xf32>
+// CHECK:           memref.dealloc
+// CHECK:         memref.dealloc %[[DYN]]
+// CHECK:         return %[[OUT]]
+func.func @loop(%x: f32, %n: index) -> memref<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %live = memref.alloc() : memref<16xf32>
+  linalg.fill ins(%x : f32) outs(%live : memref<16xf32>)
+  %out = memref.alloc() : memref<4xf32>
+  %dyn = memref.alloc(%n) : memref<?xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %t = memref.alloc() : memref<8xf32>
+    %u = memref.alloc() : memref<8xf32>
+    linalg.fill ins(%x : f32) outs(%t : memref<8xf32>)
+    linalg.copy ins(%t : memref<8xf32>) outs(%u : memref<8xf32>)
+    memref.dealloc %t : memref<8xf32>
+    memref.dealloc %u : memref<8xf32>
+  }
+  scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+    %p = memref.alloc() : memref<2xf32>
+    linalg.fill ins(%x : f32) outs(%p : memref<2xf32>)
+    memref.dealloc %p : memref<2xf32>
+  }
+  linalg.copy ins(%live : memref<16xf32>) outs(%live : memref<16xf32>)
+  memref.dealloc %live : memref<16xf32>
+  memref.dealloc %dyn : memref<?xf32>
+  linalg.fill ins(%x : f32) outs(%out : memref<4xf32>)
+  return %out : memref<4xf32>
+}
+
+// -----
+
+// Nothing to plan: no arena.
+// CHECK-NOT:   memref.global
+// CHECK-LABEL: func.func @nothing
+// CHECK-NOT:     gaccrt_account_arena
+func.func @nothing(%m: memref<4xf32>) {
+  return
+}
