@@ -27,6 +27,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 using namespace gaccrt;
@@ -296,9 +297,13 @@ AllReduceCall validateAllReduce(const char *caller, void *data, int64_t count,
 }
 
 /// Reduces `call` over the ranks and records its trace event on `track`.
-void runAllReduce(Backend &backend, const AllReduceCall &call, int track) {
+/// A started call's event begins at its start (`startedUs`, >= 0), and says
+/// how long it was queued behind earlier ones.
+void runAllReduce(Backend &backend, const AllReduceCall &call, int track,
+                  double startedUs = -1.0) {
   bool tracing = traceEnabled();
-  double start = tracing ? gaccrt_now_us() : 0.0;
+  double begin = tracing ? gaccrt_now_us() : 0.0;
+  double start = startedUs >= 0 ? startedUs : begin;
   if (backend.worldSize() > 1 && call.count > 0)
     reduce(backend, call.data, call.count, call.dtype, call.op,
            call.kind == GACCRT_AVERAGE);
@@ -308,7 +313,10 @@ void runAllReduce(Backend &backend, const AllReduceCall &call, int track) {
         "{\"bytes\": " + std::to_string(call.count * dtypeBytes(call.dtype)) +
         ", \"count\": " + std::to_string(call.count) + ", \"kind\": \"" +
         reductionKindName(call.kind) + "\", \"dtype\": \"" +
-        dtypeName(call.dtype) + "\"" + (track ? ", \"overlapped\": true" : "") +
+        dtypeName(call.dtype) + "\"" +
+        (track ? ", \"overlapped\": true, \"queued_us\": " +
+                     std::to_string(static_cast<int64_t>(begin - start))
+               : std::string()) +
         "}";
     traceComplete("all-reduce bucket " + std::to_string(call.bucket),
                   "collective", start, end - start, args, track);
@@ -324,7 +332,8 @@ void runAllReduce(Backend &backend, const AllReduceCall &call, int track) {
 struct CommunicationThread {
   std::mutex mutex;
   std::condition_variable changed;
-  std::deque<std::pair<int64_t, AllReduceCall>> queue;
+  /// Started calls by handle, with the time of their start (trace).
+  std::deque<std::tuple<int64_t, AllReduceCall, double>> queue;
   /// Started calls not yet finished, by handle: their buffer and bucket.
   std::map<int64_t, std::pair<void *, int64_t>> pending;
   /// The last handle given out.
@@ -339,9 +348,9 @@ struct CommunicationThread {
       changed.wait(lock, [&] { return stopping || !queue.empty(); });
       if (queue.empty())
         return;
-      auto [handle, call] = queue.front();
+      auto [handle, call, startedUs] = queue.front();
       lock.unlock();
-      runAllReduce(backend, call, /*track=*/1);
+      runAllReduce(backend, call, /*track=*/1, startedUs);
       lock.lock();
       queue.pop_front();
       pending.erase(handle);
@@ -414,7 +423,7 @@ int64_t gaccrt_all_reduce_start(void *data, int64_t count, int32_t dtype,
     comm.thread = std::thread([&comm, &backend] { comm.loop(backend); });
   }
   comm.pending[handle] = {data, bucket};
-  comm.queue.emplace_back(handle, call);
+  comm.queue.emplace_back(handle, call, traceEnabled() ? gaccrt_now_us() : 0.0);
   comm.changed.notify_all();
   return handle;
 }

@@ -197,7 +197,7 @@ void checkTraceFiles(const std::string &path) {
     CHECK(fileContains(rankPath, "\"dtype\": \"bf16\""));
     // The started all-reduces ran on the communication thread's track.
     CHECK(fileContains(rankPath, "\"name\":\"communication\""));
-    CHECK(fileContains(rankPath, "\"overlapped\": true}"));
+    CHECK(fileContains(rankPath, "\"overlapped\": true, \"queued_us\": "));
     CHECK(fileContains(rankPath, "\"name\":\"all-reduce bucket 21\""));
   }
   CHECK(!fileContains(path, "traceEvents"));

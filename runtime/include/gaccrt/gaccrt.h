@@ -96,7 +96,8 @@ GACCRT_API void gaccrt_all_reduce(void *data, int64_t count, int32_t dtype,
  *  the started ones finished. With one rank, no data, or an MPI that was
  *  initialized by the host without MPI_THREAD_SERIALIZED, the reduction
  *  runs before the call returns. Counted and traced as gaccrt_all_reduce
- *  (the trace event of an overlapped call is on track 1, "communication"). */
+ *  (the trace event of a started call begins at the start, on track 1,
+ *  "communication"). */
 GACCRT_API int64_t gaccrt_all_reduce_start(void *data, int64_t count,
                                            int32_t dtype, int32_t kind,
                                            int64_t bucket);
