@@ -32,7 +32,7 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x OPENBLAS_NUM_THREADS -np 2
 echo "MLP dims $DIMS, B = $BATCH per rank, m = $M, 2 MPI ranks on $(nproc) cores, $OPENBLAS_NUM_THREADS BLAS thread(s) per rank"
 echo "best of $ROUNDS alternating runs of the median of $STEPS steps after $WARMUP warm-up steps (rank 0's summary)"
 echo
-echo "| bucket-bytes | buckets | overlap on ms/step | overlap off ms/step | on / off |"
+echo "| bucket-bytes | buckets on / off | overlap on ms/step | overlap off ms/step | on / off |"
 echo "|---|---|---|---|---|"
 best() { python3 -c "import sys; print(min(float(v) for v in sys.argv[1:]))" "$@"; }
 for bucket in $BUCKETS; do
@@ -43,12 +43,12 @@ for bucket in $BUCKETS; do
         --bucket-bytes="$bucket" --overlap-all-reduce=$mode \
         --steps=$((STEPS + WARMUP)) --warmup=$WARMUP > "$tmp/run.out"
       t=$(sed -n 's/.*time\/step median \([0-9.]*\) ms.*/\1/p' "$tmp/run.out" | head -1)
-      if [ "$mode" = true ]; then on+=("$t"); else off+=("$t"); fi
+      n=$(sed -n 's/.*collectives\/step \([0-9]*\).*/\1/p' "$tmp/run.out" | head -1)
+      if [ "$mode" = true ]; then on+=("$t"); non=$n; else off+=("$t"); noff=$n; fi
     done
   done
-  buckets=$(sed -n 's/.*collectives\/step \([0-9]*\).*/\1/p' "$tmp/run.out" | head -1)
   a=$(best "${on[@]}")
   b=$(best "${off[@]}")
   ratio=$(python3 -c "print(f'{$a / $b:.2f}')")
-  echo "| $bucket | ${buckets:-?} | $a | $b | $ratio |"
+  echo "| $bucket | $non / $noff | $a | $b | $ratio |"
 done
