@@ -133,6 +133,9 @@ struct AllReduceOpInterface
     // bucket into one after bufferization.
     if (Attribute offset = op->getAttr(kBucketOffsetAttrName))
       call->setAttr(kBucketOffsetAttrName, offset);
+    // gacc-overlap-all-reduce starts it early and waits where it is read.
+    if (op->hasAttr(GaccDialect::kOverlapAttrName))
+      call->setAttr(GaccDialect::kOverlapAttrName, rewriter.getUnitAttr());
     if (!contiguous) {
       memref::CopyOp::create(rewriter, loc, target, *buffer);
       memref::DeallocOp::create(rewriter, loc, target);

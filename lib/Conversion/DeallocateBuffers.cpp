@@ -66,12 +66,21 @@ static Operation *findLastUse(Value value, Block *block, Operation *last) {
             return nullptr;
           last = castLast;
         } else {
-          for (Operation *user : result.getUsers()) {
-            Operation *u = block->findAncestorOpInBlock(*user);
-            if (!u)
-              return nullptr;
-            if (last->isBeforeInBlock(u))
-              last = u;
+          // The address, also as an integer (a runtime call may keep using
+          // the buffer until a later call, as gaccrt_all_reduce_start does
+          // until gaccrt_all_reduce_wait, which takes the address again).
+          SmallVector<Value> addresses = {result};
+          while (!addresses.empty()) {
+            Value address = addresses.pop_back_val();
+            for (Operation *user : address.getUsers()) {
+              Operation *u = block->findAncestorOpInBlock(*user);
+              if (!u)
+                return nullptr;
+              if (last->isBeforeInBlock(u))
+                last = u;
+              if (auto cast = dyn_cast<arith::IndexCastOp>(user))
+                addresses.push_back(cast.getResult());
+            }
           }
         }
       }

@@ -6,7 +6,9 @@
 //   region, the others inlined (with trace markers), elementwise tensor ops to
 //   linalg and fused, one-shot bufferization (function boundaries with identity
 //   layouts; shard.all_reduce in place on its bucket, as a runtime call),
-//   results to out-parameters, f32 matmuls to gaccrt_sgemm (beta = 0 for the
+//   results to out-parameters, bucket all-reduces marked gacc.overlap split
+//   into a start after the final region's last write of the bucket and a
+//   wait before its first read, f32 matmuls to gaccrt_sgemm (beta = 0 for the
 //   first region, 1 when accumulating), deallocation after the last use,
 //   loops, LLVM.
 // Heap allocations go through MLIR's generic allocation functions, which the
@@ -33,7 +35,8 @@ using namespace mlir::gacc;
 void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
                                              bool traceRegions,
                                              bool reportIndexErrors,
-                                             bool outlineRegions) {
+                                             bool outlineRegions,
+                                             bool overlapAllReduce) {
   // One collective per accumulator for bufferization's sake (merged back
   // into one per bucket by gacc-place-buckets).
   pm.addPass(createSplitBucketsPass());
@@ -75,13 +78,18 @@ void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createEraseGridsPass());
+  // Bucket all-reduces marked gacc.overlap start as soon as their bucket is
+  // final and are waited for where the bucket is read.
+  if (overlapAllReduce)
+    pm.addPass(createOverlapAllReducePass());
 }
 
 void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
                                          const LowerToCPUOptions &options) {
   buildBufferizedStepPipeline(pm, options.traceRegions,
                               /*reportIndexErrors=*/true,
-                              options.outlineMicroBatches);
+                              options.outlineMicroBatches,
+                              /*overlapAllReduce=*/true);
   if (options.blas)
     pm.addPass(createMatmulToBlasPass());
   if (options.bufferizeOnly)

@@ -10,7 +10,8 @@
 // argument) or else passed as an argument of its own. Values the body uses
 // from outside (invariants, the previous region's accumulators) are
 // arguments too. Each region of a shared form keeps its `gacc.micro_batch`
-// op, whose body becomes one call.
+// op, whose body becomes one call. The final region stays as it is when a
+// bucket all-reduce overlaps with it (`gacc.overlap`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -548,6 +550,15 @@ struct OutlineMicroBatchesPass
     for (func::FuncOp func : funcs) {
       SmallVector<gacc::MicroBatchOp> regions;
       func.walk([&](gacc::MicroBatchOp region) { regions.push_back(region); });
+      // A bucket all-reduce that overlaps with the final region starts in
+      // the middle of it (gacc-overlap-all-reduce): that region stays
+      // inline.
+      bool overlapped = false;
+      func.walk([&](shard::AllReduceOp op) {
+        overlapped |= op->hasAttr(GaccDialect::kOverlapAttrName);
+      });
+      if (overlapped && !regions.empty())
+        regions.pop_back();
       SmallVector<std::unique_ptr<Form>> forms;
       for (gacc::MicroBatchOp region : regions) {
         bool matched = false;

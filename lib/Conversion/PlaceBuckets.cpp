@@ -207,6 +207,10 @@ static void mergeBucket(ArrayRef<func::CallOp> calls) {
       builder, loc, last.getCallee(), last.getResultTypes(),
       ValueRange{addressI64, count, last.getOperand(2), last.getOperand(3),
                  last.getOperand(4)});
+  if (llvm::any_of(calls, [](func::CallOp call) {
+        return call->hasAttr(GaccDialect::kOverlapAttrName);
+      }))
+    merged->setAttr(GaccDialect::kOverlapAttrName, builder.getUnitAttr());
   builder.setInsertionPointAfter(merged);
   for (auto [view, buffer] : copiedBack)
     memref::CopyOp::create(builder, loc, view, buffer);

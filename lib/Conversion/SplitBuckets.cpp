@@ -123,6 +123,8 @@ struct SplitBucketsPass
                       op->getAttr(GaccDialect::kBucketAttrName));
       single->setAttr(kBucketOffsetAttrName,
                       builder.getI64IntegerAttr(member.offset));
+      if (op->hasAttr(GaccDialect::kOverlapAttrName))
+        single->setAttr(GaccDialect::kOverlapAttrName, builder.getUnitAttr());
       reduced[members.size() - 1 - i] = single.getResult();
     }
     for (tensor::ExtractSliceOp read : reads) {

@@ -69,6 +69,12 @@ static cl::opt<int64_t>
     lossScaleInterval("loss-scale-growth-interval",
                       cl::desc("Dynamic loss scale: clean steps before growth"),
                       cl::init(2000), cl::cat(gacc::getToolFlagCategory()));
+// Overlap of the bucket all-reduces with the final region.
+static cl::opt<bool> overlapAllReduce(
+    "overlap-all-reduce",
+    cl::desc("Start each bucket's all-reduce as soon as the final region has "
+             "finished it (default true)"),
+    cl::init(true), cl::cat(gacc::getToolFlagCategory()));
 static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
                                    cl::init("cpu"),
                                    cl::cat(gacc::getToolFlagCategory()));
@@ -89,6 +95,7 @@ gacc::StepOptions gacc::getStepOptionsFromFlags() {
   options.lossScaleGrowthFactor = lossScaleGrowth;
   options.lossScaleBackoffFactor = lossScaleBackoff;
   options.lossScaleGrowthInterval = lossScaleInterval;
+  options.overlapAllReduce = overlapAllReduce;
   options.device = device;
   return options;
 }
@@ -127,6 +134,8 @@ std::vector<std::string> gacc::getPipelineFlagArguments() {
     args.push_back("--loss-scale-growth-interval=" +
                    std::to_string(lossScaleInterval));
   }
+  if (!overlapAllReduce)
+    args.push_back("--overlap-all-reduce=false");
   args.push_back("--device=" + device);
   return args;
 }

@@ -387,6 +387,7 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   pipeline.lossScaleGrowthFactor = options.lossScaleGrowthFactor;
   pipeline.lossScaleBackoffFactor = options.lossScaleBackoffFactor;
   pipeline.lossScaleGrowthInterval = options.lossScaleGrowthInterval;
+  pipeline.overlapAllReduce = options.overlapAllReduce;
   mlir::gacc::buildGaccPipeline(pm, pipeline);
   if (options.lossScale == "dynamic") {
     // gacc-loss-scale appends the scale (f32) and its growth tracker (i64)

@@ -42,6 +42,7 @@ GaccPipelineOptions::getFuseAccumulationOptions() const {
 SinkAllReducePassOptions GaccPipelineOptions::getSinkAllReduceOptions() const {
   SinkAllReducePassOptions options;
   options.bucketBytes = bucketBytes;
+  options.overlap = overlapAllReduce;
   return options;
 }
 

@@ -6,7 +6,10 @@
 // into contiguous buckets of at most bucket-bytes: each accumulator becomes a
 // view of its bucket from the first region on (its first-region init is a
 // slice of the bucket), the accumulated buckets are reduced with one
-// `shard.all_reduce` each, and the gradients are read back as views.
+// `shard.all_reduce` each, and the gradients are read back as views. With
+// `overlap`, buckets follow the order in which the final region finishes
+// the accumulators and their all-reduces are marked `gacc.overlap` for the
+// lowering (gacc-overlap-all-reduce).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
 
 #define DEBUG_TYPE "gacc-sink-all-reduce"
 
@@ -116,6 +121,24 @@ matchMember(shard::AllReduceOp allReduce,
   return member;
 }
 
+/// Returns, for each result of `finalRegion`, the position in its body of
+/// the op that finishes it (the last write of an accumulator). Values not
+/// in the map come after all of them.
+static DenseMap<Value, int64_t> getFinishOrder(gacc::MicroBatchOp finalRegion) {
+  Block &body = finalRegion.getBody().front();
+  DenseMap<Operation *, int64_t> position;
+  for (Operation &op : body)
+    position[&op] = static_cast<int64_t>(position.size());
+  auto yield = cast<gacc::YieldOp>(body.getTerminator());
+  DenseMap<Value, int64_t> order;
+  for (OpResult result : finalRegion->getResults()) {
+    Operation *def = yield.getOperand(result.getResultNumber()).getDefiningOp();
+    if (Operation *inBody = def ? body.findAncestorOpInBlock(*def) : nullptr)
+      order[result] = position.lookup(inBody);
+  }
+  return order;
+}
+
 /// Makes the first-region init of `member` a view of `bucket`.
 static void placeInBucket(OpBuilder &builder, BucketMember &member,
                           Value bucket) {
@@ -168,11 +191,28 @@ struct SinkAllReducePass
         func.getBody().getOps<gacc::MicroBatchOp>());
     if (regions.empty())
       return;
+    SmallVector<BucketMember> candidates;
+    for (auto allReduce : func.getBody().getOps<shard::AllReduceOp>())
+      if (std::optional<BucketMember> member = matchMember(allReduce, regions))
+        candidates.push_back(*member);
+    // Overlap: the accumulators the final region finishes first share the
+    // first buckets, so that those can start while it still runs.
+    if (overlap) {
+      DenseMap<Value, int64_t> order = getFinishOrder(regions.back());
+      auto finish = [&](const BucketMember &m) {
+        auto it = order.find(m.accumulator);
+        return it == order.end() ? std::numeric_limits<int64_t>::max()
+                                 : it->second;
+      };
+      llvm::stable_sort(candidates,
+                        [&](const BucketMember &a, const BucketMember &b) {
+                          return finish(a) < finish(b);
+                        });
+    }
     SmallVector<Bucket> buckets;
-    for (auto allReduce : func.getBody().getOps<shard::AllReduceOp>()) {
-      std::optional<BucketMember> member = matchMember(allReduce, regions);
-      if (!member)
-        continue;
+    for (BucketMember &candidate : candidates) {
+      std::optional<BucketMember> member = candidate;
+      shard::AllReduceOp allReduce = member->allReduce;
       auto accType = cast<RankedTensorType>(member->accumulator.getType());
       BucketKey key{allReduce.getGridAttr(), allReduce.getGridAxes(),
                     allReduce.getReduction(), accType.getElementType()};
@@ -186,11 +226,20 @@ struct SinkAllReducePass
           open = &bucket;
           break;
         }
-      // The bucket is packed before its first collective: the member's input
-      // must already be computed there.
+      // The bucket is packed before its first collective: every member's
+      // input must already be computed there.
       if (open) {
-        Operation *def = member->accumulator.getDefiningOp();
-        if (def && !def->isBeforeInBlock(open->members.front().allReduce))
+        Operation *first = member->allReduce;
+        for (BucketMember &other : open->members)
+          if (other.allReduce->isBeforeInBlock(first))
+            first = other.allReduce;
+        auto computedBefore = [&](const BucketMember &m) {
+          Operation *def = m.accumulator.getDefiningOp();
+          return !def || def->getBlock() != first->getBlock() ||
+                 def->isBeforeInBlock(first);
+        };
+        if (!computedBefore(*member) ||
+            !llvm::all_of(open->members, computedBefore))
           open = nullptr;
       }
       if (!open || (open->numElements * elemBytes + bytes > bucketBytes &&
@@ -234,6 +283,8 @@ struct SinkAllReducePass
           first.getGridAxesAttr(), packed, first.getReductionAttr());
       reduced->setAttr(GaccDialect::kBucketAttrName,
                        builder.getI64IntegerAttr(b));
+      if (overlap)
+        reduced->setAttr(GaccDialect::kOverlapAttrName, builder.getUnitAttr());
       builder.setInsertionPointAfter(reduced);
       for (BucketMember &member : bucket.members) {
         auto accType = cast<RankedTensorType>(member.accumulator.getType());

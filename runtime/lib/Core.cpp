@@ -18,11 +18,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 using namespace gaccrt;
@@ -118,6 +123,12 @@ void reduce(Backend &backend, void *data, int64_t count, int32_t dtype,
 
 } // namespace
 
+/// Every blocking collective first lets the started ones
+/// (gaccrt_all_reduce_start) finish.
+static void drainStartedCollectives();
+/// Lets the started collectives finish and ends the communication thread.
+static void stopCommunicationThread();
+
 //===----------------------------------------------------------------------===//
 // Internal helpers
 //===----------------------------------------------------------------------===//
@@ -188,6 +199,7 @@ int gaccrt_init(void) {
 }
 
 void gaccrt_finalize(void) {
+  stopCommunicationThread();
   RuntimeState &state = runtimeState();
   std::lock_guard<std::mutex> lock(state.mutex);
   if (gaccrt_trace_enabled()) {
@@ -207,7 +219,11 @@ int gaccrt_world_size(void) { return ensureInitialized().worldSize(); }
 
 const char *gaccrt_backend_name(void) { return ensureInitialized().name(); }
 
-void gaccrt_barrier(void) { ensureInitialized().barrier(); }
+void gaccrt_barrier(void) {
+  Backend &backend = ensureInitialized();
+  drainStartedCollectives();
+  backend.barrier();
+}
 
 void gaccrt_abort(const char *message) { fatal(message ? message : "aborted"); }
 
@@ -241,45 +257,205 @@ const char *gaccrt::reductionKindName(int32_t kind) {
   return kind >= 0 && kind < 5 ? names[kind] : nullptr;
 }
 
-void gaccrt_all_reduce(void *data, int64_t count, int32_t dtype, int32_t kind,
-                       int64_t bucket) {
-  Backend &backend = ensureInitialized();
+namespace {
+
+/// A validated all-reduce call.
+struct AllReduceCall {
+  void *data;
+  int64_t count;
+  int32_t dtype;
+  int32_t kind;
+  int64_t bucket;
+  ReduceOp op;
+};
+
+/// Checks the arguments of an all-reduce entry point `caller` (aborting with
+/// a message naming the bucket) and counts the call in the statistics.
+AllReduceCall validateAllReduce(const char *caller, void *data, int64_t count,
+                                int32_t dtype, int32_t kind, int64_t bucket) {
   const char *typeName = dtypeName(dtype);
   if (!typeName)
-    fatal("gaccrt_all_reduce: unknown dtype " + std::to_string(dtype) +
+    fatal(std::string(caller) + ": unknown dtype " + std::to_string(dtype) +
           " for bucket " + std::to_string(bucket) +
           " (expected 0=f32, 1=f64, 2=bf16, 3=f16, 4=i32, 5=i64)");
   ReduceOp op;
   if (!toReduceOp(kind, op))
-    fatal("gaccrt_all_reduce: unknown reduction kind " + std::to_string(kind) +
-          " for bucket " + std::to_string(bucket) +
+    fatal(std::string(caller) + ": unknown reduction kind " +
+          std::to_string(kind) + " for bucket " + std::to_string(bucket) +
           " (expected 0=sum, 1=average, 2=max, 3=min, 4=product)");
   if (count < 0 || (count > 0 && !data))
-    fatal("gaccrt_all_reduce: invalid buffer for bucket " +
+    fatal(std::string(caller) + ": invalid buffer for bucket " +
           std::to_string(bucket) + " (" + std::to_string(count) +
           " elements at " + (data ? "a valid pointer" : "NULL") + ")");
   bool average = kind == GACCRT_AVERAGE;
   if (average && (dtype == GACCRT_I32 || dtype == GACCRT_I64))
-    fatal(std::string("gaccrt_all_reduce: average of an integer (") + typeName +
+    fatal(std::string(caller) + ": average of an integer (" + typeName +
           ") bucket " + std::to_string(bucket) + " is not supported; use sum");
-
-  int64_t bytes = count * dtypeBytes(dtype);
   collectivesIssued.fetch_add(1, std::memory_order_relaxed);
-  bytesReduced.fetch_add(bytes, std::memory_order_relaxed);
+  bytesReduced.fetch_add(count * dtypeBytes(dtype), std::memory_order_relaxed);
+  return {data, count, dtype, kind, bucket, op};
+}
 
+/// Reduces `call` over the ranks and records its trace event on `track`.
+/// A started call's event begins at its start (`startedUs`, >= 0), and says
+/// how long it was queued behind earlier ones.
+void runAllReduce(Backend &backend, const AllReduceCall &call, int track,
+                  double startedUs = -1.0) {
   bool tracing = traceEnabled();
-  double start = tracing ? gaccrt_now_us() : 0.0;
-  if (backend.worldSize() > 1 && count > 0)
-    reduce(backend, data, count, dtype, op, average);
+  double begin = tracing ? gaccrt_now_us() : 0.0;
+  double start = startedUs >= 0 ? startedUs : begin;
+  if (backend.worldSize() > 1 && call.count > 0)
+    reduce(backend, call.data, call.count, call.dtype, call.op,
+           call.kind == GACCRT_AVERAGE);
   if (tracing) {
     double end = gaccrt_now_us();
-    std::string args = "{\"bytes\": " + std::to_string(bytes) +
-                       ", \"count\": " + std::to_string(count) +
-                       ", \"kind\": \"" + reductionKindName(kind) +
-                       "\", \"dtype\": \"" + typeName + "\"}";
-    traceComplete("all-reduce bucket " + std::to_string(bucket), "collective",
-                  start, end - start, args);
+    std::string args =
+        "{\"bytes\": " + std::to_string(call.count * dtypeBytes(call.dtype)) +
+        ", \"count\": " + std::to_string(call.count) + ", \"kind\": \"" +
+        reductionKindName(call.kind) + "\", \"dtype\": \"" +
+        dtypeName(call.dtype) + "\"" +
+        (track ? ", \"overlapped\": true, \"queued_us\": " +
+                     std::to_string(static_cast<int64_t>(begin - start))
+               : std::string()) +
+        "}";
+    traceComplete("all-reduce bucket " + std::to_string(call.bucket),
+                  "collective", start, end - start, args, track);
   }
+}
+
+/// The communication thread of the overlapped all-reduces: it runs the
+/// started calls one after the other, in the order they were started, with
+/// the same backend call as gaccrt_all_reduce (so the results are the
+/// same bits). Every other collective first waits until it is idle, so the
+/// backend is never called from two threads at once and every rank issues
+/// its collectives in program order.
+struct CommunicationThread {
+  std::mutex mutex;
+  std::condition_variable changed;
+  /// Started calls by handle, with the time of their start (trace).
+  std::deque<std::tuple<int64_t, AllReduceCall, double>> queue;
+  /// Started calls not yet finished, by handle: their buffer and bucket.
+  std::map<int64_t, std::pair<void *, int64_t>> pending;
+  /// The last handle given out.
+  int64_t lastHandle = 0;
+  bool running = false;
+  bool stopping = false;
+  std::thread thread;
+
+  void loop(Backend &backend) {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      changed.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (queue.empty())
+        return;
+      auto [handle, call, startedUs] = queue.front();
+      lock.unlock();
+      runAllReduce(backend, call, /*track=*/1, startedUs);
+      lock.lock();
+      queue.pop_front();
+      pending.erase(handle);
+      changed.notify_all();
+    }
+  }
+
+  /// Waits until every started call has finished.
+  void drain() {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return pending.empty(); });
+  }
+
+  /// Drains and stops the thread (gaccrt_finalize).
+  void stop() {
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] { return pending.empty(); });
+      if (!running)
+        return;
+      stopping = true;
+      changed.notify_all();
+    }
+    thread.join();
+    std::lock_guard<std::mutex> lock(mutex);
+    running = false;
+    stopping = false;
+  }
+};
+
+CommunicationThread &communicationThread() {
+  static CommunicationThread *state = new CommunicationThread(); // never freed
+  return *state;
+}
+
+} // namespace
+
+static void drainStartedCollectives() { communicationThread().drain(); }
+static void stopCommunicationThread() { communicationThread().stop(); }
+
+void gaccrt_all_reduce(void *data, int64_t count, int32_t dtype, int32_t kind,
+                       int64_t bucket) {
+  Backend &backend = ensureInitialized();
+  AllReduceCall call =
+      validateAllReduce("gaccrt_all_reduce", data, count, dtype, kind, bucket);
+  drainStartedCollectives();
+  runAllReduce(backend, call, /*track=*/0);
+}
+
+int64_t gaccrt_all_reduce_start(void *data, int64_t count, int32_t dtype,
+                                int32_t kind, int64_t bucket) {
+  Backend &backend = ensureInitialized();
+  AllReduceCall call = validateAllReduce("gaccrt_all_reduce_start", data, count,
+                                         dtype, kind, bucket);
+  CommunicationThread &comm = communicationThread();
+  bool async = backend.worldSize() > 1 && count > 0 &&
+               backend.allowsCommunicationThread();
+  std::unique_lock<std::mutex> lock(comm.mutex);
+  int64_t handle = ++comm.lastHandle;
+  if (!async) {
+    // Nothing to overlap (one rank, no data) or a backend that must stay on
+    // this thread: reduce now, after the started ones.
+    comm.changed.wait(lock, [&] { return comm.pending.empty(); });
+    lock.unlock();
+    runAllReduce(backend, call, /*track=*/0);
+    return handle;
+  }
+  if (!comm.running) {
+    comm.running = true;
+    comm.thread = std::thread([&comm, &backend] { comm.loop(backend); });
+  }
+  comm.pending[handle] = {data, bucket};
+  comm.queue.emplace_back(handle, call, traceEnabled() ? gaccrt_now_us() : 0.0);
+  comm.changed.notify_all();
+  return handle;
+}
+
+void gaccrt_all_reduce_wait(int64_t handle, void *data) {
+  CommunicationThread &comm = communicationThread();
+  std::unique_lock<std::mutex> lock(comm.mutex);
+  if (handle <= 0 || handle > comm.lastHandle)
+    fatal("gaccrt_all_reduce_wait: " + std::to_string(handle) +
+          " is not a handle of gaccrt_all_reduce_start (" +
+          std::to_string(comm.lastHandle) + " started so far)");
+  auto it = comm.pending.find(handle);
+  if (it == comm.pending.end())
+    return; // finished already (or waited for before)
+  int64_t bucket = it->second.second;
+  if (it->second.first != data)
+    fatal("gaccrt_all_reduce_wait: handle " + std::to_string(handle) +
+          " (bucket " + std::to_string(bucket) +
+          ") was started on another buffer than the one waited for");
+  bool tracing = traceEnabled();
+  double start = tracing ? gaccrt_now_us() : 0.0;
+  comm.changed.wait(lock, [&] { return !comm.pending.count(handle); });
+  if (tracing)
+    traceComplete("wait for all-reduce bucket " + std::to_string(bucket),
+                  "wait", start, gaccrt_now_us() - start,
+                  "{\"handle\": " + std::to_string(handle) + "}");
+}
+
+int64_t gaccrt_all_reduces_in_flight(void) {
+  CommunicationThread &comm = communicationThread();
+  std::lock_guard<std::mutex> lock(comm.mutex);
+  return static_cast<int64_t>(comm.pending.size());
 }
 
 void gaccrt_all_reduce_memref_f32(float *allocated, float *aligned,
@@ -304,6 +480,7 @@ void gaccrt_broadcast(void *data, int64_t bytes, int root) {
   if (bytes < 0 || (bytes > 0 && !data))
     fatal("gaccrt_broadcast: invalid buffer (" + std::to_string(bytes) +
           " bytes)");
+  drainStartedCollectives();
   bool tracing = traceEnabled();
   double start = tracing ? gaccrt_now_us() : 0.0;
   if (backend.worldSize() > 1 && bytes > 0)

@@ -53,6 +53,10 @@ public:
   virtual void allReduce(void *data, int64_t count, ReduceType type,
                          ReduceOp op) = 0;
   virtual void broadcast(void *data, int64_t bytes, int root) = 0;
+  /// True when the collectives may be called from a thread other than the
+  /// one that initialized the backend (one thread at a time): the
+  /// communication thread of gaccrt_all_reduce_start then runs them.
+  virtual bool allowsCommunicationThread() const { return false; }
   /// Prints nothing; ends every rank with a failure status.
   [[noreturn]] virtual void abortAll() = 0;
 };
@@ -74,9 +78,11 @@ void printError(const std::string &message);
 int currentRankOrZero();
 int currentWorldSizeOrOne();
 
-/// Records a complete trace event if tracing is enabled (see gaccrt.h).
+/// Records a complete trace event if tracing is enabled (see gaccrt.h), on
+/// track (trace tid) `track`: 0 for the calling threads, 1 for the
+/// communication thread of the overlapped all-reduces.
 void traceComplete(const std::string &name, const char *category, double tsUs,
-                   double durUs, const std::string &argsJson);
+                   double durUs, const std::string &argsJson, int track = 0);
 bool traceEnabled();
 
 } // namespace gaccrt

@@ -70,14 +70,21 @@ public:
       error = "MPI was already finalized (gaccrt_init after gaccrt_finalize?)";
       return false;
     }
+    // MPI_THREAD_SERIALIZED: the overlapped all-reduces
+    // (gaccrt_all_reduce_start) run on a communication thread, never
+    // concurrently with another MPI call of this process.
+    int provided = MPI_THREAD_SINGLE;
     if (!initialized) {
-      rc = MPI_Init(nullptr, nullptr);
+      rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
       if (rc != MPI_SUCCESS) {
-        error = "MPI_Init failed: " + mpiErrorString(rc);
+        error = "MPI_Init_thread failed: " + mpiErrorString(rc);
         return false;
       }
       ownsMpi = true;
+    } else if (MPI_Query_thread(&provided) != MPI_SUCCESS) {
+      provided = MPI_THREAD_SINGLE;
     }
+    threadSerialized = provided >= MPI_THREAD_SERIALIZED;
     // Errors on MPI_COMM_WORLD are fatal by default, so the duplicate needs
     // no check of its own; from then on calls on `comm` return their codes.
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
@@ -97,6 +104,7 @@ public:
 
   int rank() const override { return rankValue; }
   int worldSize() const override { return sizeValue; }
+  bool allowsCommunicationThread() const override { return threadSerialized; }
 
   void barrier() override {
     stallForTest();
@@ -197,6 +205,7 @@ private:
   int rankValue = 0;
   int sizeValue = 1;
   bool ownsMpi = false;
+  bool threadSerialized = false;
   int64_t collectiveNumber = 0;
 };
 

@@ -3,7 +3,9 @@
 // Records what ran when (micro-batch regions, GEMMs, collectives, anything a
 // tool marks) as Chrome trace "complete" events and writes them as a JSON
 // object file that Perfetto and chrome://tracing load: one process per rank
-// (pid = rank, named "rank N" by a metadata event), one track (tid 0).
+// (pid = rank, named "rank N" by a metadata event), the calling threads on
+// track 0 and the communication thread of the overlapped all-reduces
+// (gaccrt_all_reduce_start) on track 1, named "communication".
 // Events are kept in memory until the file is written; begin/end pairs live
 // on a per-thread stack.
 //
@@ -34,6 +36,7 @@ struct Event {
   double tsUs;
   double durUs;
   std::string argsJson;
+  int track = 0;
 };
 
 struct TraceState {
@@ -115,13 +118,13 @@ std::string tracePathForRank(const std::string &path, int rank, int worldSize) {
 }
 
 void record(std::string name, std::string category, double tsUs, double durUs,
-            std::string argsJson) {
+            std::string argsJson, int track = 0) {
   TraceState &state = traceState();
   std::lock_guard<std::mutex> lock(state.mutex);
   if (!state.enabled.load(std::memory_order_relaxed))
     return;
-  state.events.push_back(
-      {std::move(name), std::move(category), tsUs, durUs, std::move(argsJson)});
+  state.events.push_back({std::move(name), std::move(category), tsUs, durUs,
+                          std::move(argsJson), track});
 }
 
 } // namespace
@@ -132,9 +135,9 @@ bool gaccrt::traceEnabled() {
 
 void gaccrt::traceComplete(const std::string &name, const char *category,
                            double tsUs, double durUs,
-                           const std::string &argsJson) {
+                           const std::string &argsJson, int track) {
   if (traceEnabled())
-    record(name, category, tsUs, durUs, argsJson);
+    record(name, category, tsUs, durUs, argsJson, track);
 }
 
 double gaccrt_now_us(void) {
@@ -230,6 +233,10 @@ int gaccrt_trace_write(void) {
   std::string out = "{\"traceEvents\":[\n";
   out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + pid +
          ",\"tid\":0,\"args\":{\"name\":\"rank " + pid + "\"}}";
+  if (std::any_of(state.events.begin(), state.events.end(),
+                  [](const Event &e) { return e.track != 0; }))
+    out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
+           ",\"tid\":1,\"args\":{\"name\":\"communication\"}}";
   for (const Event *event : sorted) {
     out += ",\n{\"name\":";
     appendJsonString(out, event->name);
@@ -239,7 +246,7 @@ int gaccrt_trace_write(void) {
     appendJsonNumber(out, event->tsUs);
     out += ",\"dur\":";
     appendJsonNumber(out, event->durUs);
-    out += ",\"pid\":" + pid + ",\"tid\":0";
+    out += ",\"pid\":" + pid + ",\"tid\":" + std::to_string(event->track);
     if (!event->argsJson.empty())
       out += ",\"args\":" + event->argsJson;
     out += '}';

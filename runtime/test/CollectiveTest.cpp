@@ -129,6 +129,27 @@ TEST(Collectives, MemrefVariantUsesTheAlignedPointerAndOffset) {
   EXPECT_EQ(gaccrt_bytes_reduced(), 12);
 }
 
+TEST(Collectives, StartAndWaitOnOneRankFinishAtTheStart) {
+  ASSERT_EQ(gaccrt_init(), 0);
+  gaccrt_reset_stats();
+  std::vector<float> bucket0 = {1.0f, 2.0f}, bucket1 = {3.0f};
+  int64_t first =
+      gaccrt_all_reduce_start(bucket0.data(), 2, GACCRT_F32, GACCRT_AVERAGE, 0);
+  int64_t second =
+      gaccrt_all_reduce_start(bucket1.data(), 1, GACCRT_F32, GACCRT_SUM, 1);
+  EXPECT_GT(first, 0);
+  EXPECT_GT(second, first);
+  // One rank: nothing is left to overlap.
+  EXPECT_EQ(gaccrt_all_reduces_in_flight(), 0);
+  gaccrt_all_reduce_wait(second, bucket1.data());
+  gaccrt_all_reduce_wait(first, bucket0.data());
+  gaccrt_all_reduce_wait(first, bucket0.data()); // waiting again is harmless
+  EXPECT_EQ(bucket0, (std::vector<float>{1.0f, 2.0f}));
+  EXPECT_EQ(bucket1, (std::vector<float>{3.0f}));
+  EXPECT_EQ(gaccrt_collectives_issued(), 2);
+  EXPECT_EQ(gaccrt_bytes_reduced(), 12);
+}
+
 TEST(Collectives, BroadcastOnOneRankKeepsTheData) {
   ASSERT_EQ(gaccrt_init(), 0);
   uint64_t seed = 0x1234567890abcdefULL;
@@ -149,6 +170,21 @@ TEST(CollectivesDeathTest, UnknownDTypeAndKindAreErrors) {
                "unknown dtype 9");
   EXPECT_DEATH(gaccrt_all_reduce(&value, 1, GACCRT_F32, 7, 0),
                "unknown reduction kind 7");
+}
+
+TEST(CollectivesDeathTest, StartValidatesLikeTheBlockingCall) {
+  int32_t value = 1;
+  EXPECT_DEATH(
+      gaccrt_all_reduce_start(&value, 1, GACCRT_I32, GACCRT_AVERAGE, 4),
+      "gaccrt_all_reduce_start: average of an integer \\(i32\\) bucket 4");
+}
+
+TEST(CollectivesDeathTest, WaitNeedsAStartedHandle) {
+  float value = 1.0f;
+  EXPECT_DEATH(gaccrt_all_reduce_wait(1000000, &value),
+               "gaccrt_all_reduce_wait: 1000000 is not a handle of "
+               "gaccrt_all_reduce_start");
+  EXPECT_DEATH(gaccrt_all_reduce_wait(0, &value), "0 is not a handle");
 }
 
 TEST(CollectivesDeathTest, StridedMemrefIsAnError) {

@@ -146,6 +146,42 @@ void checkBroadcast() {
   CHECK(std::strcmp(text, "from the last") == 0);
 }
 
+/// Started all-reduces give the same bits as blocking ones, finish in the
+/// background (in flight while this thread computes), and a blocking
+/// collective issued in between waits for them (no mismatched order).
+void checkStartAndWait() {
+  const int n = 1 << 20; // large enough not to finish inside the start
+  std::vector<float> started(n), blocking(n), small(3);
+  for (int i = 0; i < n; ++i)
+    started[i] = blocking[i] = 0.1f * float((rank + 1) * (i % 97)) + 1e-3f * i;
+  gaccrt_all_reduce(blocking.data(), n, GACCRT_F32, GACCRT_AVERAGE, 20);
+  int64_t before = gaccrt_collectives_issued();
+  int64_t handle = gaccrt_all_reduce_start(started.data(), n, GACCRT_F32,
+                                           GACCRT_AVERAGE, 21);
+  for (int i = 0; i < 3; ++i)
+    small[i] = float(rank + i);
+  int64_t second =
+      gaccrt_all_reduce_start(small.data(), 3, GACCRT_F32, GACCRT_SUM, 22);
+  CHECK(second > handle);
+  CHECK(gaccrt_collectives_issued() == before + 2);
+  gaccrt_all_reduce_wait(second, small.data());
+  for (int i = 0; i < 3; ++i)
+    CHECK(small[i] == float(2 * i + 1));
+  gaccrt_all_reduce_wait(handle, started.data());
+  CHECK(std::memcmp(started.data(), blocking.data(), n * sizeof(float)) == 0);
+  CHECK(gaccrt_all_reduces_in_flight() == 0);
+
+  // A blocking collective after a started one: it runs after it on every
+  // rank.
+  int64_t third =
+      gaccrt_all_reduce_start(started.data(), n, GACCRT_F32, GACCRT_SUM, 23);
+  int32_t one = 1;
+  gaccrt_all_reduce(&one, 1, GACCRT_I32, GACCRT_SUM, 24);
+  CHECK(one == gaccrt_world_size());
+  CHECK(gaccrt_all_reduces_in_flight() == 0);
+  gaccrt_all_reduce_wait(third, started.data());
+}
+
 void checkTraceFiles(const std::string &path) {
   CHECK(gaccrt_trace_write() == 0);
   gaccrt_barrier();
@@ -159,6 +195,10 @@ void checkTraceFiles(const std::string &path) {
     CHECK(fileContains(rankPath, "\"pid\":" + std::to_string(r) + ","));
     CHECK(fileContains(rankPath, "all-reduce bucket 3"));
     CHECK(fileContains(rankPath, "\"dtype\": \"bf16\""));
+    // The started all-reduces ran on the communication thread's track.
+    CHECK(fileContains(rankPath, "\"name\":\"communication\""));
+    CHECK(fileContains(rankPath, "\"overlapped\": true, \"queued_us\": "));
+    CHECK(fileContains(rankPath, "\"name\":\"all-reduce bucket 21\""));
   }
   CHECK(!fileContains(path, "traceEvents"));
 }
@@ -189,6 +229,7 @@ int main(int argc, char **argv) {
   checkSums();
   checkMaxMinProduct();
   checkBroadcast();
+  checkStartAndWait();
   gaccrt_barrier();
   checkTraceFiles(tracePath);
 

@@ -1,5 +1,5 @@
-// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cpu="bufferize-only" | FileCheck %s
-// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=4" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2 overlap-all-reduce=false" --gacc-lower-to-cpu="bufferize-only" | FileCheck %s
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=4 overlap-all-reduce=false" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM
 
 // The bufferized step (linear-step.mlir, B = 8, m = 2): the two gradient
 // accumulators are views of one bucket allocation for the whole step; the

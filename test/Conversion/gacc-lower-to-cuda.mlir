@@ -24,7 +24,7 @@
 // CHECK:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ONE]],
 // CHECK:         call @gaccrt_trace_region_end
 // CHECK-NOT:     call @gaccrt_cuda_all_reduce
-// CHECK:         call @gaccrt_cuda_all_reduce(%{{.*}}, %c8_i64, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i32, i32, i64) -> ()
+// CHECK:         call @gaccrt_cuda_all_reduce(%{{.*}}, %c8_i64, %{{.*}}, %{{.*}}, %{{.*}}) {gacc.overlap} : (i64, i64, i32, i32, i64) -> ()
 // CHECK-NOT:     call @gaccrt_cuda_all_reduce
 // CHECK-NOT:     memref.load
 // CHECK:         gpu.memcpy

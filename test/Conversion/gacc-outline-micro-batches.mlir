@@ -1,6 +1,7 @@
-// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batch-sizes=2,2,2,1,1" --gacc-outline-micro-batches | FileCheck %s
-// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-outline-micro-batches="trace-regions" | FileCheck %s --check-prefix=M8
-// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batch-sizes=2,2,2,1,1 overlap-all-reduce=false" --gacc-outline-micro-batches | FileCheck %s
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8 overlap-all-reduce=false" --gacc-outline-micro-batches="trace-regions" | FileCheck %s --check-prefix=M8
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-outline-micro-batches | FileCheck %s --check-prefix=FINAL
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8 overlap-all-reduce=false" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM
 
 // One body per micro-batch size (linear-step.mlir, B = 8, sizes 2,2,2,1,1):
 // region 0 initializes the accumulators and stays as it is; regions 1-2 (size
@@ -42,6 +43,16 @@
 
 // Lowered: two GEMM calls of the weight gradient in the code (region 0 with
 // beta = 0, the loop body with beta = 1), not eight; one all-reduce.
+// With the bucket all-reduce overlapping the final region (the default),
+// the final region stays inline: the loop covers regions 1-6.
+// FINAL-LABEL: func.func @linear
+// FINAL:         gacc.micro_batch 0
+// FINAL:         %[[C6:.*]] = arith.constant 6 : index
+// FINAL:         %[[L:.*]]:3 = scf.for %{{.*}} = %{{.*}} to %[[C6]]
+// FINAL:         gacc.micro_batch 7 offset 7 size 1
+// FINAL-NEXT:      tensor.extract_slice %{{.*}}[7, 0] [1, 3] [1, 1]
+// FINAL-NOT:     gacc.micro_batch
+
 // LLVM-LABEL: llvm.func @linear
 // LLVM-COUNT-4: llvm.call @gaccrt_sgemm
 // LLVM-NOT:     llvm.call @gaccrt_sgemm

@@ -10,8 +10,8 @@
 // CHECK:         gacc.micro_batch 0
 // CHECK:         gacc.micro_batch 1
 // CHECK-NOT:     tensor.insert_slice
-// CHECK:         %[[W:.*]] = shard.all_reduce %{{.*}} on @dp grid_axes = [0] reduction = average {gacc.bucket = 0 : i64, gacc.bucket_offset = 0 : i64} : tensor<6xf32> -> tensor<6xf32>
-// CHECK:         %[[B:.*]] = shard.all_reduce %{{.*}} on @dp grid_axes = [0] reduction = average {gacc.bucket = 0 : i64, gacc.bucket_offset = 6 : i64} : tensor<2xf32> -> tensor<2xf32>
+// CHECK:         %[[W:.*]] = shard.all_reduce %{{.*}} on @dp grid_axes = [0] reduction = average {gacc.bucket = 0 : i64, gacc.bucket_offset = 0 : i64, gacc.overlap} : tensor<6xf32> -> tensor<6xf32>
+// CHECK:         %[[B:.*]] = shard.all_reduce %{{.*}} on @dp grid_axes = [0] reduction = average {gacc.bucket = 0 : i64, gacc.bucket_offset = 6 : i64, gacc.overlap} : tensor<2xf32> -> tensor<2xf32>
 // CHECK-NOT:     shard.all_reduce
 // CHECK:         tensor.expand_shape %[[W]]
 // CHECK:         return %{{.*}}, %{{.*}}, %[[B]]

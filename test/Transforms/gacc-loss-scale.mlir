@@ -35,7 +35,7 @@
 // DYN:           linalg.generic {{.*}} ins(%[[SEED1]], %{{.*}} : tensor<2xf32>, tensor<2xf32>) {{.*}} attrs = {gacc.partial}
 // The loss partial is not scaled.
 // DYN-NOT:     %[[SCALE]]
-// DYN:         %[[RED:.*]] = shard.all_reduce %{{.*}} reduction = average {gacc.bucket = 0 : i64}
+// DYN:         %[[RED:.*]] = shard.all_reduce %{{.*}} reduction = average {gacc.bucket = 0 : i64, gacc.overlap}
 // DYN:         %[[VIEW:.*]] = tensor.extract_slice %[[RED]][0] [1] [1]
 // DYN:         %[[G:.*]] = linalg.generic {{.*}} ins(%[[VIEW]], %[[INV]] : tensor<1xf32>, tensor<f32>)
 // DYN:           arith.mulf

@@ -22,7 +22,7 @@
 // REF:           linalg.generic {{.*}} ins(%{{.*}}, %[[INV]] : tensor<1xf32>, tensor<f32>)
 // REF-NOT:     gacc.micro_batch
 // REF:         %[[LOSS:.*]] = arith.mulf %[[R1]]#0, %[[INV]] : tensor<f32>
-// REF:         shard.all_reduce {{.*}} {gacc.bucket = 0 : i64} : tensor<1xf32> -> tensor<1xf32>
+// REF:         shard.all_reduce {{.*}} {gacc.bucket = 0 : i64, gacc.overlap} : tensor<1xf32> -> tensor<1xf32>
 // REF:         return %[[LOSS]]
 
 // The two-layer perceptron (mlp.mlir): W2's transpose (for the backward through the second layer) is
@@ -38,7 +38,7 @@
 // MLP8-COUNT-7: gacc.micro_batch {{[1-7]}} offset {{[1-7]}} size 1
 // MLP-NOT:     gacc.micro_batch
 // MLP-NOT:     linalg.transpose ins(%arg2
-// MLP:         shard.all_reduce {{.*}} reduction = average {gacc.bucket = 0 : i64} : tensor<67xf32> -> tensor<67xf32>
+// MLP:         shard.all_reduce {{.*}} reduction = average {gacc.bucket = 0 : i64, gacc.overlap} : tensor<67xf32> -> tensor<67xf32>
 // MLP-NOT:     shard.all_reduce
 // MLP-COUNT-4: arith.subf %in, %{{.*}} : f32
 // MLP:         return
@@ -68,7 +68,7 @@
 // TIED:         gacc.micro_batch 1
 // TIED-COUNT-2: linalg.matmul {gacc.partial}
 // TIED:         gacc.yield
-// TIED:         shard.all_reduce {{.*}} {gacc.bucket = 0 : i64} : tensor<9xf32>
+// TIED:         shard.all_reduce {{.*}} {gacc.bucket = 0 : i64, gacc.overlap} : tensor<9xf32>
 
 // AdamW with global-norm clipping: the norm is taken of the accumulated,
 // all-reduced gradient, and the optimizer runs once after the regions; the

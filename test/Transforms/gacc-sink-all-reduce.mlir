@@ -5,6 +5,8 @@
 // RUN: gacc-opt %S/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=4 bucket-bytes=24" | FileCheck %s --check-prefix=TWO
 // RUN: gacc-opt %S/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2 bucket-bytes=16" | FileCheck %s --check-prefix=TWO
 // RUN: gacc-opt %s --gacc-pipeline="micro-batches=2" | FileCheck %s --check-prefix=KEEP
+// RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2 bucket-bytes=128" | FileCheck %s --check-prefix=ORDER
+// RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2 bucket-bytes=128 overlap-all-reduce=false" | FileCheck %s --check-prefix=PROGRAM
 
 // Both gradients (6 + 2 floats = 32 bytes) share one bucket: one all-reduce
 // after the final region, whatever the number of micro-batches.
@@ -12,7 +14,7 @@
 // ONE-NOT:     shard.all_reduce
 // ONE:         gacc.micro_batch
 // ONE-NOT:     shard.all_reduce
-// ONE:         shard.all_reduce %{{.*}} on @dp grid_axes = [0] reduction = average {gacc.bucket = 0 : i64} : tensor<8xf32> -> tensor<8xf32>
+// ONE:         shard.all_reduce %{{.*}} on @dp grid_axes = [0] reduction = average {gacc.bucket = 0 : i64, gacc.overlap} : tensor<8xf32> -> tensor<8xf32>
 // ONE-NOT:     shard.all_reduce
 // ONE-NOT:     gacc.micro_batch
 // ONE:         return
@@ -46,6 +48,25 @@
 // TWO-COUNT-2: shard.all_reduce
 // TWO-NOT:     shard.all_reduce
 // TWO:         return
+
+// overlap-all-reduce (the default): buckets follow the order in which the
+// final region finishes the accumulators. The MLP's backward finishes W2
+// (24 floats) and b2 (3) first: they share bucket 0; W1 (32) and b1 (8)
+// follow. Every bucket all-reduce is marked for the lowering.
+// ORDER-LABEL: func.func @train_step
+// ORDER:         tensor.empty() {gacc.bucket = 0 : i64} : tensor<27xf32>
+// ORDER:         tensor.empty() {gacc.bucket = 1 : i64} : tensor<32xf32>
+// ORDER:         tensor.empty() {gacc.bucket = 2 : i64} : tensor<8xf32>
+// ORDER-COUNT-3: shard.all_reduce {{.*}} {gacc.bucket = {{[0-2]}} : i64, gacc.overlap}
+// ORDER-NOT:     shard.all_reduce
+
+// overlap-all-reduce=false: buckets in program order (W1; b1 and W2; b2),
+// no marks.
+// PROGRAM-LABEL: func.func @train_step
+// PROGRAM:         tensor.empty() {gacc.bucket = 0 : i64} : tensor<32xf32>
+// PROGRAM:         tensor.empty() {gacc.bucket = 1 : i64} : tensor<32xf32>
+// PROGRAM:         tensor.empty() {gacc.bucket = 2 : i64} : tensor<3xf32>
+// PROGRAM-NOT:     gacc.overlap
 
 // A collective on an epilogue value (not an accumulated partial) stays as it
 // is and is not bucketed.

@@ -95,10 +95,14 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
 /// clamped into their tensor; with `reportIndexErrors` an out-of-range one
 /// also calls gaccrt_index_error (gacc-guard-gathers). With `outlineRegions`,
 /// regions of one size and form share one loop or function
-/// (gacc-outline-micro-batches).
+/// (gacc-outline-micro-batches). With `overlapAllReduce`, the runtime
+/// all-reduces of buckets marked `gacc.overlap` become a start and a wait
+/// (gacc-overlap-all-reduce; the CPU runtime has them, the CUDA one does
+/// not yet).
 void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions,
                                  bool reportIndexErrors = true,
-                                 bool outlineRegions = false);
+                                 bool outlineRegions = false,
+                                 bool overlapAllReduce = false);
 
 /// Checks the option values of `gacc-lower-to-cuda` (chip, features,
 /// format, tile sizes within the CUDA block limits, an explicit cuda-path

@@ -70,6 +70,25 @@ def PlaceBucketsPass : Pass<"gacc-place-buckets", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def OverlapAllReducePass : Pass<"gacc-overlap-all-reduce", "ModuleOp"> {
+  let summary = "Start bucket all-reduces early and wait only where read";
+  let description = [{
+    Runs after bufferization and gacc-place-buckets. Each runtime all-reduce
+    of a bucket marked `gacc.overlap` (`gaccrt_all_reduce` on the bucket's
+    address) becomes a `gaccrt_all_reduce_start` placed right after the last
+    op of its block before it that accesses the bucket's memory (in a step,
+    the final region's last write of an accumulator in the bucket) and a
+    `gaccrt_all_reduce_wait` on the returned handle placed right before the
+    first op after it that accesses the bucket (or the block's terminator).
+    Any op that uses the bucket or a view of it, other than the views
+    themselves, counts as an access, so the bucket is never touched while
+    the runtime reduces it.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def SplitBucketsPass : Pass<"gacc-split-buckets", "ModuleOp"> {
   let summary = "One all-reduce per accumulator before bufferization";
   let description = [{

@@ -44,6 +44,8 @@ struct StepOptions {
   double lossScaleGrowthFactor = 2.0;
   double lossScaleBackoffFactor = 0.5;
   int64_t lossScaleGrowthInterval = 2000;
+  /// gacc-pipeline's overlap-all-reduce.
+  bool overlapAllReduce = true;
   bool blas = true;
   bool traceRegions = true;
   /// "cpu" or "cuda".

@@ -76,6 +76,12 @@ struct GaccPipelineOptions : public PassPipelineOptions<GaccPipelineOptions> {
       *this, "loss-scale-growth-interval",
       llvm::cl::desc("Dynamic loss scale: clean steps before growth"),
       llvm::cl::init(2000)};
+  // Overlap of the bucket all-reduces with the final region.
+  PassOptions::Option<bool> overlapAllReduce{
+      *this, "overlap-all-reduce",
+      llvm::cl::desc("Start each bucket's all-reduce as soon as the final "
+                     "region has finished it, wait only where it is read"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> testSkipGlobalNormalizer{
       *this, "test-skip-global-normalizer",
       llvm::cl::desc("Test only: a deliberately wrong normalizer"),

@@ -116,10 +116,21 @@ def SinkAllReducePass : Pass<"gacc-sink-all-reduce", "ModuleOp"> {
     larger accumulator gets its own bucket), makes each accumulator a view of
     its bucket from the first region on, and issues one all-reduce per bucket
     after the final region.
+
+    With `overlap` (the default) the accumulators are bucketed in the order
+    the final region finishes them (the backward produces the last layer's
+    gradients first), and each bucket all-reduce is marked `gacc.overlap`:
+    the lowering starts it as soon as the final region has written its
+    bucket and waits for it only before the first op that reads the bucket.
+    Without it, buckets follow the order of the collectives in the graph and
+    run after the final region.
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t",
            /*default=*/"26214400", "Maximum size of a bucket in bytes">,
+    Option<"overlap", "overlap", "bool", /*default=*/"true",
+           "Bucket in the order the final region finishes the accumulators "
+           "and mark the buckets' all-reduces to overlap with it">,
   ];
   let dependentDialects = ["::mlir::tensor::TensorDialect",
                            "::mlir::shard::ShardDialect"];

@@ -85,6 +85,28 @@ enum {
  *  backend leaves the data unchanged but counts the call and its bytes. */
 GACCRT_API void gaccrt_all_reduce(void *data, int64_t count, int32_t dtype,
                                   int32_t kind, int64_t bucket);
+/** Starts gaccrt_all_reduce of a bucket and returns at once with a handle
+ *  (> 0) for gaccrt_all_reduce_wait: how compiled code overlaps a bucket's
+ *  all-reduce with the rest of the final micro-batch's backward. The buffer
+ *  must not be read or written until the wait returns. With several MPI
+ *  ranks a communication thread of the runtime runs the started calls in
+ *  the order they were started, with the same MPI call as gaccrt_all_reduce
+ *  (so the result is the same bits); any other collective of this rank
+ *  (gaccrt_all_reduce, gaccrt_broadcast, gaccrt_barrier) first waits until
+ *  the started ones finished. With one rank, no data, or an MPI that was
+ *  initialized by the host without MPI_THREAD_SERIALIZED, the reduction
+ *  runs before the call returns. Counted and traced as gaccrt_all_reduce
+ *  (the trace event of a started call begins at the start, on track 1,
+ *  "communication"). */
+GACCRT_API int64_t gaccrt_all_reduce_start(void *data, int64_t count,
+                                           int32_t dtype, int32_t kind,
+                                           int64_t bucket);
+/** Waits until the all-reduce `handle` (of gaccrt_all_reduce_start on
+ *  `data`) has finished; returns at once when it has. An unknown handle or
+ *  another buffer aborts with a message. */
+GACCRT_API void gaccrt_all_reduce_wait(int64_t handle, void *data);
+/** Started all-reduces that have not finished yet. */
+GACCRT_API int64_t gaccrt_all_reduces_in_flight(void);
 /** gaccrt_all_reduce of a 1-D f32 memref in MLIR's expanded descriptor form;
  *  the stride must be 1. */
 GACCRT_API void gaccrt_all_reduce_memref_f32(float *allocated, float *aligned,
@@ -100,7 +122,8 @@ GACCRT_API void gaccrt_broadcast(void *data, int64_t bytes, int root);
  *  aborts every rank. */
 GACCRT_API void gaccrt_set_collective_timeout(double seconds);
 GACCRT_API double gaccrt_collective_timeout(void);
-/** Number of gaccrt_all_reduce* calls since init or gaccrt_reset_stats. */
+/** Number of gaccrt_all_reduce* calls (started ones included) since init or
+ *  gaccrt_reset_stats. */
 GACCRT_API int64_t gaccrt_collectives_issued(void);
 /** Sum of count * sizeof(dtype) over those calls. */
 GACCRT_API int64_t gaccrt_bytes_reduced(void);

@@ -40,6 +40,10 @@ def Gacc_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kCombineAttrName = "gacc.combine";
     /// Marks the values that hold a gradient accumulator bucket.
     static constexpr ::llvm::StringLiteral kBucketAttrName = "gacc.bucket";
+    /// Marks a bucket collective that the lowering starts as soon as the
+    /// final region has written its bucket and waits for only where the
+    /// bucket is read (gacc-sink-all-reduce's `overlap`).
+    static constexpr ::llvm::StringLiteral kOverlapAttrName = "gacc.overlap";
   }];
 }
 

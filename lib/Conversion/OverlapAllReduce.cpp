@@ -1,0 +1,204 @@
+//===- OverlapAllReduce.cpp - start bucket all-reduces early ----*- C++ -*-===//
+//
+// The gacc-overlap-all-reduce pass (after bufferization and
+// gacc-place-buckets). gacc-sink-all-reduce issues each bucket's all-reduce
+// after the final region, so the collective waits for the whole final
+// backward, and the epilogue waits for every bucket. For a bucket marked
+// `gacc.overlap`, this pass splits the blocking runtime call into
+// `gaccrt_all_reduce_start` right after the last op that touches the
+// bucket's memory (the final region's last write into the bucket) and
+// `gaccrt_all_reduce_wait` right before the next op that touches it, so the
+// reduction runs while the rest of the backward computes, and the epilogue
+// waits only for the buckets it reads, where it reads them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeCalls.h"
+#include "gacc/Conversion/Passes.h"
+#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Transforms/Utils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include "llvm/ADT/SetVector.h"
+
+#define DEBUG_TYPE "gacc-overlap-all-reduce"
+
+namespace mlir::gacc {
+#define GEN_PASS_DEF_OVERLAPALLREDUCEPASS
+#include "gacc/Conversion/Passes.h.inc"
+} // namespace mlir::gacc
+
+using namespace mlir;
+using namespace mlir::gacc;
+
+/// Returns the buffer that `view` is a view of, through any chain of views.
+static Value getViewRoot(Value view) {
+  while (auto op = view.getDefiningOp<ViewLikeOpInterface>()) {
+    if (op->getNumResults() != 1 || op.getViewSource() == view)
+      break;
+    view = op.getViewSource();
+  }
+  return view;
+}
+
+/// Collects the ops of `block` that access the memory of `root`: every op
+/// (or its ancestor in `block`) that uses `root` or a value aliasing it,
+/// except views, whose own users are followed instead. Results of memref
+/// type of an accessing op are taken to alias `root` too.
+static void collectAccesses(Value root, Block *block,
+                            SmallPtrSetImpl<Operation *> &accesses) {
+  SmallVector<Value> worklist = {root};
+  DenseSet<Value> seen = {root};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      auto view = dyn_cast<ViewLikeOpInterface>(user);
+      bool isView = view && view.getViewSource() == value;
+      if (!isView)
+        if (Operation *inBlock = block->findAncestorOpInBlock(*user))
+          accesses.insert(inBlock);
+      for (Value result : user->getResults())
+        if (isa<BaseMemRefType>(result.getType()) && seen.insert(result).second)
+          worklist.push_back(result);
+    }
+  }
+}
+
+/// Returns the buffer whose address is operand 0 of the runtime all-reduce
+/// `call` (`index_cast(extract_aligned_pointer_as_index(buffer))`), with the
+/// two address ops.
+static Value getReducedBuffer(func::CallOp call, arith::IndexCastOp &cast,
+                              memref::ExtractAlignedPointerAsIndexOp &address) {
+  cast = call.getOperand(0).getDefiningOp<arith::IndexCastOp>();
+  address =
+      cast
+          ? cast.getIn().getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>()
+          : memref::ExtractAlignedPointerAsIndexOp();
+  return address ? address.getSource() : Value();
+}
+
+/// Returns true when `value` is available right before `point` in its block,
+/// cloning a constant defined later to there.
+static bool makeAvailable(Value &value, Operation *point) {
+  Operation *def = value.getDefiningOp();
+  Block *block = point->getBlock();
+  if (!def) {
+    auto arg = cast<BlockArgument>(value);
+    return arg.getOwner() == block ||
+           arg.getOwner()->getParentOp()->isAncestor(point);
+  }
+  if (def->getBlock() != block)
+    return def->getBlock()->findAncestorOpInBlock(*point) != nullptr;
+  if (def->isBeforeInBlock(point))
+    return true;
+  if (!matchPattern(value, m_Constant()))
+    return false;
+  OpBuilder builder(point);
+  value = builder.clone(*def)->getResult(0);
+  return true;
+}
+
+/// Splits the runtime all-reduce `call` into a start after the last access
+/// of its buffer before it and a wait before the next access after it.
+/// Leaves a call of any other form alone.
+static void overlap(func::CallOp call) {
+  arith::IndexCastOp cast;
+  memref::ExtractAlignedPointerAsIndexOp address;
+  Value buffer = getReducedBuffer(call, cast, address);
+  if (!buffer)
+    return;
+  Block *block = call->getBlock();
+  SmallPtrSet<Operation *, 16> accesses;
+  collectAccesses(getViewRoot(buffer), block, accesses);
+  // The call's own address computation is not an access.
+  accesses.erase(call);
+  if (cast->hasOneUse())
+    accesses.erase(cast);
+  if (address->hasOneUse())
+    accesses.erase(address);
+
+  // The first access after the call (or the terminator), then the last one
+  // before it.
+  Operation *waitPoint = block->getTerminator();
+  for (Operation *op = call->getNextNode(); op; op = op->getNextNode())
+    if (accesses.contains(op)) {
+      waitPoint = op;
+      break;
+    }
+  Operation *startPoint = &block->front();
+  for (Operation *op = call->getPrevNode(); op; op = op->getPrevNode())
+    if (accesses.contains(op) || op == buffer.getDefiningOp()) {
+      startPoint = op->getNextNode();
+      break;
+    }
+  // Never start before the buffer exists.
+  if (Operation *def = buffer.getDefiningOp();
+      def && def->getBlock() == block && startPoint->isBeforeInBlock(def))
+    startPoint = def->getNextNode();
+
+  SmallVector<Value> operands(call.getOperands().drop_front());
+  for (Value &operand : operands)
+    if (!makeAvailable(operand, startPoint))
+      return;
+  if (!makeAvailable(buffer, startPoint))
+    return;
+
+  Location loc = call.getLoc();
+  OpBuilder builder(startPoint);
+  Type i64 = builder.getI64Type(), i32 = builder.getI32Type();
+  auto addressOf = [&](OpBuilder &b) {
+    Value pointer =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+    return arith::IndexCastOp::create(b, loc, i64, pointer).getResult();
+  };
+  func::FuncOp startFn = getOrDeclareRuntimeFunction(
+      call, "gaccrt_all_reduce_start",
+      builder.getFunctionType({i64, i64, i32, i32, i64}, {i64}));
+  func::FuncOp waitFn = getOrDeclareRuntimeFunction(
+      call, "gaccrt_all_reduce_wait", builder.getFunctionType({i64, i64}, {}));
+  SmallVector<Value> startOperands = {addressOf(builder)};
+  startOperands.append(operands);
+  auto start = func::CallOp::create(builder, loc, startFn, startOperands);
+  builder.setInsertionPoint(waitPoint);
+  func::CallOp::create(builder, loc, waitFn,
+                       ValueRange{start.getResult(0), addressOf(builder)});
+
+  llvm::SetVector<Operation *> constants;
+  for (Value value : call.getOperands().drop_front())
+    if (matchPattern(value, m_Constant()))
+      constants.insert(value.getDefiningOp());
+  call.erase();
+  // Constants that only the old call used.
+  for (Operation *constant : constants)
+    if (constant->use_empty())
+      constant->erase();
+  if (cast->use_empty())
+    cast.erase();
+  if (address->use_empty())
+    address.erase();
+}
+
+namespace {
+struct OverlapAllReducePass
+    : public gacc::impl::OverlapAllReducePassBase<OverlapAllReducePass> {
+  void runOnOperation() override {
+    mlir::gacc::PassResultVerifier verifyResult(
+        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    SmallVector<func::CallOp> calls;
+    getOperation().walk([&](func::CallOp call) {
+      if (call.getCallee() == "gaccrt_all_reduce" &&
+          call.getNumOperands() == 5 &&
+          call->hasAttr(GaccDialect::kOverlapAttrName))
+        calls.push_back(call);
+    });
+    for (func::CallOp call : calls)
+      overlap(call);
+  }
+};
+} // namespace

@@ -1,0 +1,145 @@
+// RUN: gacc-opt %s --gacc-overlap-all-reduce --split-input-file | FileCheck %s
+// RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=4 bucket-bytes=128" --gacc-lower-to-cpu="bufferize-only" | FileCheck %s --check-prefix=MLP
+// RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=4 bucket-bytes=128 overlap-all-reduce=false" --gacc-lower-to-cpu="bufferize-only" | FileCheck %s --check-prefix=OFF
+
+// The MLP step (examples/mlp.mlir, m = 4, three buckets: W2 and b2, W1, b1).
+// Regions 1-2 are a loop, the final region 3 is inline. Its backward
+// finishes W2's and b2's gradients first: bucket 0 starts right after W2's
+// weight-gradient GEMM, while the two GEMMs of the first layer's backward
+// still run; W1's and b1's buckets start when their gradients are final,
+// all inside the final region. The SGD epilogue then waits for each bucket
+// where it first reads it (W1 first, as the graph updates W1 first).
+// MLP-LABEL: func.func @train_step
+// MLP:         scf.for
+// MLP:         call @gaccrt_trace_region_begin(%c3_i64)
+// MLP-NOT:     gaccrt_all_reduce
+// MLP:         %[[H0:.*]] = call @gaccrt_all_reduce_start(%{{.*}}, %c27_i64, %{{.*}}, %{{.*}}, %c0_i64) : (i64, i64, i32, i32, i64) -> i64
+// MLP-COUNT-2: call @gaccrt_sgemm
+// MLP-NOT:     gaccrt_all_reduce
+// MLP:         %[[H1:.*]] = call @gaccrt_all_reduce_start(%{{.*}}, %c32_i64, %{{.*}}, %{{.*}}, %c1_i64)
+// MLP:         %[[H2:.*]] = call @gaccrt_all_reduce_start(%{{.*}}, %c8_i64, %{{.*}}, %{{.*}}, %c2_i64)
+// MLP-NEXT:    call @gaccrt_trace_region_end(%c3_i64)
+// MLP-NOT:     call @gaccrt_sgemm
+// MLP:         call @gaccrt_all_reduce_wait(%[[H1]], %{{.*}}) : (i64, i64) -> ()
+// MLP:         call @gaccrt_all_reduce_wait(%[[H2]], %{{.*}}) : (i64, i64) -> ()
+// MLP:         call @gaccrt_all_reduce_wait(%[[H0]], %{{.*}}) : (i64, i64) -> ()
+// MLP-NOT:     gaccrt_all_reduce
+// MLP:         return
+
+// overlap-all-reduce=false: every region after the first in the loop, one
+// blocking all-reduce per bucket after it.
+// OFF-LABEL: func.func @train_step
+// OFF:         scf.for
+// OFF:         call @gaccrt_trace_region_end
+// OFF-NOT:     gacc.micro_batch
+// OFF-COUNT-3: call @gaccrt_all_reduce(
+// OFF-NOT:     gaccrt_all_reduce
+// OFF:         return
+
+// A bucket all-reduce marked gacc.overlap starts right after the last write
+// of its bucket (through a view) and is waited for right before the first
+// read; the unrelated work in between overlaps with it.
+
+// CHECK-LABEL: func.func @overlap
+// CHECK:         %[[BYTES:.*]] = memref.alloc() : memref<24xi8>
+// CHECK:         %[[BUCKET:.*]] = memref.view %[[BYTES]]
+// CHECK:         %[[ACC:.*]] = memref.view %[[BYTES]]
+// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%[[ACC]] : memref<4xf32>)
+// CHECK-NOT:     linalg
+// CHECK:         %[[P:.*]] = memref.extract_aligned_pointer_as_index %[[BUCKET]]
+// CHECK-NEXT:    %[[A:.*]] = arith.index_cast %[[P]] : index to i64
+// CHECK-NEXT:    %[[H:.*]] = call @gaccrt_all_reduce_start(%[[A]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i32, i32, i64) -> i64
+// CHECK-NEXT:    linalg.fill ins(%{{.*}} : f32) outs(%[[OTHER:.*]] : memref<8xf32>)
+// CHECK-NEXT:    call @work(%[[OTHER]])
+// CHECK-NEXT:    %[[P2:.*]] = memref.extract_aligned_pointer_as_index %[[BUCKET]]
+// CHECK-NEXT:    %[[A2:.*]] = arith.index_cast %[[P2]] : index to i64
+// CHECK-NEXT:    call @gaccrt_all_reduce_wait(%[[H]], %[[A2]]) : (i64, i64) -> ()
+// CHECK-NEXT:    memref.copy %[[ACC]], %{{.*}}
+// CHECK-NOT:     call @gaccrt_all_reduce(
+func.func private @gaccrt_all_reduce(i64, i64, i32, i32, i64)
+func.func private @work(memref<8xf32>)
+func.func @overlap(%out: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %bytes = memref.alloc() : memref<24xi8>
+  %c0 = arith.constant 0 : index
+  %bucket = memref.view %bytes[%c0][] : memref<24xi8> to memref<6xf32>
+  %c8 = arith.constant 8 : index
+  %acc = memref.view %bytes[%c8][] : memref<24xi8> to memref<4xf32>
+  %other = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<4xf32>)
+  linalg.fill ins(%zero : f32) outs(%other : memref<8xf32>)
+  call @work(%other) : (memref<8xf32>) -> ()
+  %p = memref.extract_aligned_pointer_as_index %bucket : memref<6xf32> -> index
+  %a = arith.index_cast %p : index to i64
+  %n = arith.constant 6 : i64
+  %dtype = arith.constant 0 : i32
+  %kind = arith.constant 1 : i32
+  %id = arith.constant 0 : i64
+  call @gaccrt_all_reduce(%a, %n, %dtype, %kind, %id) {gacc.overlap} : (i64, i64, i32, i32, i64) -> ()
+  memref.copy %acc, %out : memref<4xf32> to memref<4xf32>
+  memref.dealloc %other : memref<8xf32>
+  memref.dealloc %bytes : memref<24xi8>
+  return
+}
+
+// -----
+
+// Nothing reads the bucket after the all-reduce: the wait is the last thing
+// before the return. A bucket all-reduce without gacc.overlap stays blocking.
+
+// CHECK-LABEL: func.func @no_reader
+// CHECK:         linalg.fill
+// CHECK-NOT:     memref.extract_aligned_pointer_as_index
+// CHECK-NOT:     call
+// CHECK:         memref.extract_aligned_pointer_as_index %{{.*}} : memref<4xf32>
+// CHECK-NEXT:    arith.index_cast
+// CHECK-NEXT:    %[[H:.*]] = call @gaccrt_all_reduce_start
+// CHECK:         call @gaccrt_all_reduce(
+// CHECK:         call @gaccrt_all_reduce_wait(%[[H]],
+// CHECK-NEXT:    return
+func.func private @gaccrt_all_reduce(i64, i64, i32, i32, i64)
+func.func @no_reader(%b2: memref<2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %b1 = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%b1 : memref<4xf32>)
+  %n = arith.constant 4 : i64
+  %dtype = arith.constant 0 : i32
+  %kind = arith.constant 0 : i32
+  %id = arith.constant 0 : i64
+  %p = memref.extract_aligned_pointer_as_index %b1 : memref<4xf32> -> index
+  %a = arith.index_cast %p : index to i64
+  %p2 = memref.extract_aligned_pointer_as_index %b2 : memref<2xf32> -> index
+  %a2 = arith.index_cast %p2 : index to i64
+  %n2 = arith.constant 2 : i64
+  %id2 = arith.constant 1 : i64
+  call @gaccrt_all_reduce(%a2, %n2, %dtype, %kind, %id2) : (i64, i64, i32, i32, i64) -> ()
+  call @gaccrt_all_reduce(%a, %n, %dtype, %kind, %id) {gacc.overlap} : (i64, i64, i32, i32, i64) -> ()
+  return
+}
+
+// -----
+
+// An op that reads the bucket before the all-reduce (a local gradient norm)
+// keeps the start after it.
+
+// CHECK-LABEL: func.func @read_before
+// CHECK:         call @norm(%[[B:.*]]) :
+// CHECK-NOT:     call
+// CHECK:         memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK-NEXT:    arith.index_cast
+// CHECK-NEXT:    call @gaccrt_all_reduce_start
+func.func private @gaccrt_all_reduce(i64, i64, i32, i32, i64)
+func.func private @norm(memref<4xf32>)
+func.func @read_before(%b: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%b : memref<4xf32>)
+  call @norm(%b) : (memref<4xf32>) -> ()
+  %n = arith.constant 4 : i64
+  %dtype = arith.constant 0 : i32
+  %kind = arith.constant 0 : i32
+  %id = arith.constant 0 : i64
+  %p = memref.extract_aligned_pointer_as_index %b : memref<4xf32> -> index
+  %a = arith.index_cast %p : index to i64
+  call @gaccrt_all_reduce(%a, %n, %dtype, %kind, %id) {gacc.overlap} : (i64, i64, i32, i32, i64) -> ()
+  return
+}
