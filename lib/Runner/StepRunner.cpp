@@ -341,9 +341,8 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
     // A dynamic sample dimension takes --batch-size (or is diagnosed) before
     // the signature is read.
     PassManager specialize(&context);
-    mlir::gacc::PrepareStepPassOptions prepare;
-    prepare.entry = options.entry;
-    prepare.batchSize = options.batchSize;
+    mlir::gacc::PrepareStepPassOptions prepare =
+        mlir::gacc::getPrepareStepOptions(options);
     prepare.canonicalize = false;
     specialize.addPass(mlir::gacc::createPrepareStepPass(prepare));
     if (failed(specialize.run(module))) {
@@ -373,21 +372,7 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   // (gpu-map-parallel-loops) at the top level.
   PassManager pm(&context, ModuleOp::getOperationName(),
                  OpPassManager::Nesting::Implicit);
-  mlir::gacc::GaccPipelineOptions pipeline;
-  pipeline.entry = options.entry;
-  pipeline.batchSize = options.batchSize;
-  pipeline.microBatches = options.microBatches;
-  pipeline.microBatchSizes = options.microBatchSizes;
-  pipeline.allowMicroBatchStatistics = options.allowMicroBatchStatistics;
-  pipeline.accumulateType = options.accumulateType;
-  pipeline.bucketBytes = options.bucketBytes;
-  pipeline.testSkipGlobalNormalizer = options.testSkipGlobalNormalizer;
-  pipeline.lossScale = options.lossScale;
-  pipeline.lossScaleInit = options.lossScaleInit;
-  pipeline.lossScaleGrowthFactor = options.lossScaleGrowthFactor;
-  pipeline.lossScaleBackoffFactor = options.lossScaleBackoffFactor;
-  pipeline.lossScaleGrowthInterval = options.lossScaleGrowthInterval;
-  mlir::gacc::buildGaccPipeline(pm, pipeline);
+  mlir::gacc::buildGaccPipeline(pm, options);
   if (options.lossScale == "dynamic") {
     // gacc-loss-scale appends the scale (f32) and its growth tracker (i64)
     // as state arguments and their updates as state_out results.

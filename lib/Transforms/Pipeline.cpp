@@ -14,58 +14,76 @@
 using namespace mlir;
 using namespace mlir::gacc;
 
-PrepareStepPassOptions GaccPipelineOptions::getPrepareStepOptions() const {
+GaccPipelineConfig GaccPipelineOptions::getConfig() const {
+  GaccPipelineConfig config;
+#define GACC_PIPELINE_OPTION(NAME, ...) config.NAME = NAME;
+#define GACC_PIPELINE_LIST_OPTION(NAME, ...)                                   \
+  config.NAME.assign(NAME.begin(), NAME.end());
+#include "gacc/Pipelines/PipelineOptions.def"
+  return config;
+}
+
+PrepareStepPassOptions
+mlir::gacc::getPrepareStepOptions(const GaccPipelineConfig &config) {
   PrepareStepPassOptions options;
-  options.entry = entry;
-  options.batchSize = batchSize;
+  options.entry = config.entry;
+  options.batchSize = config.batchSize;
   return options;
 }
 
-MicroBatchPassOptions GaccPipelineOptions::getMicroBatchOptions() const {
+MicroBatchPassOptions
+mlir::gacc::getMicroBatchOptions(const GaccPipelineConfig &config) {
   MicroBatchPassOptions options;
-  options.entry = entry;
-  options.microBatches = microBatches;
-  options.microBatchSizes.assign(microBatchSizes.begin(),
-                                 microBatchSizes.end());
-  options.allowMicroBatchStatistics = allowMicroBatchStatistics;
-  options.testSkipGlobalNormalizer = testSkipGlobalNormalizer;
+  options.entry = config.entry;
+  options.microBatches = config.microBatches;
+  options.microBatchSizes.assign(config.microBatchSizes.begin(),
+                                 config.microBatchSizes.end());
+  options.allowMicroBatchStatistics = config.allowMicroBatchStatistics;
+  options.testSkipGlobalNormalizer = config.testSkipGlobalNormalizer;
   return options;
 }
 
 FuseAccumulationPassOptions
-GaccPipelineOptions::getFuseAccumulationOptions() const {
+mlir::gacc::getFuseAccumulationOptions(const GaccPipelineConfig &config) {
   FuseAccumulationPassOptions options;
-  options.accumulateType = accumulateType;
+  options.accumulateType = config.accumulateType;
   return options;
 }
 
-SinkAllReducePassOptions GaccPipelineOptions::getSinkAllReduceOptions() const {
+SinkAllReducePassOptions
+mlir::gacc::getSinkAllReduceOptions(const GaccPipelineConfig &config) {
   SinkAllReducePassOptions options;
-  options.bucketBytes = bucketBytes;
+  options.bucketBytes = config.bucketBytes;
   return options;
 }
 
-LossScalePassOptions GaccPipelineOptions::getLossScaleOptions() const {
+LossScalePassOptions
+mlir::gacc::getLossScaleOptions(const GaccPipelineConfig &config) {
   LossScalePassOptions options;
-  options.entry = entry;
-  options.lossScale = lossScale;
-  options.lossScaleInit = lossScaleInit;
-  options.growthFactor = lossScaleGrowthFactor;
-  options.backoffFactor = lossScaleBackoffFactor;
-  options.growthInterval = lossScaleGrowthInterval;
+  options.entry = config.entry;
+  options.lossScale = config.lossScale;
+  options.lossScaleInit = config.lossScaleInit;
+  options.growthFactor = config.lossScaleGrowthFactor;
+  options.backoffFactor = config.lossScaleBackoffFactor;
+  options.growthInterval = config.lossScaleGrowthInterval;
   return options;
 }
 
 void mlir::gacc::buildGaccPipeline(OpPassManager &pm,
-                                   const GaccPipelineOptions &options) {
-  pm.addPass(createPrepareStepPass(options.getPrepareStepOptions()));
+                                   const GaccPipelineConfig &config) {
+  pm.addPass(createPrepareStepPass(getPrepareStepOptions(config)));
   // gacc-micro-batch runs the same checks as gacc-verify-step (it needs the
   // analysis anyway); running both would report every problem twice.
-  pm.addPass(createMicroBatchPass(options.getMicroBatchOptions()));
-  pm.addPass(createFuseAccumulationPass(options.getFuseAccumulationOptions()));
-  pm.addPass(createSinkAllReducePass(options.getSinkAllReduceOptions()));
-  if (StringRef(options.lossScale) != "none")
-    pm.addPass(createLossScalePass(options.getLossScaleOptions()));
+  pm.addPass(createMicroBatchPass(getMicroBatchOptions(config)));
+  pm.addPass(createFuseAccumulationPass(getFuseAccumulationOptions(config)));
+  pm.addPass(createSinkAllReducePass(getSinkAllReduceOptions(config)));
+  if (config.lossScale != "none")
+    pm.addPass(createLossScalePass(getLossScaleOptions(config)));
+}
+
+void mlir::gacc::buildGaccPipeline(OpPassManager &pm,
+                                   const GaccPipelineOptions &options) {
+  buildGaccPipeline(pm, options.getConfig());
 }
 
 void mlir::gacc::registerGaccPipeline() {
@@ -73,5 +91,7 @@ void mlir::gacc::registerGaccPipeline() {
       "gacc-pipeline",
       "Verify, micro-batch, fuse accumulation and sink the all-reduce of a "
       "training step",
-      buildGaccPipeline);
+      [](OpPassManager &pm, const GaccPipelineOptions &options) {
+        buildGaccPipeline(pm, options);
+      });
 }
