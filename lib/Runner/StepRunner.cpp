@@ -14,6 +14,7 @@
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/InitAll.h"
+#include "gacc/Pipelines/Pipelines.h"
 #include "gacc/Transforms/Passes.h"
 #include "gaccrt/gaccrt.h"
 #include <dlfcn.h>

@@ -1,4 +1,4 @@
-//===- Pipeline.cpp - the gacc-pipeline -------------------------*- C++ -*-===//
+//===- GaccPipeline.cpp - the gacc-pipeline ---------------------*- C++ -*-===//
 //
 // Builds and registers gacc-pipeline: prepare-step, micro-batch (which verifies
 // the step), fuse-accumulation and sink-all-reduce, with the union of their
@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Transforms/Passes.h"
+#include "gacc/Pipelines/Pipelines.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -94,4 +94,10 @@ void mlir::gacc::registerGaccPipeline() {
       [](OpPassManager &pm, const GaccPipelineOptions &options) {
         buildGaccPipeline(pm, options);
       });
+}
+
+void mlir::gacc::registerGaccPipelines() {
+  registerGaccPipeline();
+  registerLowerToCPUPipeline();
+  registerLowerToCUDAPipeline();
 }
