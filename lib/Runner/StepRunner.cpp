@@ -240,17 +240,6 @@ static bool inferIsMask(Value arg) {
 }
 
 /// Records the signature of `func`.
-
-/// The runner's role (StepIO.h, no MLIR) of a role the dialect decoded; the
-/// two enums list the same roles in the same order.
-static Role toStepRole(mlir::gacc::Role role) {
-  static_assert(static_cast<int>(Role::Metric) ==
-                    static_cast<int>(mlir::gacc::Role::Metric) &&
-                static_cast<int>(Role::None) ==
-                    static_cast<int>(mlir::gacc::Role::None));
-  return static_cast<Role>(role);
-}
-
 static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
                           std::vector<TensorInfo> &results,
                           std::string &error) {
@@ -275,7 +264,7 @@ static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
                   "argument #" + std::to_string(i)))
       return false;
     mlir::gacc::RoleInfo role = mlir::gacc::getArgumentRole(func, i);
-    info.role = toStepRole(role.role);
+    info.role = role.role;
     info.index = role.index;
     if (info.role == Role::Batch) {
       if (isFloatDType(info.dtype))
@@ -291,7 +280,7 @@ static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
                   "result #" + std::to_string(i)))
       return false;
     mlir::gacc::RoleInfo role = mlir::gacc::getResultRole(func, i);
-    info.role = toStepRole(role.role);
+    info.role = role.role;
     info.index = role.index;
     results.push_back(info);
   }

@@ -13,6 +13,8 @@
 #ifndef GACC_DIALECT_GACC_IR_STEPSIGNATURE_H
 #define GACC_DIALECT_GACC_IR_STEPSIGNATURE_H
 
+#include "gacc/Dialect/Gacc/IR/Roles.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -26,22 +28,6 @@ namespace mlir::gacc {
 /// on ops are GaccDialect::kCombineAttrName (`gacc.combine`) and
 /// GaccDialect::kBucketAttrName (`gacc.bucket`).
 constexpr StringLiteral kPartialAttrName = "gacc.partial";
-
-/// The role of a step argument or result (DESIGN.md §1).
-enum class Role {
-  None,
-  Param,
-  Batch,
-  State,
-  Loss,
-  Grad,
-  ParamOut,
-  StateOut,
-  Metric
-};
-
-/// Returns "param", "batch", "loss", ... ("none" for Role::None).
-StringRef stringifyRole(Role role);
 
 /// Returns the attribute that marks `role` ("gacc.param", ...); empty for
 /// Role::None.
