@@ -404,7 +404,8 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
     error = "compiling '" + path + "' failed";
     return nullptr;
   }
-  if (auto sites = module->getAttrOfType<ArrayAttr>("gacc.gather_sites"))
+  if (auto sites =
+          module->getAttrOfType<ArrayAttr>(mlir::gacc::kGatherSitesAttrName))
     for (auto site : sites.getAsValueRange<StringAttr>())
       signature.gatherSites.push_back(site.str());
   return step;

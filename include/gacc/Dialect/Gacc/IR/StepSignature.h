@@ -29,6 +29,15 @@ namespace mlir::gacc {
 /// GaccDialect::kBucketAttrName (`gacc.bucket`).
 constexpr StringLiteral kPartialAttrName = "gacc.partial";
 
+/// On a `shard.all_reduce` split out of a bucket (gacc-split-buckets) and on
+/// its runtime call: the element offset of the reduced tensor in its bucket.
+constexpr StringLiteral kBucketOffsetAttrName = "gacc.bucket_offset";
+
+/// On the module (gacc-guard-gathers with `report`): the sites of the
+/// guarded gathers (a location and the arguments involved), by the site
+/// number that gaccrt_index_error reports.
+constexpr StringLiteral kGatherSitesAttrName = "gacc.gather_sites";
+
 /// Returns the attribute that marks `role` ("gacc.param", ...); empty for
 /// Role::None.
 StringRef getRoleAttrName(Role role);
