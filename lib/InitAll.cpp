@@ -1,12 +1,14 @@
 //===- InitAll.cpp - register everything gacc provides ----------*- C++ -*-===//
 //
-// Registration entry points shared by gacc-opt and embedders.
+// Registration entry points shared by gacc-opt and embedders (library
+// GaccInitAll, above GaccCore and GaccPipelines).
 //
 //===----------------------------------------------------------------------===//
 
 #include "gacc/InitAll.h"
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Pipelines/Pipelines.h"
 #include "gacc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,10 +32,8 @@ void mlir::gacc::registerGaccDialects(DialectRegistry &registry) {
 
 void mlir::gacc::registerAllGaccPasses() {
   registerGaccPasses();
-  registerGaccPipeline();
   registerGaccConversionPasses();
-  registerLowerToCPUPipeline();
-  registerLowerToCUDAPipeline();
+  registerGaccPipelines();
 }
 
 void mlir::gacc::registerAllGacc(DialectRegistry &registry) {

@@ -10,6 +10,7 @@
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/InitAll.h"
+#include "gacc/Pipelines/Pipelines.h"
 #include "gacc/Transforms/Passes.h"
 
 #include "mlir/CAPI/IR.h"

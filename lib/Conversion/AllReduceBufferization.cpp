@@ -13,6 +13,7 @@
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Dialect/Gacc/IR/StepSignature.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"

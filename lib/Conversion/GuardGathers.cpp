@@ -8,12 +8,13 @@
 // calls the runtime's `gaccrt_index_error(index, bound, site)`, which
 // records the first error for the tools to report after the step. The sites
 // (a location and the arguments involved) are listed, by site number, in
-// the module attribute `gacc.gather_sites`.
+// the module attribute `gacc.gather_sites` (kGatherSitesAttrName).
 //
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Dialect/Gacc/IR/StepSignature.h"
 #include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -193,7 +194,7 @@ struct GuardGathersPass
       }
     });
     if (report && !sites.empty())
-      module->setAttr("gacc.gather_sites",
+      module->setAttr(kGatherSitesAttrName,
                       ArrayAttr::get(module.getContext(), sites));
   }
 

@@ -18,10 +18,6 @@ namespace mlir::gacc {
 func::FuncOp getOrDeclareRuntimeFunction(Operation *from, StringRef name,
                                          FunctionType type);
 
-/// On a `shard.all_reduce` split out of a bucket (gacc-split-buckets) and on
-/// its runtime call: the element offset of the reduced tensor in its bucket.
-constexpr StringLiteral kBucketOffsetAttrName = "gacc.bucket_offset";
-
 /// The runtime's element type codes (gaccrt_all_reduce's `dtype`).
 enum class RuntimeDType : int32_t {
   F32 = 0,

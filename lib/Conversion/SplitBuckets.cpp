@@ -12,6 +12,7 @@
 
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Dialect/Gacc/IR/StepSignature.h"
 #include "gacc/Transforms/Utils.h"
 
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"

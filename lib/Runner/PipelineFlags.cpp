@@ -1,12 +1,13 @@
 //===- PipelineFlags.cpp - gacc-pipeline options as tool flags --*- C++ -*-===//
 //
-// Defines the flags of PipelineFlags.h once for both tools.
+// Defines the flags of PipelineFlags.h once for gacc-run, gacc-check and
+// gacc-compile: one flag per gacc-pipeline option, generated from
+// PipelineOptions.def, plus --device.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Runner/PipelineFlags.h"
 
-#include <algorithm>
 #include <cstdio>
 
 namespace cl = llvm::cl;
@@ -16,126 +17,72 @@ llvm::cl::OptionCategory &gacc::getToolFlagCategory() {
   return category;
 }
 
-static cl::opt<std::string>
-    entry("entry", cl::desc("Name of the training-step function"), cl::init(""),
-          cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<int64_t> microBatches("micro-batches",
-                                     cl::desc("Number of micro-batches m"),
-                                     cl::init(1),
-                                     cl::cat(gacc::getToolFlagCategory()));
-static cl::list<int64_t>
-    microBatchSizes("micro-batch-sizes",
-                    cl::desc("Explicit micro-batch sizes (sum to the batch)"),
-                    cl::CommaSeparated, cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<bool> allowStatistics(
-    "allow-micro-batch-statistics",
-    cl::desc("Accept parameter-dependent batch statistics per micro-batch"),
-    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<int64_t>
-    batchSize("batch-size",
-              cl::desc("Samples of batch arguments whose sample dimension is "
-                       "dynamic (specializes the step)"),
-              cl::init(0), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<std::string>
-    accumulateType("accumulate-type",
-                   cl::desc("Accumulator type for narrower floats (f32)"),
-                   cl::init(""), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<int64_t> bucketBytes("bucket-bytes",
-                                    cl::desc("Maximum bucket size in bytes"),
-                                    cl::init(26214400),
-                                    cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<bool>
-    skipNormalizer("test-skip-global-normalizer",
-                   cl::desc("Test only: a deliberately wrong normalizer"),
-                   cl::init(false), cl::Hidden,
-                   cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<std::string>
-    lossScale("loss-scale",
-              cl::desc("Loss scaling: none, static, static=S or dynamic"),
-              cl::init("none"), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<double>
-    lossScaleInit("loss-scale-init",
-                  cl::desc("Static scale, or the initial dynamic scale"),
-                  cl::init(65536.0), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<double>
-    lossScaleGrowth("loss-scale-growth-factor",
-                    cl::desc("Dynamic loss scale: growth factor"),
-                    cl::init(2.0), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<double>
-    lossScaleBackoff("loss-scale-backoff-factor",
-                     cl::desc("Dynamic loss scale: backoff factor"),
-                     cl::init(0.5), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<int64_t>
-    lossScaleInterval("loss-scale-growth-interval",
-                      cl::desc("Dynamic loss scale: clean steps before growth"),
-                      cl::init(2000), cl::cat(gacc::getToolFlagCategory()));
-// Overlap of the bucket all-reduces with the final region.
-static cl::opt<bool> overlapAllReduce(
-    "overlap-all-reduce",
-    cl::desc("Start each bucket's all-reduce as soon as the final region has "
-             "finished it (default true)"),
-    cl::init(true), cl::cat(gacc::getToolFlagCategory()));
+namespace {
+/// The flags, one per gacc-pipeline option, registered with llvm::cl when
+/// the tool starts.
+struct PipelineFlags {
+#define GACC_PIPELINE_OPTION(NAME, TYPE, FLAG, DEFAULT, DESCRIPTION,           \
+                             TOOL_HIDDEN)                                      \
+  cl::opt<TYPE> NAME{FLAG, cl::desc(DESCRIPTION), cl::init(DEFAULT),           \
+                     TOOL_HIDDEN ? cl::Hidden : cl::NotHidden,                 \
+                     cl::cat(gacc::getToolFlagCategory())};
+#define GACC_PIPELINE_LIST_OPTION(NAME, TYPE, FLAG, DESCRIPTION)               \
+  cl::list<TYPE> NAME{FLAG, cl::desc(DESCRIPTION), cl::CommaSeparated,         \
+                      cl::cat(gacc::getToolFlagCategory())};
+#include "gacc/Pipelines/PipelineOptions.def"
+};
+} // namespace
+
+static PipelineFlags flags;
 static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
                                    cl::init("cpu"),
                                    cl::cat(gacc::getToolFlagCategory()));
 
 gacc::StepOptions gacc::getStepOptionsFromFlags() {
   StepOptions options;
-  options.entry = entry;
-  options.batchSize = batchSize;
-  options.microBatches = microBatches;
-  options.microBatchSizes.assign(microBatchSizes.begin(),
-                                 microBatchSizes.end());
-  options.allowMicroBatchStatistics = allowStatistics;
-  options.accumulateType = accumulateType;
-  options.bucketBytes = bucketBytes;
-  options.testSkipGlobalNormalizer = skipNormalizer;
-  options.lossScale = lossScale;
-  options.lossScaleInit = lossScaleInit;
-  options.lossScaleGrowthFactor = lossScaleGrowth;
-  options.lossScaleBackoffFactor = lossScaleBackoff;
-  options.lossScaleGrowthInterval = lossScaleInterval;
-  options.overlapAllReduce = overlapAllReduce;
+#define GACC_PIPELINE_OPTION(NAME, ...) options.NAME = flags.NAME;
+#define GACC_PIPELINE_LIST_OPTION(NAME, ...)                                   \
+  options.NAME.assign(flags.NAME.begin(), flags.NAME.end());
+#include "gacc/Pipelines/PipelineOptions.def"
   options.device = device;
   return options;
 }
 
+// The text of a flag value that llvm::cl parses back to the same value.
+static std::string formatFlagValue(const std::string &value) { return value; }
+static std::string formatFlagValue(bool value) {
+  return value ? "true" : "false";
+}
+static std::string formatFlagValue(int64_t value) {
+  return std::to_string(value);
+}
+static std::string formatFlagValue(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.17g", value);
+  return buffer;
+}
+static std::string formatFlagValue(const std::vector<int64_t> &values) {
+  std::string list;
+  for (int64_t value : values)
+    list += (list.empty() ? "" : ",") + std::to_string(value);
+  return list;
+}
+
 std::vector<std::string> gacc::getPipelineFlagArguments() {
+  // Every option that differs from its default, so that the other tool
+  // selects the same options.
+  StepOptions options = getStepOptionsFromFlags();
+  const mlir::gacc::GaccPipelineConfig defaults;
   std::vector<std::string> args;
-  if (!entry.empty())
-    args.push_back("--entry=" + entry);
-  if (batchSize > 0)
-    args.push_back("--batch-size=" + std::to_string(batchSize));
-  if (!microBatchSizes.empty()) {
-    std::string list;
-    for (int64_t size : microBatchSizes)
-      list += (list.empty() ? "" : ",") + std::to_string(size);
-    args.push_back("--micro-batch-sizes=" + list);
-  } else {
-    args.push_back("--micro-batches=" + std::to_string(microBatches));
-  }
-  if (allowStatistics)
-    args.push_back("--allow-micro-batch-statistics");
-  if (!accumulateType.empty())
-    args.push_back("--accumulate-type=" + accumulateType);
-  args.push_back("--bucket-bytes=" + std::to_string(bucketBytes));
-  if (skipNormalizer)
-    args.push_back("--test-skip-global-normalizer");
-  if (lossScale != "none") {
-    auto number = [](double v) {
-      char buffer[64];
-      std::snprintf(buffer, sizeof(buffer), "%.17g", v);
-      return std::string(buffer);
-    };
-    args.push_back("--loss-scale=" + lossScale);
-    args.push_back("--loss-scale-init=" + number(lossScaleInit));
-    args.push_back("--loss-scale-growth-factor=" + number(lossScaleGrowth));
-    args.push_back("--loss-scale-backoff-factor=" + number(lossScaleBackoff));
-    args.push_back("--loss-scale-growth-interval=" +
-                   std::to_string(lossScaleInterval));
-  }
-  if (!overlapAllReduce)
-    args.push_back("--overlap-all-reduce=false");
-  args.push_back("--device=" + device);
+#define GACC_PIPELINE_OPTION(NAME, TYPE, FLAG, ...)                            \
+  if (options.NAME != defaults.NAME)                                           \
+    args.push_back(std::string("--") + FLAG + "=" +                            \
+                   formatFlagValue(options.NAME));
+#define GACC_PIPELINE_LIST_OPTION(NAME, TYPE, FLAG, ...)                       \
+  if (options.NAME != defaults.NAME)                                           \
+    args.push_back(std::string("--") + FLAG + "=" +                            \
+                   formatFlagValue(options.NAME));
+#include "gacc/Pipelines/PipelineOptions.def"
+  args.push_back("--device=" + options.device);
   return args;
 }

@@ -25,30 +25,6 @@ namespace fs = std::filesystem;
 
 namespace gacc {
 
-const char *roleName(Role role) {
-  switch (role) {
-  case Role::None:
-    return "-";
-  case Role::Param:
-    return "param";
-  case Role::Batch:
-    return "batch";
-  case Role::State:
-    return "state";
-  case Role::Loss:
-    return "loss";
-  case Role::Grad:
-    return "grad";
-  case Role::ParamOut:
-    return "param_out";
-  case Role::StateOut:
-    return "state_out";
-  case Role::Metric:
-    return "metric";
-  }
-  return "?";
-}
-
 //===----------------------------------------------------------------------===//
 // Signature text
 //===----------------------------------------------------------------------===//
@@ -90,16 +66,6 @@ std::string serializeSignature(const StepSignature &signature) {
     os << "gather " << line << "\n";
   }
   return os.str();
-}
-
-static bool parseRole(const std::string &name, Role &role) {
-  for (Role r : {Role::None, Role::Param, Role::Batch, Role::State, Role::Loss,
-                 Role::Grad, Role::ParamOut, Role::StateOut, Role::Metric})
-    if (name == roleName(r)) {
-      role = r;
-      return true;
-    }
-  return false;
 }
 
 static bool parseDType(const std::string &name, DType &dtype) {
@@ -156,7 +122,7 @@ bool parseSignature(const std::string &text, StepSignature &signature,
       int mask = 0;
       if (!(fields >> role >> dtype >> info.index >> info.indexBound >> mask >>
             shape) ||
-          !parseRole(role, info.role) || !parseDType(dtype, info.dtype) ||
+          !parseRoleName(role, info.role) || !parseDType(dtype, info.dtype) ||
           shape.size() < 2 || shape.front() != '[' || shape.back() != ']')
         return bad();
       info.isMask = mask != 0;

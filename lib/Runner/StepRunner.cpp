@@ -14,6 +14,7 @@
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/InitAll.h"
+#include "gacc/Pipelines/Pipelines.h"
 #include "gacc/Transforms/Passes.h"
 #include "gaccrt/gaccrt.h"
 #include <dlfcn.h>
@@ -239,17 +240,6 @@ static bool inferIsMask(Value arg) {
 }
 
 /// Records the signature of `func`.
-
-/// The runner's role (StepIO.h, no MLIR) of a role the dialect decoded; the
-/// two enums list the same roles in the same order.
-static Role toStepRole(mlir::gacc::Role role) {
-  static_assert(static_cast<int>(Role::Metric) ==
-                    static_cast<int>(mlir::gacc::Role::Metric) &&
-                static_cast<int>(Role::None) ==
-                    static_cast<int>(mlir::gacc::Role::None));
-  return static_cast<Role>(role);
-}
-
 static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
                           std::vector<TensorInfo> &results,
                           std::string &error) {
@@ -274,7 +264,7 @@ static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
                   "argument #" + std::to_string(i)))
       return false;
     mlir::gacc::RoleInfo role = mlir::gacc::getArgumentRole(func, i);
-    info.role = toStepRole(role.role);
+    info.role = role.role;
     info.index = role.index;
     if (info.role == Role::Batch) {
       if (isFloatDType(info.dtype))
@@ -290,7 +280,7 @@ static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
                   "result #" + std::to_string(i)))
       return false;
     mlir::gacc::RoleInfo role = mlir::gacc::getResultRole(func, i);
-    info.role = toStepRole(role.role);
+    info.role = role.role;
     info.index = role.index;
     results.push_back(info);
   }
@@ -341,9 +331,8 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
     // A dynamic sample dimension takes --batch-size (or is diagnosed) before
     // the signature is read.
     PassManager specialize(&context);
-    mlir::gacc::PrepareStepPassOptions prepare;
-    prepare.entry = options.entry;
-    prepare.batchSize = options.batchSize;
+    mlir::gacc::PrepareStepPassOptions prepare =
+        mlir::gacc::getPrepareStepOptions(options);
     prepare.canonicalize = false;
     specialize.addPass(mlir::gacc::createPrepareStepPass(prepare));
     if (failed(specialize.run(module))) {
@@ -373,22 +362,7 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   // (gpu-map-parallel-loops) at the top level.
   PassManager pm(&context, ModuleOp::getOperationName(),
                  OpPassManager::Nesting::Implicit);
-  mlir::gacc::GaccPipelineOptions pipeline;
-  pipeline.entry = options.entry;
-  pipeline.batchSize = options.batchSize;
-  pipeline.microBatches = options.microBatches;
-  pipeline.microBatchSizes = options.microBatchSizes;
-  pipeline.allowMicroBatchStatistics = options.allowMicroBatchStatistics;
-  pipeline.accumulateType = options.accumulateType;
-  pipeline.bucketBytes = options.bucketBytes;
-  pipeline.testSkipGlobalNormalizer = options.testSkipGlobalNormalizer;
-  pipeline.lossScale = options.lossScale;
-  pipeline.lossScaleInit = options.lossScaleInit;
-  pipeline.lossScaleGrowthFactor = options.lossScaleGrowthFactor;
-  pipeline.lossScaleBackoffFactor = options.lossScaleBackoffFactor;
-  pipeline.lossScaleGrowthInterval = options.lossScaleGrowthInterval;
-  pipeline.overlapAllReduce = options.overlapAllReduce;
-  mlir::gacc::buildGaccPipeline(pm, pipeline);
+  mlir::gacc::buildGaccPipeline(pm, options);
   if (options.lossScale == "dynamic") {
     // gacc-loss-scale appends the scale (f32) and its growth tracker (i64)
     // as state arguments and their updates as state_out results.
@@ -430,7 +404,8 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
     error = "compiling '" + path + "' failed";
     return nullptr;
   }
-  if (auto sites = module->getAttrOfType<ArrayAttr>("gacc.gather_sites"))
+  if (auto sites =
+          module->getAttrOfType<ArrayAttr>(mlir::gacc::kGatherSitesAttrName))
     for (auto site : sites.getAsValueRange<StringAttr>())
       signature.gatherSites.push_back(site.str());
   return step;

@@ -152,16 +152,11 @@ int main(int argc, char **argv) {
 
   if (print) {
     llvm::outs() << "gacc-run: " << step->getName() << " from " << inputFile
-                 << ", batch " << step->getBatchSize() << " per rank, ";
-    if (!options.microBatchSizes.empty()) {
-      llvm::outs() << "micro-batch sizes ";
-      llvm::interleave(options.microBatchSizes, llvm::outs(), ",");
-    } else {
-      llvm::outs() << options.microBatches << " micro-batches";
-    }
-    llvm::outs() << ", " << world << " rank" << (world == 1 ? "" : "s") << " ("
-                 << gaccrt_backend_name() << "), compiled in "
-                 << llvm::format("%.0f", compileMs) << " ms\n";
+                 << ", batch " << step->getBatchSize() << " per rank, "
+                 << step->getSignature().split << ", " << world << " rank"
+                 << (world == 1 ? "" : "s") << " (" << gaccrt_backend_name()
+                 << "), compiled in " << llvm::format("%.0f", compileMs)
+                 << " ms\n";
   }
 
   // The inputs are copied into the step's buffers once; updated parameters
@@ -218,8 +213,8 @@ int main(int argc, char **argv) {
     for (size_t j = 0; j < outputs.size(); ++j) {
       NpyArray f64 = convertToDType(outputs[j], DType::F64);
       const auto *values = reinterpret_cast<const double *>(f64.data.data());
-      llvm::outs() << "result " << j << " ("
-                   << roleName(results[j].role) << "): [";
+      llvm::outs() << "result " << j << " (" << roleName(results[j].role)
+                   << "): [";
       for (int64_t k = 0, n = f64.numElements(); k < n; ++k)
         llvm::outs() << (k ? ", " : "") << llvm::format("%.6g", values[k]);
       llvm::outs() << "]\n";

@@ -14,6 +14,7 @@
 #define GACC_TOOLS_COMMON_STEPIO_H
 
 #include "Npy.h"
+#include "gacc/Dialect/Gacc/IR/Roles.h"
 #include "gaccrt/gaccrt_cuda.h"
 
 #include <cstdint>
@@ -23,23 +24,11 @@
 
 namespace gacc {
 
-/// The role of a step argument or result (DESIGN.md §1), as the signature
-/// text carries it: mlir::gacc::Role (StepSignature.h) decodes roles from the
-/// IR, this LLVM-free copy lists the same roles in the same order.
-enum class Role {
-  None,
-  Param,
-  Batch,
-  State,
-  Loss,
-  Grad,
-  ParamOut,
-  StateOut,
-  Metric
-};
-
-/// Returns "param", "batch", "loss", ...
-const char *roleName(Role role);
+/// The role of a step argument or result and its name (Roles.h, shared with
+/// the dialect).
+using ::mlir::gacc::parseRoleName;
+using ::mlir::gacc::Role;
+using ::mlir::gacc::roleName;
 
 /// One argument or result of the step.
 struct TensorInfo {

@@ -14,6 +14,7 @@
 #include "gacc/Runner/StepIO.h"
 
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
+#include "gacc/Pipelines/PipelineOptions.h"
 
 #include <cstdint>
 #include <memory>
@@ -27,25 +28,9 @@ class Operation;
 
 namespace gacc {
 
-/// Options of a compiled step: the gacc-pipeline options and lowering knobs.
-struct StepOptions {
-  std::string entry;
-  /// Samples of batch arguments whose sample dimension is dynamic (0: none).
-  int64_t batchSize = 0;
-  int64_t microBatches = 1;
-  std::vector<int64_t> microBatchSizes;
-  bool allowMicroBatchStatistics = false;
-  std::string accumulateType;
-  int64_t bucketBytes = 26214400;
-  bool testSkipGlobalNormalizer = false;
-  /// gacc-loss-scale: none, static, static=S or dynamic, and its knobs.
-  std::string lossScale = "none";
-  double lossScaleInit = 65536.0;
-  double lossScaleGrowthFactor = 2.0;
-  double lossScaleBackoffFactor = 0.5;
-  int64_t lossScaleGrowthInterval = 2000;
-  /// gacc-pipeline's overlap-all-reduce.
-  bool overlapAllReduce = true;
+/// Options of a compiled step: the gacc-pipeline options (the members of
+/// GaccPipelineConfig, with their defaults) and the lowering knobs.
+struct StepOptions : mlir::gacc::GaccPipelineConfig {
   bool blas = true;
   bool traceRegions = true;
   /// "cpu" or "cuda".

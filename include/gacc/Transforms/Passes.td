@@ -2,7 +2,8 @@
 //
 // The gacc passes: verify a training step, split it into micro-batch regions,
 // fuse accumulation into the gradient-producing reductions, and sink and
-// bucket the data-parallel all-reduce.
+// bucket the data-parallel all-reduce. Option defaults that are not empty
+// or false name the constants of gacc/Transforms/PassDefaults.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,7 +45,8 @@ def PrepareStepPass : Pass<"gacc-prepare-step", "ModuleOp"> {
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"\"",
            "Name of the training-step function">,
-    Option<"batchSize", "batch-size", "int64_t", /*default=*/"0",
+    Option<"batchSize", "batch-size", "int64_t",
+           /*default=*/"::mlir::gacc::kDefaultBatchSize",
            "Number of samples of a batch argument whose sample dimension is "
            "dynamic (0: none may be)">,
     Option<"canonicalize", "canonicalize", "bool", /*default=*/"true",
@@ -68,7 +70,8 @@ def MicroBatchPass : Pass<"gacc-micro-batch", "ModuleOp"> {
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"\"",
            "Name of the training-step function">,
-    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+    Option<"microBatches", "micro-batches", "int64_t",
+           /*default=*/"::mlir::gacc::kDefaultMicroBatches",
            "Number of micro-batches m">,
     ListOption<"microBatchSizes", "micro-batch-sizes", "int64_t",
                "Explicit micro-batch sizes (must sum to the batch size)">,
@@ -127,8 +130,10 @@ def SinkAllReducePass : Pass<"gacc-sink-all-reduce", "ModuleOp"> {
   }];
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t",
-           /*default=*/"26214400", "Maximum size of a bucket in bytes">,
-    Option<"overlap", "overlap", "bool", /*default=*/"true",
+           /*default=*/"::mlir::gacc::kDefaultBucketBytes",
+           "Maximum size of a bucket in bytes">,
+    Option<"overlap", "overlap", "bool",
+           /*default=*/"::mlir::gacc::kDefaultOverlapAllReduce",
            "Bucket in the order the final region finishes the accumulators "
            "and mark the buckets' all-reduces to overlap with it">,
   ];
@@ -155,19 +160,22 @@ def LossScalePass : Pass<"gacc-loss-scale", "ModuleOp"> {
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"\"",
            "Name of the training-step function">,
-    Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"none\"",
+    Option<"lossScale", "loss-scale", "std::string",
+           /*default=*/"::mlir::gacc::kDefaultLossScale",
            "none, static (loss-scale-init), static=S, or dynamic">,
     Option<"lossScaleInit", "loss-scale-init", "double",
-           /*default=*/"65536.0",
+           /*default=*/"::mlir::gacc::kDefaultLossScaleInit",
            "Static scale, or the initial value of the dynamic scale (the "
            "value tools feed the scale argument with)">,
     Option<"growthFactor", "loss-scale-growth-factor", "double",
-           /*default=*/"2.0", "Dynamic: factor after growth-interval clean "
-           "steps">,
+           /*default=*/"::mlir::gacc::kDefaultLossScaleGrowthFactor",
+           "Dynamic: factor after growth-interval clean steps">,
     Option<"backoffFactor", "loss-scale-backoff-factor", "double",
-           /*default=*/"0.5", "Dynamic: factor after an overflow">,
+           /*default=*/"::mlir::gacc::kDefaultLossScaleBackoffFactor",
+           "Dynamic: factor after an overflow">,
     Option<"growthInterval", "loss-scale-growth-interval", "int64_t",
-           /*default=*/"2000", "Dynamic: clean steps before the scale grows">,
+           /*default=*/"::mlir::gacc::kDefaultLossScaleGrowthInterval",
+           "Dynamic: clean steps before the scale grows">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",

@@ -11,30 +11,6 @@
 using namespace mlir;
 using namespace mlir::gacc;
 
-StringRef mlir::gacc::stringifyRole(Role role) {
-  switch (role) {
-  case Role::None:
-    return "none";
-  case Role::Param:
-    return "param";
-  case Role::Batch:
-    return "batch";
-  case Role::State:
-    return "state";
-  case Role::Loss:
-    return "loss";
-  case Role::Grad:
-    return "grad";
-  case Role::ParamOut:
-    return "param_out";
-  case Role::StateOut:
-    return "state_out";
-  case Role::Metric:
-    return "metric";
-  }
-  llvm_unreachable("unknown role");
-}
-
 StringRef mlir::gacc::getRoleAttrName(Role role) {
   switch (role) {
   case Role::None:

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/InitAll.h"
-#include "gacc/Transforms/Passes.h"
+#include "gacc/Pipelines/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"

@@ -13,6 +13,8 @@
 #ifndef GACC_DIALECT_GACC_IR_STEPSIGNATURE_H
 #define GACC_DIALECT_GACC_IR_STEPSIGNATURE_H
 
+#include "gacc/Dialect/Gacc/IR/Roles.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -27,21 +29,14 @@ namespace mlir::gacc {
 /// GaccDialect::kBucketAttrName (`gacc.bucket`).
 constexpr StringLiteral kPartialAttrName = "gacc.partial";
 
-/// The role of a step argument or result (DESIGN.md §1).
-enum class Role {
-  None,
-  Param,
-  Batch,
-  State,
-  Loss,
-  Grad,
-  ParamOut,
-  StateOut,
-  Metric
-};
+/// On a `shard.all_reduce` split out of a bucket (gacc-split-buckets) and on
+/// its runtime call: the element offset of the reduced tensor in its bucket.
+constexpr StringLiteral kBucketOffsetAttrName = "gacc.bucket_offset";
 
-/// Returns "param", "batch", "loss", ... ("none" for Role::None).
-StringRef stringifyRole(Role role);
+/// On the module (gacc-guard-gathers with `report`): the sites of the
+/// guarded gathers (a location and the arguments involved), by the site
+/// number that gaccrt_index_error reports.
+constexpr StringLiteral kGatherSitesAttrName = "gacc.gather_sites";
 
 /// Returns the attribute that marks `role` ("gacc.param", ...); empty for
 /// Role::None.

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Pipelines/Pipelines.h"
 #include "gacc/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
