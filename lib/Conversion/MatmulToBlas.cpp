@@ -39,12 +39,16 @@ static MemRefType getDynamicMatrixType(MLIRContext *ctx) {
   return MemRefType::get({dyn, dyn}, Float32Type::get(ctx), layout);
 }
 
-/// Collects `root` and every view of it (transitively) into `aliases`.
-/// Returns false when the buffer may be reached another way: `root` is not
-/// an allocation or an argument of a public function (whose arguments the
-/// runner allocates separately), or a view-free op returns a memref derived
-/// from it.
-static bool collectAliases(Value root, SmallVectorImpl<Value> &aliases) {
+/// Collects `root` and every view of it (transitively) into `aliases`, and
+/// into `escapes` the ops that reach the buffer through its address
+/// (`memref.extract_aligned_pointer_as_index`, followed through integer
+/// arithmetic: e.g. the runtime's all-reduce calls, which may read and write
+/// it, also asynchronously until the matching wait). Returns false when the
+/// buffer may be reached another way: `root` is not an allocation or an
+/// argument of a public function (whose arguments the runner allocates
+/// separately), or a view-free op returns a memref derived from it.
+static bool collectAliases(Value root, SmallVectorImpl<Value> &aliases,
+                           SmallVectorImpl<Operation *> &escapes) {
   if (auto arg = dyn_cast<BlockArgument>(root)) {
     auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
     if (!func || !arg.getOwner()->isEntryBlock() || func.isPrivate())
@@ -65,6 +69,18 @@ static bool collectAliases(Value root, SmallVectorImpl<Value> &aliases) {
       }
       if (llvm::any_of(user->getResultTypes(), llvm::IsaPred<BaseMemRefType>))
         return false;
+      if (auto address = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(user)) {
+        SmallVector<Value> integers = {address.getResult()};
+        while (!integers.empty()) {
+          Value value = integers.pop_back_val();
+          for (Operation *use : value.getUsers()) {
+            if (isa<arith::ArithDialect>(use->getDialect()))
+              llvm::append_range(integers, use->getResults());
+            else
+              escapes.push_back(use);
+          }
+        }
+      }
     }
   }
   return true;
@@ -97,25 +113,28 @@ static bool mayWriteOrFree(Operation *user, Value value) {
 static linalg::FillOp getZeroFillBefore(linalg::MatmulOp op, Value output) {
   Value root = getRootBuffer(output);
   SmallVector<Value> aliases;
-  if (!collectAliases(root, aliases) ||
+  SmallVector<Operation *> escapes;
+  if (!collectAliases(root, aliases, escapes) ||
       llvm::any_of(op.getInputs(),
                    [&](Value in) { return getRootBuffer(in) == root; }))
     return {};
   Block *block = op->getBlock();
   Operation *last = nullptr;
-  for (Value alias : aliases) {
-    for (Operation *user : alias.getUsers()) {
-      if (isa<ViewLikeOpInterface>(user))
-        continue;
-      Operation *ancestor = block->findAncestorOpInBlock(*user);
-      // A user outside the block (e.g. before an enclosing loop) cannot run
-      // between the fill and the matmul when the fill is in the block.
-      if (!ancestor || ancestor == op || !ancestor->isBeforeInBlock(op))
-        continue;
-      if (!last || last->isBeforeInBlock(ancestor))
-        last = ancestor;
-    }
-  }
+  auto consider = [&](Operation *user) {
+    Operation *ancestor = block->findAncestorOpInBlock(*user);
+    // A user outside the block (e.g. before an enclosing loop) cannot run
+    // between the fill and the matmul when the fill is in the block.
+    if (!ancestor || ancestor == op || !ancestor->isBeforeInBlock(op))
+      return;
+    if (!last || last->isBeforeInBlock(ancestor))
+      last = ancestor;
+  };
+  for (Value alias : aliases)
+    for (Operation *user : alias.getUsers())
+      if (!isa<ViewLikeOpInterface>(user))
+        consider(user);
+  for (Operation *user : escapes)
+    consider(user);
   auto fill = dyn_cast_or_null<linalg::FillOp>(last);
   if (!fill || fill.getOutputs()[0] != output)
     return {};
@@ -160,18 +179,21 @@ static linalg::TransposeOp getFoldableTranspose(Value operand,
     if (!dominance.properlyDominates(transpose.getOperation(), reader))
       return {};
   SmallVector<Value> aliases;
-  if (!collectAliases(getRootBuffer(transpose.getInput()), aliases))
+  SmallVector<Operation *> escapes;
+  if (!collectAliases(getRootBuffer(transpose.getInput()), aliases, escapes))
     return {};
   Block *block = transpose->getBlock();
-  for (Value alias : aliases) {
-    for (Operation *user : alias.getUsers()) {
-      if (user == transpose || !mayWriteOrFree(user, alias))
-        continue;
-      Operation *ancestor = block->findAncestorOpInBlock(*user);
-      if (!ancestor || !ancestor->isBeforeInBlock(transpose))
+  auto writesBefore = [&](Operation *user) {
+    Operation *ancestor = block->findAncestorOpInBlock(*user);
+    return ancestor && ancestor->isBeforeInBlock(transpose);
+  };
+  for (Value alias : aliases)
+    for (Operation *user : alias.getUsers())
+      if (user != transpose && mayWriteOrFree(user, alias) &&
+          !writesBefore(user))
         return {};
-    }
-  }
+  if (!llvm::all_of(escapes, writesBefore))
+    return {};
   return transpose;
 }
 

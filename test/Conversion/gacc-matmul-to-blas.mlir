@@ -139,6 +139,41 @@ func.func private @fill_private(%a: memref<4x3xf32>, %b: memref<3x2xf32>, %c: me
 
 // -----
 
+// A buffer whose address reaches a call (the runtime's all-reduce reads and
+// writes it) between the transpose and the matmul, or between the zero fill
+// and the matmul: neither is folded.
+func.func private @gaccrt_all_reduce(i64)
+
+// CHECK-LABEL: func.func @address_escapes
+// CHECK:         linalg.transpose
+// CHECK:         linalg.fill
+// CHECK:         call @gaccrt_all_reduce
+// CHECK:         %[[TA:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:    %[[TB:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:    arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[BETA:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    call @gaccrt_sgemm(%[[TA]], %[[TB]], %{{.*}}, %[[BETA]],
+func.func @address_escapes(%b: memref<4x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %src = memref.alloc() : memref<4x3xf32>
+  %c = memref.alloc() : memref<3x2xf32>
+  linalg.fill ins(%one : f32) outs(%src : memref<4x3xf32>)
+  %p = memref.extract_aligned_pointer_as_index %src : memref<4x3xf32> -> index
+  %q = memref.extract_aligned_pointer_as_index %c : memref<3x2xf32> -> index
+  %a = memref.alloc() : memref<3x4xf32>
+  linalg.transpose ins(%src : memref<4x3xf32>) outs(%a : memref<3x4xf32>) permutation = [1, 0]
+  linalg.fill ins(%zero : f32) outs(%c : memref<3x2xf32>)
+  %p64 = arith.index_cast %p : index to i64
+  %q64 = arith.index_cast %q : index to i64
+  call @gaccrt_all_reduce(%p64) : (i64) -> ()
+  call @gaccrt_all_reduce(%q64) : (i64) -> ()
+  linalg.matmul ins(%a, %b : memref<3x4xf32>, memref<4x2xf32>) outs(%c : memref<3x2xf32>)
+  return
+}
+
+// -----
+
 // Not f32: left alone.
 // CHECK-LABEL: func.func @f64
 // CHECK:         linalg.matmul
