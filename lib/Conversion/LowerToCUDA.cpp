@@ -128,6 +128,8 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   // first), tiled into blocks of threads, mapped, outlined into one module.
   pm.addPass(createGpuLoopOrderPass());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
+  // Reductions in too few threads: split into chunks combined atomically.
+  pm.addPass(createGpuSplitReductionsPass());
   pm.addPass(createGpuSerialKernelsPass());
   SmallVector<int64_t> tileSizes(options.tileSizes.begin(),
                                  options.tileSizes.end());
