@@ -19,6 +19,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
@@ -137,7 +138,7 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
     tileSizes = {32, 8};
   // Guards instead of min bounds: launch sizes stay constant.
   pm.addPass(createParallelLoopTilingPass(tileSizes, /*noMinMaxBounds=*/true));
-  pm.addPass(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addPass(createConvertParallelLoopToGpuPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createCanonicalizerPass());

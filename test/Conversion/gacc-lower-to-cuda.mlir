@@ -1,4 +1,7 @@
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda="kernels-only" | FileCheck %s
+// The same as a textual pass pipeline (gpu-map-parallel-loops nests on
+// func.func):
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2" | gacc-opt --pass-pipeline='builtin.module(gacc-lower-to-cuda{kernels-only})' | FileCheck %s
 // The PTX, LLVMIR and STREAM checks run from lower-to-cuda-serialized.test
 // (they need the CUDA toolkit).
 
