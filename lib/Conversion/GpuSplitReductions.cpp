@@ -115,6 +115,12 @@ static std::optional<Accumulation> matchAccumulation(Block &body,
   }
   if (!acc.load || acc.addend == acc.load.getResult())
     return std::nullopt;
+  // Element types whose atomics the NVPTX back end emits (as atom or a
+  // compare-and-swap loop).
+  Type type = acc.addend.getType();
+  if (!type.isF32() && !type.isF64() && !type.isInteger(32) &&
+      !type.isInteger(64))
+    return std::nullopt;
   for (Value index : acc.store.getIndices())
     if (reductionRoot->isAncestor(index.getParentRegion()->getParentOp()))
       return std::nullopt;

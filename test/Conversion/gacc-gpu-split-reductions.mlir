@@ -103,7 +103,8 @@ func.func @column_sum(%x: memref<256x10xf32>, %g: memref<10xf32>) {
 
 // Left as they are: a row reduction of 10 elements per row (too short to
 // split), a reduction in 8192 threads already, a product of floats (its
-// rounding depends on the order), and a reduction with dynamic bounds.
+// rounding depends on the order), a reduction with dynamic bounds, and a
+// max of f16 values (no atomic for that type).
 
 // CHECK-LABEL: func.func @kept
 // CHECK:         scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%{{.*}}) {
@@ -113,9 +114,11 @@ func.func @column_sum(%x: memref<256x10xf32>, %g: memref<10xf32>) {
 // CHECK:         scf.for
 // CHECK:           arith.mulf
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step
+// CHECK:         scf.for
+// CHECK:           arith.maximumf {{.*}} : f16
 // CHECK-NOT:     atomic
 func.func @kept(%x: memref<64x10xf32>, %m: memref<64xf32>, %y: memref<8192x4xf32>, %t: memref<8192xf32>,
-                %a: memref<?xf32>, %s: memref<f32>) {
+                %a: memref<?xf32>, %s: memref<f32>, %h: memref<64xf16>, %hs: memref<f16>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -152,6 +155,12 @@ func.func @kept(%x: memref<64x10xf32>, %m: memref<64xf32>, %y: memref<8192x4xf32
     %acc = memref.load %s[] : memref<f32>
     %sum = arith.addf %acc, %v : f32
     memref.store %sum, %s[] : memref<f32>
+  }
+  scf.for %i = %c0 to %c64 step %c1 {
+    %v = memref.load %h[%i] : memref<64xf16>
+    %acc = memref.load %hs[] : memref<f16>
+    %max = arith.maximumf %acc, %v : f16
+    memref.store %max, %hs[] : memref<f16>
   }
   return
 }
