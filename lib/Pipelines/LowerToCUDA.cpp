@@ -20,6 +20,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
@@ -129,6 +130,8 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   // first), tiled into blocks of threads, mapped, outlined into one module.
   pm.addPass(createGpuLoopOrderPass());
   pm.addPass(createConvertLinalgToParallelLoopsPass());
+  // Reductions in too few threads: split into chunks combined atomically.
+  pm.addPass(createGpuSplitReductionsPass());
   pm.addPass(createGpuSerialKernelsPass());
   SmallVector<int64_t> tileSizes(options.tileSizes.begin(),
                                  options.tileSizes.end());
@@ -136,7 +139,7 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
     tileSizes = {32, 8};
   // Guards instead of min bounds: launch sizes stay constant.
   pm.addPass(createParallelLoopTilingPass(tileSizes, /*noMinMaxBounds=*/true));
-  pm.addPass(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addPass(createConvertParallelLoopToGpuPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createCanonicalizerPass());

@@ -1,4 +1,7 @@
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda="kernels-only" | FileCheck %s
+// The same as a textual pass pipeline (gpu-map-parallel-loops nests on
+// func.func):
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2" | gacc-opt --pass-pipeline='builtin.module(gacc-lower-to-cuda{kernels-only})' | FileCheck %s
 // The PTX, LLVMIR and STREAM checks run from lower-to-cuda-serialized.test
 // (they need the CUDA toolkit).
 
@@ -79,10 +82,10 @@
 
 // RUN: %PYTHON %gacc_src_root/bench/gen_mlp.py --batch 256 --dims 512,512,512,512,10 > %t.bench.mlir
 // RUN: gacc-opt %t.bench.mlir --gacc-pipeline="micro-batches=4" --gacc-lower-to-cuda="kernels-only" | FileCheck %s --check-prefix=BENCH
-// The bench MLP (bench/gen_mlp.py's defaults, m = 4): no kernel runs on one
-// thread (the bias gradients are one thread per output feature, the loss
-// adds atomically), so none is a serial reduction; the GEMMs follow each
-// other with no host wait.
+// The bench MLP (bench/gen_mlp.py's defaults, m = 4): no launch is one
+// thread (the bias gradients and the loss sum are split into chunks that
+// add atomically; test/CUDA/bench-mlp-kernels.test checks the threads that
+// work); the GEMMs follow each other with no host wait.
 // BENCH-LABEL: func.func @train_step
 // BENCH-NOT:     threads in (%c1, %c1, %c1)
 // BENCH-NOT:     gpu.wait

@@ -223,6 +223,27 @@ def GpuPreparePass : Pass<"gacc-gpu-prepare", "ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def GpuSplitReductionsPass : Pass<"gacc-gpu-split-reductions", "ModuleOp"> {
+  let summary = "Split reductions that would run in too few GPU threads";
+  let description = [{
+    After linalg is lowered to loops, before gacc-gpu-serial-kernels: a
+    reduction loop (`store(combine(load(A[I]), x), A[I])`, I fixed for the
+    loop) that would run serially in fewer than 8192 threads — a full
+    reduction (one thread), or inside an `scf.parallel` of few iterations
+    (a bias gradient over few columns) — with constant trip counts becomes
+    one `scf.parallel` over the parallel iterations and C chunks of the
+    reduced dimension. Chunk c reduces elements c, c + C, ... serially in a
+    register (at least 8 each, consecutive chunks reading consecutive
+    elements) and combines the partial result into A[I] with the
+    `memref.atomic_rmw` of its combiner (add, max/min in all variants,
+    and/or/xor), which keeps max/min/bitwise reductions exact; sums change
+    their rounding order. Other combiners (mulf, muli) are left alone.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def GpuSerialKernelsPass : Pass<"gacc-gpu-serial-kernels", "ModuleOp"> {
   let summary = "Run host loops and scalar code on device memory as kernels";
   let description = [{
