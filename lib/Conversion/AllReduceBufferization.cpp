@@ -48,28 +48,8 @@ struct AllReduceOpInterface
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto allReduce = cast<shard::AllReduceOp>(op);
-    // The runtime's reduction kinds (gaccrt.h: GACCRT_SUM ... _PRODUCT).
     auto kind = allReduce.getReduction();
-    std::optional<int32_t> runtimeKind;
-    switch (kind) {
-    case shard::ReductionKind::Sum:
-      runtimeKind = 0;
-      break;
-    case shard::ReductionKind::Average:
-      runtimeKind = 1;
-      break;
-    case shard::ReductionKind::Max:
-      runtimeKind = 2;
-      break;
-    case shard::ReductionKind::Min:
-      runtimeKind = 3;
-      break;
-    case shard::ReductionKind::Product:
-      runtimeKind = 4;
-      break;
-    default:
-      break;
-    }
+    std::optional<int32_t> runtimeKind = getRuntimeReductionKind(kind);
     if (!runtimeKind)
       return op->emitOpError()
              << "the reduction '" << shard::stringifyReductionKind(kind)
@@ -83,7 +63,7 @@ struct AllReduceOpInterface
     if (failed(buffer))
       return failure();
     auto type = cast<MemRefType>(buffer->getType());
-    std::optional<RuntimeDType> dtype = getRuntimeDType(type.getElementType());
+    std::optional<int32_t> dtype = getRuntimeDType(type.getElementType());
     if (!dtype || !type.hasStaticShape())
       return op->emitOpError() << "cannot reduce a buffer of type " << type
                                << " with the gacc runtime";
@@ -114,8 +94,7 @@ struct AllReduceOpInterface
     Value addressI64 = arith::IndexCastOp::create(rewriter, loc, i64, address);
     Value count =
         arith::ConstantIntOp::create(rewriter, loc, i64, type.getNumElements());
-    Value dtypeValue = arith::ConstantIntOp::create(
-        rewriter, loc, i32, static_cast<int32_t>(*dtype));
+    Value dtypeValue = arith::ConstantIntOp::create(rewriter, loc, i32, *dtype);
     Value kindValue =
         arith::ConstantIntOp::create(rewriter, loc, i32, *runtimeKind);
     int64_t bucket = -1;

@@ -69,7 +69,8 @@ static bool collectAliases(Value root, SmallVectorImpl<Value> &aliases,
       }
       if (llvm::any_of(user->getResultTypes(), llvm::IsaPred<BaseMemRefType>))
         return false;
-      if (auto address = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(user)) {
+      if (auto address =
+              dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(user)) {
         SmallVector<Value> integers = {address.getResult()};
         while (!integers.empty()) {
           Value value = integers.pop_back_val();
@@ -84,13 +85,6 @@ static bool collectAliases(Value root, SmallVectorImpl<Value> &aliases,
     }
   }
   return true;
-}
-
-/// Returns the buffer `value` is a view of.
-static Value getRootBuffer(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
 }
 
 /// Whether `user` may write or free `value` (an operand of `user`).
@@ -111,12 +105,12 @@ static bool mayWriteOrFree(Operation *user, Value value) {
 /// output (beta = 0) instead. This is how the first micro-batch
 /// initializes an accumulator and how a reused buffer is cleared.
 static linalg::FillOp getZeroFillBefore(linalg::MatmulOp op, Value output) {
-  Value root = getRootBuffer(output);
+  Value root = getViewRoot(output);
   SmallVector<Value> aliases;
   SmallVector<Operation *> escapes;
   if (!collectAliases(root, aliases, escapes) ||
       llvm::any_of(op.getInputs(),
-                   [&](Value in) { return getRootBuffer(in) == root; }))
+                   [&](Value in) { return getViewRoot(in) == root; }))
     return {};
   Block *block = op->getBlock();
   Operation *last = nullptr;
@@ -180,7 +174,7 @@ static linalg::TransposeOp getFoldableTranspose(Value operand,
       return {};
   SmallVector<Value> aliases;
   SmallVector<Operation *> escapes;
-  if (!collectAliases(getRootBuffer(transpose.getInput()), aliases, escapes))
+  if (!collectAliases(getViewRoot(transpose.getInput()), aliases, escapes))
     return {};
   Block *block = transpose->getBlock();
   auto writesBefore = [&](Operation *user) {

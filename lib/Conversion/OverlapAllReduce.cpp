@@ -36,16 +36,6 @@ namespace mlir::gacc {
 using namespace mlir;
 using namespace mlir::gacc;
 
-/// Returns the buffer that `view` is a view of, through any chain of views.
-static Value getViewRoot(Value view) {
-  while (auto op = view.getDefiningOp<ViewLikeOpInterface>()) {
-    if (op->getNumResults() != 1 || op.getViewSource() == view)
-      break;
-    view = op.getViewSource();
-  }
-  return view;
-}
-
 /// Collects the ops of `block` that access the memory of `root`: every op
 /// (or its ancestor in `block`) that uses `root` or a value aliasing it,
 /// except views, whose own users are followed instead. Results of memref

@@ -6,6 +6,8 @@
 
 #include "RuntimeCalls.h"
 
+#include "gaccrt/gaccrt.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -24,18 +26,36 @@ func::FuncOp mlir::gacc::getOrDeclareRuntimeFunction(Operation *from,
   return decl;
 }
 
-std::optional<RuntimeDType> mlir::gacc::getRuntimeDType(Type type) {
+std::optional<int32_t> mlir::gacc::getRuntimeDType(Type type) {
   if (type.isF32())
-    return RuntimeDType::F32;
+    return GACCRT_F32;
   if (type.isF64())
-    return RuntimeDType::F64;
+    return GACCRT_F64;
   if (type.isBF16())
-    return RuntimeDType::BF16;
+    return GACCRT_BF16;
   if (type.isF16())
-    return RuntimeDType::F16;
+    return GACCRT_F16;
   if (type.isInteger(32))
-    return RuntimeDType::I32;
+    return GACCRT_I32;
   if (type.isInteger(64))
-    return RuntimeDType::I64;
+    return GACCRT_I64;
   return std::nullopt;
+}
+
+std::optional<int32_t>
+mlir::gacc::getRuntimeReductionKind(shard::ReductionKind kind) {
+  switch (kind) {
+  case shard::ReductionKind::Sum:
+    return GACCRT_SUM;
+  case shard::ReductionKind::Average:
+    return GACCRT_AVERAGE;
+  case shard::ReductionKind::Max:
+    return GACCRT_MAX;
+  case shard::ReductionKind::Min:
+    return GACCRT_MIN;
+  case shard::ReductionKind::Product:
+    return GACCRT_PRODUCT;
+  default:
+    return std::nullopt;
+  }
 }

@@ -9,7 +9,11 @@
 #define GACC_LIB_CONVERSION_RUNTIMECALLS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+
+#include <cstdint>
+#include <optional>
 
 namespace mlir::gacc {
 
@@ -18,18 +22,13 @@ namespace mlir::gacc {
 func::FuncOp getOrDeclareRuntimeFunction(Operation *from, StringRef name,
                                          FunctionType type);
 
-/// The runtime's element type codes (gaccrt_all_reduce's `dtype`).
-enum class RuntimeDType : int32_t {
-  F32 = 0,
-  F64 = 1,
-  BF16 = 2,
-  F16 = 3,
-  I32 = 4,
-  I64 = 5
-};
+/// Returns the runtime's element type code of `type` (gaccrt_all_reduce's
+/// `dtype`: GACCRT_F32, ... from gaccrt.h), if the runtime reduces it.
+std::optional<int32_t> getRuntimeDType(Type type);
 
-/// Returns the runtime code of `type`, if the runtime reduces it.
-std::optional<RuntimeDType> getRuntimeDType(Type type);
+/// Returns the runtime's reduction kind code of `kind` (gaccrt_all_reduce's
+/// `kind`: GACCRT_SUM, ... from gaccrt.h), if the runtime has it.
+std::optional<int32_t> getRuntimeReductionKind(shard::ReductionKind kind);
 
 } // namespace mlir::gacc
 

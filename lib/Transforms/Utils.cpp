@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -88,6 +89,15 @@ void mlir::gacc::eraseDeadOps(Block &block) {
         changed = true;
       }
   }
+}
+
+Value mlir::gacc::getViewRoot(Value view) {
+  while (auto op = view.getDefiningOp<ViewLikeOpInterface>()) {
+    if (op->getNumResults() != 1 || op.getViewSource() == view)
+      break;
+    view = op.getViewSource();
+  }
+  return view;
 }
 
 Value mlir::gacc::flattenTensor(OpBuilder &builder, Location loc, Value value) {

@@ -38,6 +38,11 @@ void eraseDeadOps(Block &block);
 /// Reshapes a ranked tensor into a 1-D tensor of the same elements.
 Value flattenTensor(OpBuilder &builder, Location loc, Value value);
 
+/// Returns the value that `view` is a view of, through any chain of
+/// single-result view-like ops (`memref.subview`, `memref.view`,
+/// `memref.cast`, reshapes, ...).
+Value getViewRoot(Value view);
+
 /// Reshapes a 1-D tensor into `type` (the inverse of flattenTensor).
 Value unflattenTensor(OpBuilder &builder, Location loc, Value flat,
                       RankedTensorType type);
