@@ -28,6 +28,7 @@ mlir::gacc::getPrepareStepOptions(const GaccPipelineConfig &config) {
   PrepareStepPassOptions options;
   options.entry = config.entry;
   options.batchSize = config.batchSize;
+  options.runtimeBatchSize = config.runtimeBatchSize;
   return options;
 }
 
@@ -73,6 +74,11 @@ mlir::gacc::getLossScaleOptions(const GaccPipelineConfig &config) {
 void mlir::gacc::buildGaccPipeline(OpPassManager &pm,
                                    const GaccPipelineConfig &config) {
   pm.addPass(createPrepareStepPass(getPrepareStepOptions(config)));
+  if (config.runtimeBatchSize) {
+    RuntimeBatchSizePassOptions runtimeBatch;
+    runtimeBatch.entry = config.entry;
+    pm.addPass(createRuntimeBatchSizePass(runtimeBatch));
+  }
   // gacc-micro-batch runs the same checks as gacc-verify-step (it needs the
   // analysis anyway); running both would report every problem twice.
   pm.addPass(createMicroBatchPass(getMicroBatchOptions(config)));

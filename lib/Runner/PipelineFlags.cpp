@@ -38,6 +38,14 @@ static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
                                    cl::init("cpu"),
                                    cl::cat(gacc::getToolFlagCategory()));
 
+static cl::opt<int64_t> runBatchSize(
+    "run-batch-size",
+    cl::desc("With --runtime-batch-size: run a tail step on the first N "
+             "samples of the generated inputs (0: the whole batch)"),
+    cl::init(0), cl::cat(gacc::getToolFlagCategory()));
+
+int64_t gacc::getRunBatchSizeFlag() { return runBatchSize; }
+
 gacc::StepOptions gacc::getStepOptionsFromFlags() {
   StepOptions options;
 #define GACC_PIPELINE_OPTION(NAME, ...) options.NAME = flags.NAME;

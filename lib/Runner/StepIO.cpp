@@ -171,6 +171,96 @@ static std::string formatShape(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+NpyArray narrowArray(const NpyArray &array, int64_t dim, int64_t samples) {
+  std::vector<int64_t> shape = array.shape;
+  int64_t outer = 1, inner = dtypeSize(array.dtype);
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  int64_t from = shape[dim];
+  shape[dim] = samples;
+  NpyArray out = makeArray(array.dtype, shape);
+  int64_t rows = std::min(from, samples);
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(out.data.data() + o * samples * inner,
+                array.data.data() + o * from * inner, rows * inner);
+  return out;
+}
+
+bool narrowBatchInputs(const std::vector<TensorInfo> &args,
+                       std::vector<NpyArray> &inputs, int64_t samples,
+                       std::string &error) {
+  for (size_t i = 0; i < args.size() && i < inputs.size(); ++i) {
+    if (args[i].role != Role::Batch)
+      continue;
+    int64_t batch = args[i].shape[args[i].index];
+    if (samples < 1 || samples > batch) {
+      error = "--run-batch-size=" + std::to_string(samples) +
+              " is not between 1 and the batch size " + std::to_string(batch);
+      return false;
+    }
+    inputs[i] = narrowArray(inputs[i], args[i].index, samples);
+  }
+  return true;
+}
+
+/// runtime-batch-size: pads batch inputs of B' < B samples to B and sets
+/// the sample count argument to B'.
+static bool applySampleCount(const std::vector<TensorInfo> &args,
+                             std::vector<NpyArray> &inputs,
+                             std::string &error) {
+  int countArg = -1;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].role == Role::SampleCount)
+      countArg = i;
+  if (countArg < 0)
+    return true;
+  int64_t samples = -1, first = -1, batchSize = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const TensorInfo &arg = args[i];
+    NpyArray &in = inputs[i];
+    if (arg.role == Role::Batch)
+      batchSize = arg.shape[arg.index];
+    if (arg.role != Role::Batch || in.shape.size() != arg.shape.size())
+      continue;
+    int64_t d = arg.index, batch = arg.shape[d];
+    std::vector<int64_t> expected = arg.shape;
+    expected[d] = in.shape[d];
+    if (in.shape != expected || in.shape[d] < 1 || in.shape[d] > batch)
+      continue; // prepareStepInputs reports the shape.
+    if (samples >= 0 && in.shape[d] != samples) {
+      error = "batch argument #" + std::to_string(i) + " has " +
+              std::to_string(in.shape[d]) + " samples but batch argument #" +
+              std::to_string(first) + " has " + std::to_string(samples);
+      return false;
+    }
+    samples = in.shape[d];
+    first = i;
+    batchSize = batch;
+    if (samples != batch)
+      in = narrowArray(in, d, batch);
+  }
+  // Full-size batch inputs keep the count they were given (padded rows).
+  if (samples >= 0 && samples < batchSize) {
+    NpyArray count = makeArray(DType::I64, {});
+    *reinterpret_cast<int64_t *>(count.data.data()) = samples;
+    inputs[countArg] = count;
+  }
+  NpyArray count = convertToDType(inputs[countArg], DType::I64);
+  if (!count.shape.empty())
+    return true; // prepareStepInputs reports the shape.
+  int64_t value = *reinterpret_cast<const int64_t *>(count.data.data());
+  if (batchSize > 0 && (value < 1 || value > batchSize)) {
+    error = "the sample count (argument #" + std::to_string(countArg) +
+            ") is " + std::to_string(value) + "; a step compiled for " +
+            std::to_string(batchSize) + " samples runs 1 to " +
+            std::to_string(batchSize);
+    return false;
+  }
+  return true;
+}
+
 bool prepareStepInputs(const std::vector<TensorInfo> &args,
                        std::vector<NpyArray> &inputs, std::string &error) {
   if (inputs.size() != args.size()) {
@@ -178,6 +268,8 @@ bool prepareStepInputs(const std::vector<TensorInfo> &args,
             std::to_string(inputs.size());
     return false;
   }
+  if (!applySampleCount(args, inputs, error))
+    return false;
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorInfo &arg = args[i];
     NpyArray &in = inputs[i];
@@ -609,7 +701,10 @@ std::string formatStepSummary(int64_t steps, int64_t warmup,
                               const gaccrt_cuda_counts *counts) {
   std::vector<double> sorted = stepMs;
   std::sort(sorted.begin(), sorted.end());
-  double median = sorted.empty() ? NAN : sorted[sorted.size() / 2];
+  size_t n = sorted.size();
+  double median = n == 0       ? NAN
+                  : n % 2 == 1 ? sorted[n / 2]
+                               : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   double mean = 0;
   for (double ms : stepMs)
     mean += ms;

@@ -348,6 +348,12 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
       signature.batchSize = arg.shape[arg.index];
       break;
     }
+  // runtime-batch-size: the sample count defaults to the whole batch.
+  for (TensorInfo &arg : signature.args)
+    if (arg.role == Role::SampleCount) {
+      arg.hasFill = true;
+      arg.fill = static_cast<double>(signature.batchSize);
+    }
   if (!options.microBatchSizes.empty()) {
     signature.split = "micro-batch sizes ";
     for (size_t k = 0; k < options.microBatchSizes.size(); ++k)

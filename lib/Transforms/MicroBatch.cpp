@@ -189,29 +189,19 @@ Value MicroBatchBuilder::lookupInRegion(Value v) {
 }
 
 void MicroBatchBuilder::rescaleSampleCounts(Operation *clone) {
-  double global = static_cast<double>(batchSize), local = size;
-  auto rescaled = [&](double value) -> std::optional<double> {
-    auto near = [](double a, double b) {
-      return std::abs(a - b) <= 1e-6 * std::abs(b);
-    };
-    if (near(value, global))
-      return local;
-    if (near(value, 1.0 / global))
-      return 1.0 / local;
-    return std::nullopt;
-  };
+  double local = size;
   auto rewrite = [&](arith::ConstantOp cst) -> Attribute {
+    std::optional<SampleCountForm> form = matchSampleCount(cst, batchSize);
+    if (!form)
+      return {};
+    double value = *form == SampleCountForm::Count ? local : 1.0 / local;
     Attribute attr = cst.getValue();
-    if (auto f = dyn_cast<FloatAttr>(attr)) {
-      if (auto r = rescaled(f.getValueAsDouble()))
-        return FloatAttr::get(f.getType(), *r);
-    } else if (auto splat = dyn_cast<SplatElementsAttr>(attr)) {
-      if (auto ft = dyn_cast<FloatType>(splat.getElementType()))
-        if (auto r = rescaled(splat.getSplatValue<APFloat>().convertToDouble()))
-          return SplatElementsAttr::get(splat.getType(),
-                                        FloatAttr::get(ft, *r).getValue());
-    }
-    return {};
+    if (auto f = dyn_cast<FloatAttr>(attr))
+      return FloatAttr::get(f.getType(), value);
+    auto splat = cast<SplatElementsAttr>(attr);
+    return SplatElementsAttr::get(
+        splat.getType(),
+        FloatAttr::get(splat.getElementType(), value).getValue());
   };
   clone->walk([&](Operation *nested) {
     if (auto cst = dyn_cast<arith::ConstantOp>(nested)) {

@@ -14,7 +14,9 @@
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/Utils.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -73,6 +75,125 @@ static LogicalResult specializeBatchSize(func::FuncOp func, int64_t batchSize) {
 
 /// Returns values that canonicalization proved static with their static
 /// type: a result `tensor.cast` to a less static type is dropped.
+/// Whether `op` passes an integer sample count on to a value (sitofp).
+static bool isIntegerArith(Operation *op) {
+  return isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::MulIOp,
+             arith::AddIOp, arith::SubIOp, arith::DivSIOp, arith::DivUIOp,
+             arith::CeilDivSIOp, arith::CeilDivUIOp, arith::FloorDivSIOp,
+             arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp, arith::MaxSIOp,
+             arith::MinSIOp, arith::MaxUIOp, arith::MinUIOp>(op);
+}
+
+/// runtime-batch-size: a sample count the step reads from a shape and uses
+/// as a value (`tensor.dim` -> index_cast -> ... -> sitofp, as TorchToLinalg
+/// emits for means and nll_loss's total weight) is the run-time count B'.
+/// Each such `tensor.dim` of a batch argument's sample dimension, or of any
+/// dynamic dimension (B * T elements become B' * T), is replaced on the
+/// paths into `arith.sitofp`/`uitofp` by `dim * B' / B`; shape uses keep B.
+static LogicalResult useRuntimeSampleCount(func::FuncOp func,
+                                           int64_t batchSize) {
+  if (func.isExternal())
+    return success();
+  Block &entry = func.getBody().front();
+  // B: the batch arguments' static sample count, or batch-size.
+  int64_t staticCount = batchSize;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    RoleInfo role = getArgumentRole(func, i);
+    auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
+    if (role.role == Role::Batch && type && role.index >= 0 &&
+        role.index < type.getRank() && !type.isDynamicDim(role.index))
+      staticCount = type.getDimSize(role.index);
+  }
+  if (staticCount <= 0)
+    return success(); // specializeBatchSize reports the missing batch-size.
+
+  auto isSampleDim = [&](tensor::DimOp dim) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    auto type = dyn_cast<RankedTensorType>(dim.getSource().getType());
+    if (!index || !type || *index < 0 || *index >= type.getRank())
+      return false;
+    if (type.isDynamicDim(*index))
+      return true;
+    Value source = dim.getSource();
+    while (auto cast = source.getDefiningOp<tensor::CastOp>())
+      source = cast.getSource();
+    auto arg = dyn_cast<BlockArgument>(source);
+    if (!arg || arg.getOwner() != &entry)
+      return false;
+    RoleInfo role = getArgumentRole(func, arg.getArgNumber());
+    return role.role == Role::Batch && role.index == *index;
+  };
+
+  OpBuilder builder(func.getContext());
+  Value countIndex;
+  BlockArgument countArg = getOrAddSampleCountArgument(func);
+  // A scaled sample count from an earlier run (the runner specializes the
+  // step once more before the pipeline): `dim * index_cast(B')`.
+  auto isScaled = [&](Operation *op) {
+    auto mul = dyn_cast<arith::MulIOp>(op);
+    if (!mul)
+      return false;
+    return llvm::any_of(mul->getOperands(), [&](Value v) {
+      auto cast = v.getDefiningOp<arith::IndexCastOp>();
+      auto extract =
+          cast ? cast.getIn().getDefiningOp<tensor::ExtractOp>() : nullptr;
+      return extract && extract.getTensor() == countArg;
+    });
+  };
+  auto getCountIndex = [&]() {
+    if (countIndex)
+      return countIndex;
+    BlockArgument arg = countArg;
+    builder.setInsertionPointToStart(&entry);
+    Value count =
+        tensor::ExtractOp::create(builder, arg.getLoc(), arg, ValueRange{});
+    countIndex = arith::IndexCastOp::create(builder, arg.getLoc(),
+                                            builder.getIndexType(), count);
+    return countIndex;
+  };
+  // The copy of an integer expression with the sample dimensions scaled.
+  DenseMap<Value, Value> rebuilt;
+  std::function<Value(Value)> rebuild = [&](Value v) -> Value {
+    if (auto it = rebuilt.find(v); it != rebuilt.end())
+      return it->second;
+    Value result = v;
+    Operation *def = v.getDefiningOp();
+    if (auto dim = dyn_cast_or_null<tensor::DimOp>(def);
+        dim && isSampleDim(dim)) {
+      Value count = getCountIndex();
+      builder.setInsertionPointAfter(dim);
+      Location loc = dim.getLoc();
+      Value scaled = arith::MulIOp::create(builder, loc, dim, count);
+      result = arith::DivUIOp::create(
+          builder, loc, scaled,
+          arith::ConstantIndexOp::create(builder, loc, staticCount));
+    } else if (def && isIntegerArith(def) && !isScaled(def)) {
+      SmallVector<Value> operands;
+      bool changed = false;
+      for (Value operand : def->getOperands()) {
+        operands.push_back(rebuild(operand));
+        changed |= operands.back() != operand;
+      }
+      if (changed) {
+        builder.setInsertionPointAfter(def);
+        IRMapping mapping;
+        mapping.map(def->getOperands(), operands);
+        result = builder.clone(*def, mapping)->getResult(0);
+      }
+    }
+    rebuilt[v] = result;
+    return result;
+  };
+  SmallVector<Operation *> roots;
+  func.walk([&](Operation *op) {
+    if (isa<arith::SIToFPOp, arith::UIToFPOp>(op))
+      roots.push_back(op);
+  });
+  for (Operation *root : roots)
+    root->setOperand(0, rebuild(root->getOperand(0)));
+  return success();
+}
+
 static void refineResultTypes(func::FuncOp func) {
   if (func.isExternal() || !func.getBody().hasOneBlock())
     return;
@@ -111,6 +232,8 @@ struct PrepareStepPass
     }
     func::FuncOp func = findTrainingStep(getOperation(), entry);
     if (!func)
+      return signalPassFailure();
+    if (runtimeBatchSize && failed(useRuntimeSampleCount(func, batchSize)))
       return signalPassFailure();
     if (failed(specializeBatchSize(func, batchSize)))
       return signalPassFailure();

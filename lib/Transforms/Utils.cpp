@@ -62,6 +62,48 @@ Value mlir::gacc::createCombine(OpBuilder &builder, Location loc,
   return op->getResult(0);
 }
 
+std::optional<SampleCountForm>
+mlir::gacc::matchSampleCount(arith::ConstantOp cst, int64_t batchSize) {
+  std::optional<double> value;
+  Attribute attr = cst.getValue();
+  if (auto f = dyn_cast<FloatAttr>(attr))
+    value = f.getValueAsDouble();
+  else if (auto splat = dyn_cast<SplatElementsAttr>(attr);
+           splat && isa<FloatType>(splat.getElementType()))
+    value = splat.getSplatValue<APFloat>().convertToDouble();
+  if (!value)
+    return std::nullopt;
+  auto near = [](double a, double b) {
+    return std::abs(a - b) <= 1e-6 * std::abs(b);
+  };
+  std::optional<SampleCountForm> form;
+  if (near(*value, static_cast<double>(batchSize)))
+    form = SampleCountForm::Count;
+  else if (near(*value, 1.0 / static_cast<double>(batchSize)))
+    form = SampleCountForm::Reciprocal;
+  if (!form)
+    return std::nullopt;
+  for (Operation *user : cst->getUsers())
+    if (isa<arith::CmpFOp, arith::MinimumFOp, arith::MaximumFOp,
+            arith::MinNumFOp, arith::MaxNumFOp>(user))
+      return std::nullopt;
+  return form;
+}
+
+BlockArgument mlir::gacc::getOrAddSampleCountArgument(func::FuncOp func) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (getArgumentRole(func, i).role == Role::SampleCount)
+      return func.getArgument(i);
+  Builder builder(func.getContext());
+  unsigned index = func.getNumArguments();
+  auto attrs = builder.getDictionaryAttr(builder.getNamedAttr(
+      GaccDialect::kSampleCountAttrName, builder.getUnitAttr()));
+  (void)func.insertArgument(index,
+                            RankedTensorType::get({}, builder.getI64Type()),
+                            attrs, func.getLoc());
+  return func.getArgument(index);
+}
+
 void mlir::gacc::foldStaticDims(func::FuncOp func) {
   SmallVector<tensor::DimOp> dims;
   func.walk([&](tensor::DimOp dim) { dims.push_back(dim); });

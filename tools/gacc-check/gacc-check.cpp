@@ -70,6 +70,17 @@ static cl::opt<double> toleranceFactor(
     cl::desc("Tolerance = factor x max(graph's float32 error, epsilon)"),
     cl::init(10.0), cl::cat(category));
 
+/// A per-sample result of a tail step without its padded rows: `mine`
+/// narrowed to `ref`'s size where only the sample dimension differs.
+static torch::Tensor tailRows(torch::Tensor mine, const torch::Tensor &ref) {
+  if (mine.dim() != ref.dim())
+    return mine;
+  for (int64_t d = 0; d < mine.dim(); ++d)
+    if (mine.size(d) > ref.size(d))
+      mine = mine.narrow(d, 0, ref.size(d));
+  return mine;
+}
+
 static int fail(const std::string &message) {
   llvm::errs() << "gacc-check: error: " << message << "\n";
   return 3;
@@ -301,13 +312,71 @@ int main(int argc, char **argv) {
     if (!::gacc::readStepInputs(*step, inputDir, r, ranks, inputs[r], error))
       return fail(error);
   }
-  // Arguments the pipeline appended (the loss-scale state) are not the
-  // original graph's.
+  // Arguments the pipeline appended (the sample count, the loss-scale
+  // state) are not the original graph's.
   unsigned numGraphArgs = func.getNumArguments();
   unsigned numGraphResults = func.getNumResults();
+  int countArg = step->getSignature().getSampleCountArgument();
+  unsigned lossScaleArgs = numGraphArgs + (countArg >= 0 ? 1 : 0);
+
+  // A tail step (runtime-batch-size): the compiled step gets the padded
+  // batch and the count, LibTorch only the real samples, through the graph
+  // written for that many samples.
+  int64_t batch = step->getBatchSize();
+  int64_t samples = batch;
+  std::vector<std::vector<NpyArray>> refInputs = inputs;
+  if (int64_t runSamples = ::gacc::getRunBatchSizeFlag()) {
+    if (countArg < 0)
+      return fail("--run-batch-size needs a step compiled with "
+                  "--runtime-batch-size");
+    if (!inputDir.empty())
+      return fail("--run-batch-size applies to generated inputs; with "
+                  "--input-dir, give batch files of fewer samples instead");
+    for (auto &rankInputs : inputs)
+      if (!::gacc::narrowBatchInputs(argInfo, rankInputs, runSamples, error) ||
+          !::gacc::prepareStepInputs(argInfo, rankInputs, error))
+        return fail(error);
+  }
+  if (countArg >= 0) {
+    for (int r = 0; r < ranks; ++r) {
+      NpyArray count = convertToDType(inputs[r][countArg], DType::I64);
+      int64_t value = *reinterpret_cast<const int64_t *>(count.data.data());
+      if (r > 0 && value != samples)
+        return fail("the ranks run different sample counts (" +
+                    std::to_string(samples) + " and " + std::to_string(value) +
+                    "); gacc-check compares one count on every rank");
+      samples = value;
+      refInputs[r] = inputs[r];
+      if (!::gacc::narrowBatchInputs(argInfo, refInputs[r], samples, error))
+        return fail(error);
+    }
+  }
+  bool tail = samples != batch;
+  std::string stepName = func.getSymName().str();
+  if (tail) {
+    // A graph with a dynamic sample dimension is evaluated as written;
+    // a static one is rebuilt for `samples` (sample counts B and 1/B).
+    bool dynamicBatch = false;
+    for (unsigned i = 0; i < numGraphArgs; ++i)
+      if (argInfo[i].role == Role::Batch)
+        dynamicBatch |= cast<RankedTensorType>(func.getArgumentTypes()[i])
+                            .isDynamicDim(argInfo[i].index);
+    if (!dynamicBatch) {
+      FailureOr<mlir::gacc::BatchAnalysis> analysis =
+          mlir::gacc::BatchAnalysis::run(func, {});
+      if (failed(analysis))
+        return fail("the batch analysis rejects the input graph");
+      FailureOr<func::FuncOp> rebuilt = mlir::gacc::buildStepForBatchSize(
+          func, *analysis, samples, (func.getSymName() + "_tail").str());
+      if (failed(rebuilt))
+        return fail("cannot build the input graph for " +
+                    std::to_string(samples) + " samples");
+      func = *rebuilt;
+    }
+  }
   auto rankTensors = [&](torch::ScalarType floatType) {
     SmallVector<SmallVector<torch::Tensor>> all;
-    for (auto &rankInputs : inputs) {
+    for (auto &rankInputs : refInputs) {
       SmallVector<torch::Tensor> args;
       for (const NpyArray &a : ArrayRef(rankInputs).take_front(numGraphArgs)) {
         torch::Tensor t = toTensor(a);
@@ -358,8 +427,8 @@ int main(int argc, char **argv) {
     if (StringRef(options.lossScale).starts_with("static="))
       StringRef(options.lossScale).drop_front(7).getAsDouble(scale);
     if (dynamic) {
-      scale = toTensor(inputs[0][numGraphArgs]).item<double>();
-      tracker = toTensor(inputs[0][numGraphArgs + 1]).item<int64_t>();
+      scale = toTensor(inputs[0][lossScaleArgs]).item<double>();
+      tracker = toTensor(inputs[0][lossScaleArgs + 1]).item<int64_t>();
     }
     int lossResult = -1;
     std::set<int64_t> params;
@@ -450,7 +519,6 @@ int main(int argc, char **argv) {
 
   // The eager recipe: the graph run per micro-batch (normalizing by b),
   // loss and gradients divided by m and summed.
-  int64_t batch = step->getBatchSize();
   FailureOr<SmallVector<int64_t>> split = mlir::gacc::getMicroBatchSizes(
       batch, options.microBatches, options.microBatchSizes,
       [&] { return mlir::emitError(func.getLoc()); });
@@ -475,7 +543,9 @@ int main(int argc, char **argv) {
     });
     FailureOr<mlir::gacc::BatchAnalysis> analysis =
         mlir::gacc::BatchAnalysis::run(func, analysisOptions);
-    if (succeeded(analysis)) {
+    if (tail)
+      eagerProblem = "not computed for a tail step";
+    if (succeeded(analysis) && !tail) {
       haveEager = true;
       auto all = rankTensors(torch::kFloat64);
       int64_t offset = 0;
@@ -562,14 +632,19 @@ int main(int argc, char **argv) {
   }
 
   // The report.
-  llvm::outs() << "gacc-check: " << func.getSymName() << " from " << inputFile
-               << " on " << device << ", batch " << batch << " per rank, "
-               << ranks << " rank" << (ranks == 1 ? "" : "s")
+  llvm::outs() << "gacc-check: " << stepName << " from " << inputFile << " on "
+               << device << ", batch " << batch << " per rank"
+               << (tail
+                       ? " (tail step: " + std::to_string(samples) + " samples)"
+                       : std::string())
+               << ", " << ranks << " rank" << (ranks == 1 ? "" : "s")
                << ", micro-batch sizes ";
   for (size_t k = 0; k < sizes.size(); ++k)
     llvm::outs() << (k ? "," : "") << sizes[k];
-  llvm::outs() << "\nreference: LibTorch float64 on the full batch; errors "
-                  "are normwise (max |x - ref|, and that / max |ref|)\n\n";
+  llvm::outs() << "\nreference: LibTorch float64 on "
+               << (tail ? "the tail's samples" : "the full batch")
+               << "; errors are normwise (max |x - ref|, and that / max "
+                  "|ref|)\n\n";
   llvm::outs() << llvm::format("%-4s %-10s %-5s %11s %11s %11s %11s %11s "
                                "%10s  %s\n",
                                "res", "role", "rank", "gacc abs", "gacc rel",
@@ -579,7 +654,7 @@ int main(int argc, char **argv) {
   for (int r = 0; r < ranks; ++r)
     for (size_t j = 0; j < resultInfo.size(); ++j) {
       torch::Tensor ref = (*ref64)[r][j];
-      torch::Tensor mine = toTensor(compiled[r][j]);
+      torch::Tensor mine = tailRows(toTensor(compiled[r][j]), ref);
       if (nonFiniteExpected.count(j)) {
         // A skipped step's gradients are the overflowed ones: only their
         // non-finiteness is compared.
@@ -617,17 +692,15 @@ int main(int argc, char **argv) {
       }
       llvm::outs() << llvm::format(
           "%-4d %-10s %-5d %11.3e %11.3e %11s %11s %11.3e %10.2e  %s\n",
-          static_cast<int>(j),
-          roleName(resultInfo[j].role), r, gaccErr.abs,
+          static_cast<int>(j), roleName(resultInfo[j].role), r, gaccErr.abs,
           gaccErr.rel, eagerAbs.c_str(), eagerRel.c_str(), graphErr.rel,
           tolerance, status.c_str());
     }
   llvm::outs() << "\nvalues (rank 0):\n";
   for (size_t j = 0; j < resultInfo.size(); ++j) {
-    llvm::outs() << "  result " << j << " ("
-                 << roleName(resultInfo[j].role)
+    llvm::outs() << "  result " << j << " (" << roleName(resultInfo[j].role)
                  << "): reference " << preview((*ref64)[0][j]) << ", gacc "
-                 << preview(toTensor(compiled[0][j]));
+                 << preview(tailRows(toTensor(compiled[0][j]), (*ref64)[0][j]));
     if (haveEager && eager[0][j].defined())
       llvm::outs() << ", eager ÷m " << preview(eager[0][j]);
     llvm::outs() << "\n";

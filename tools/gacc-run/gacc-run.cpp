@@ -143,6 +143,24 @@ int main(int argc, char **argv) {
   } else {
     inputs = makeRandomInputs(*step, seed, rank);
   }
+  if (int64_t samples = getRunBatchSizeFlag()) {
+    if (inputDir.size())
+      return fail("--run-batch-size applies to generated inputs; with "
+                  "--input-dir, give batch files of fewer samples instead");
+    if (!step->getSignature().hasSampleCount())
+      return fail("--run-batch-size needs a step compiled with "
+                  "--runtime-batch-size");
+    if (!narrowBatchInputs(step->getArgs(), inputs, samples, error) ||
+        !prepareStepInputs(step->getArgs(), inputs, error))
+      return fail(error);
+  }
+
+  // runtime-batch-size: the real samples of this step.
+  int64_t samples = step->getBatchSize();
+  if (int countArg = step->getSignature().getSampleCountArgument();
+      countArg >= 0)
+    samples = *reinterpret_cast<const int64_t *>(
+        convertToDType(inputs[countArg], DType::I64).data.data());
 
   const auto &results = step->getResults();
   int lossIndex = -1;
@@ -152,11 +170,15 @@ int main(int argc, char **argv) {
 
   if (print) {
     llvm::outs() << "gacc-run: " << step->getName() << " from " << inputFile
-                 << ", batch " << step->getBatchSize() << " per rank, "
-                 << step->getSignature().split << ", " << world << " rank"
-                 << (world == 1 ? "" : "s") << " (" << gaccrt_backend_name()
-                 << "), compiled in " << llvm::format("%.0f", compileMs)
-                 << " ms\n";
+                 << ", batch " << step->getBatchSize() << " per rank"
+                 << (samples != step->getBatchSize()
+                         ? " (tail step: " + std::to_string(samples) +
+                               " samples)"
+                         : std::string())
+                 << ", " << step->getSignature().split << ", " << world
+                 << " rank" << (world == 1 ? "" : "s") << " ("
+                 << gaccrt_backend_name() << "), compiled in "
+                 << llvm::format("%.0f", compileMs) << " ms\n";
   }
 
   // The inputs are copied into the step's buffers once; updated parameters

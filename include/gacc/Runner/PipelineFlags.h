@@ -25,6 +25,10 @@ llvm::cl::OptionCategory &getToolFlagCategory();
 /// The step options the shared flags select.
 StepOptions getStepOptionsFromFlags();
 
+/// The value of --run-batch-size (gacc-run, gacc-check): the samples of a
+/// tail step, 0 for the whole batch.
+int64_t getRunBatchSizeFlag();
+
 /// The shared flags as arguments for another gacc tool (gacc-check starting
 /// gacc-run under mpirun).
 std::vector<std::string> getPipelineFlagArguments();

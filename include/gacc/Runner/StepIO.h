@@ -62,6 +62,15 @@ struct StepSignature {
   std::vector<TensorInfo> args, results;
   /// Descriptions of the checked gathers, by site number.
   std::vector<std::string> gatherSites;
+
+  /// The sample count argument (runtime-batch-size), or -1.
+  int getSampleCountArgument() const {
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].role == Role::SampleCount)
+        return static_cast<int>(i);
+    return -1;
+  }
+  bool hasSampleCount() const { return getSampleCountArgument() >= 0; }
 };
 
 /// The first line of a signature's text, with its newline.
@@ -79,8 +88,23 @@ bool parseSignature(const std::string &text, StepSignature &signature,
 /// Checks `inputs` against `args` (count, shape, dtype) and converts
 /// float/int arrays to the argument's element type. Returns false with a
 /// message naming the argument when they do not fit.
+///
+/// A step compiled with runtime-batch-size (it has a `sample_count`
+/// argument) also takes batch arguments with fewer samples B' (a tail
+/// step): they are padded with zeros to the compiled batch, and the sample
+/// count argument is set to B' (to the full batch otherwise).
 bool prepareStepInputs(const std::vector<TensorInfo> &args,
                        std::vector<NpyArray> &inputs, std::string &error);
+
+/// Keeps the first `samples` samples of each batch argument of `inputs`
+/// (gacc-run's and gacc-check's --run-batch-size with generated inputs).
+/// Returns false with a message when `samples` is not in 1..B.
+bool narrowBatchInputs(const std::vector<TensorInfo> &args,
+                       std::vector<NpyArray> &inputs, int64_t samples,
+                       std::string &error);
+
+/// The first `samples` entries of `array` along `dim`.
+NpyArray narrowArray(const NpyArray &array, int64_t dim, int64_t samples);
 
 /// Reads the inputs of `rank` (of `world` ranks) from `dir`: `arg<i>.npy`,
 /// or `rank<r>/arg<i>.npy` when per-rank folders exist (there must be

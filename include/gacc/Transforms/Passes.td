@@ -40,7 +40,11 @@ def PrepareStepPass : Pass<"gacc-prepare-step", "ModuleOp"> {
     without it), then the training-step function is canonicalized and
     CSE'd (dead ops dropped, `tensor.empty` of `?` sizes and `tensor.cast`
     folded, `tensor.dim` of static sizes folded), and results whose type
-    became static are returned with that type.
+    became static are returned with that type. With `runtime-batch-size`, a
+    `tensor.dim` of a sample dimension (of a batch argument, or any dynamic
+    dimension) that reaches `arith.sitofp`/`uitofp` through integer
+    arithmetic is, on that path, scaled to the run-time sample count of the
+    `gacc.sample_count` argument (added if missing); shape uses keep B.
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"\"",
@@ -51,9 +55,40 @@ def PrepareStepPass : Pass<"gacc-prepare-step", "ModuleOp"> {
            "dynamic (0: none may be)">,
     Option<"canonicalize", "canonicalize", "bool", /*default=*/"true",
            "Canonicalize and CSE the step after specializing it">,
+    Option<"runtimeBatchSize", "runtime-batch-size", "bool",
+           /*default=*/"false",
+           "Sample counts read from shapes as values (tensor.dim of a "
+           "sample dimension converted to a float) become the "
+           "gacc.sample_count argument, before the sizes are folded">,
   ];
   let dependentDialects = ["::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def RuntimeBatchSizePass : Pass<"gacc-runtime-batch-size", "ModuleOp"> {
+  let summary = "Let a training step run any batch size up to its own";
+  let description = [{
+    Rewrites a training step written for B samples so that it runs any
+    B' <= B samples at run time (the incomplete last step of an epoch). The
+    step gains a last argument `tensor<i64> {gacc.sample_count}` holding B';
+    the batch arguments keep B samples, of which the first B' are real and
+    the rest padding. Every reduction over the sample dimension skips the
+    padding: a `linalg.generic` (or a generalized named op) adds the
+    combiner's identity instead of a padded sample's contribution, and a
+    named contraction whose inputs all carry the sample dimension (a weight
+    gradient) reads them with padded samples zeroed. Sample counts used as
+    values (a float constant equal to B or 1/B that is not compared, and
+    `sitofp` of the integer B) become B' and 1/B'. Per-sample results keep
+    B rows; rows past B' are padding. Run before gacc-micro-batch; regions
+    keep their compile-time sizes, and a tail's samples fill them in order.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "Name of the training-step function">,
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect"];
 }
 
 def MicroBatchPass : Pass<"gacc-micro-batch", "ModuleOp"> {

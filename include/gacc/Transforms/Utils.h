@@ -9,6 +9,7 @@
 #define GACC_TRANSFORMS_UTILS_H
 
 #include "gacc/Analysis/BatchAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -28,6 +29,21 @@ Combiner getCombiner(Operation *op);
 /// marked `gacc.combine`.
 Value createCombine(OpBuilder &builder, Location loc, Combiner combiner,
                     Value lhs, Value rhs);
+
+/// How a float constant stands for the sample count B of a batch.
+enum class SampleCountForm { Count, Reciprocal };
+
+/// Returns how `cst` stands for the sample count `batchSize`: a float
+/// constant (scalar or splat) equal to B or 1/B that no comparison, min or
+/// max reads (a clamp bound such as ReLU6's 6 is not a count). The rule by
+/// which gacc-runtime-batch-size and buildStepForBatchSize recognize sample
+/// counts used as values.
+std::optional<SampleCountForm> matchSampleCount(arith::ConstantOp cst,
+                                                int64_t batchSize);
+
+/// Returns the `gacc.sample_count` argument of `func` (runtime-batch-size),
+/// appending it as `tensor<i64>` if the function has none.
+BlockArgument getOrAddSampleCountArgument(func::FuncOp func);
 
 /// Replaces `tensor.dim` of static dimensions with constants.
 void foldStaticDims(func::FuncOp func);

@@ -128,3 +128,13 @@ func.func @micro_batch_offset(%w: tensor<f32>) {
   }
   return
 }
+
+// -----
+
+// expected-error @below {{expected the sample count argument #1 to be a rank-0 tensor of i64, got 'tensor<i32>'}}
+func.func @bad_sample_count(%x: tensor<4xf32> {gacc.batch = 0 : i64},
+                            %n: tensor<i32> {gacc.sample_count})
+    -> (tensor<f32> {gacc.loss}) {
+  %e = tensor.empty() : tensor<f32>
+  return %e : tensor<f32>
+}

@@ -61,6 +61,15 @@ LogicalResult GaccDialect::verifyRegionArgAttribute(Operation *op,
   if (role == Role::None)
     return op->emitOpError()
            << "unknown gacc role '" << name << "' on " << where;
+  if (role == Role::SampleCount) {
+    // Bufferized steps keep their roles: a memref is fine too.
+    auto type = dyn_cast<ShapedType>(func.getArgumentTypes()[argIndex]);
+    if (!type || !type.hasRank() || type.getRank() != 0 ||
+        !type.getElementType().isInteger(64) || isa<VectorType>(type))
+      return op->emitOpError() << "expected the sample count " << where
+                               << " to be a rank-0 tensor of i64, got "
+                               << func.getArgumentTypes()[argIndex];
+  }
   if (!hasIndex(role))
     return verifyUnitRole(op, attr, where);
   FailureOr<int64_t> dim = getIndexRole(op, attr, where);

@@ -31,12 +31,15 @@ StringRef mlir::gacc::getRoleAttrName(Role role) {
     return GaccDialect::kStateOutAttrName;
   case Role::Metric:
     return GaccDialect::kMetricAttrName;
+  case Role::SampleCount:
+    return GaccDialect::kSampleCountAttrName;
   }
   llvm_unreachable("unknown role");
 }
 
 Role mlir::gacc::symbolizeRole(StringRef attrName, bool onResult) {
-  static constexpr Role kArgRoles[] = {Role::Param, Role::Batch, Role::State};
+  static constexpr Role kArgRoles[] = {Role::Param, Role::Batch, Role::State,
+                                       Role::SampleCount};
   static constexpr Role kResultRoles[] = {
       Role::Loss, Role::Grad, Role::ParamOut, Role::StateOut, Role::Metric};
   ArrayRef<Role> roles =

@@ -36,6 +36,10 @@ def Gacc_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kParamOutAttrName = "gacc.param_out";
     static constexpr ::llvm::StringLiteral kStateOutAttrName = "gacc.state_out";
     static constexpr ::llvm::StringLiteral kMetricAttrName = "gacc.metric";
+    /// The number of real samples of a step compiled with
+    /// runtime-batch-size (a `tensor<i64>` argument).
+    static constexpr ::llvm::StringLiteral kSampleCountAttrName =
+        "gacc.sample_count";
     /// Marks the ops that combine the partials of consecutive micro-batches.
     static constexpr ::llvm::StringLiteral kCombineAttrName = "gacc.combine";
     /// Marks the values that hold a gradient accumulator bucket.

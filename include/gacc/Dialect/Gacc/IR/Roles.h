@@ -24,13 +24,15 @@ enum class Role {
   Grad,
   ParamOut,
   StateOut,
-  Metric
+  Metric,
+  SampleCount
 };
 
 /// Every role, in declaration order.
 inline constexpr Role kAllRoles[] = {
-    Role::None, Role::Param,    Role::Batch,    Role::State, Role::Loss,
-    Role::Grad, Role::ParamOut, Role::StateOut, Role::Metric};
+    Role::None,   Role::Param,      Role::Batch,    Role::State,
+    Role::Loss,   Role::Grad,       Role::ParamOut, Role::StateOut,
+    Role::Metric, Role::SampleCount};
 
 /// Returns "param", "batch", "loss", "param_out", ... ("-" for Role::None),
 /// as the signature text and the tools' reports print roles.
@@ -54,6 +56,8 @@ inline const char *roleName(Role role) {
     return "state_out";
   case Role::Metric:
     return "metric";
+  case Role::SampleCount:
+    return "sample_count";
   }
   return "?";
 }
