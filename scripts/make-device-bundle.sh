@@ -70,6 +70,13 @@ compile() { # DEVICE NAME STEP OPTIONS...
 # The fixtures: NAME TOLERANCE(GPU vs CPU) FIXTURE OPTIONS. The reference
 # example reads its files (w = 0, x = 1..4, y = 2x); the others read inputs
 # drawn from a seed and saved.
+# mlp-m4-buckets starts three bucket all-reduces inside the final region and
+# waits for them in the epilogue (overlap-all-reduce, the default):
+# gaccrt_cuda_all_reduce_start/_wait, which order the compute and
+# communication streams through events even on one rank; mlp-m4-blocking is
+# the same step with blocking all-reduces. (The check runs one rank: NCCL
+# needs a device per rank, so the two-rank overlap is checked only by
+# gaccrt-nccl-mpi-test where there are two GPUs.)
 CASES="lr-m1 1e-5 linear_regression.mlir --micro-batches=1
 lr-m2 1e-5 linear_regression.mlir --micro-batches=2
 lr-m4 1e-5 linear_regression.mlir --micro-batches=4
@@ -77,6 +84,8 @@ lr-3+1 1e-5 linear_regression.mlir --micro-batch-sizes=3,1
 mlp-m1 1e-4 mlp.mlir --micro-batches=1
 mlp-m2 1e-4 mlp.mlir --micro-batches=2
 mlp-m4 1e-4 mlp.mlir --micro-batches=4
+mlp-m4-buckets 1e-4 mlp.mlir --micro-batches=4 --bucket-bytes=128
+mlp-m4-blocking 1e-4 mlp.mlir --micro-batches=4 --bucket-bytes=128 --overlap-all-reduce=false
 bf16-m2 3e-2 bf16_linear.mlir --micro-batches=2
 bf16-m2-f32acc 3e-2 bf16_linear.mlir --micro-batches=2 --accumulate-type=f32
 adamw-clip-m1 1e-4 adamw_clip.mlir --micro-batches=1

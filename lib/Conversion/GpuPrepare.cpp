@@ -1,10 +1,10 @@
 //===- GpuPrepare.cpp - a bufferized step for the GPU -----------*- C++ -*-===//
 //
 // The gacc-gpu-prepare pass of the CUDA lowering: buffers become device
-// allocations, copies become gpu.memcpy, and the collective calls the CUDA
-// runtime's, so that the host only launches kernels, cuBLAS GEMMs and NCCL
-// collectives (gacc-gpu-serial-kernels moves the remaining host code that
-// touches memory to the device).
+// allocations, copies become gpu.memcpy, and the collectives (blocking, or
+// started and waited for) call the CUDA runtime's, so that the host only
+// launches kernels, cuBLAS GEMMs and NCCL collectives (gacc-gpu-serial-kernels
+// moves the remaining host code that touches memory to the device).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,13 +32,18 @@ struct GpuPreparePass : public gacc::impl::GpuPreparePassBase<GpuPreparePass> {
     mlir::gacc::PassResultVerifier verifyResult(
         getOperation(), getArgument(), [this] { signalPassFailure(); });
     ModuleOp module = getOperation();
-    // The collective of the CUDA runtime has the CPU one's signature.
-    if (auto decl = module.lookupSymbol<func::FuncOp>("gaccrt_all_reduce")) {
+    // The collectives of the CUDA runtime have the CPU ones' signatures
+    // (the blocking all-reduce, and the start and wait of an overlapped one).
+    for (StringRef name : {"gaccrt_all_reduce", "gaccrt_all_reduce_start",
+                           "gaccrt_all_reduce_wait"}) {
+      auto decl = module.lookupSymbol<func::FuncOp>(name);
+      if (!decl)
+        continue;
+      std::string cudaName = ("gaccrt_cuda_" + name.drop_front(7)).str();
       if (failed(SymbolTable::replaceAllSymbolUses(
-              decl, StringAttr::get(&getContext(), "gaccrt_cuda_all_reduce"),
-              module)))
+              decl, StringAttr::get(&getContext(), cudaName), module)))
         return signalPassFailure();
-      decl.setSymName("gaccrt_cuda_all_reduce");
+      decl.setSymName(cudaName);
     }
 
     SmallVector<Operation *> ops;

@@ -6,11 +6,13 @@
 //   f32 GEMMs as cuBLAS calls (gaccrt_cuda_sgemm: beta = 0 in the first
 //   region, 1 when accumulating), deallocation after the last use, device
 //   allocations and copies, the sunk collectives as NCCL all-reduces per
-//   bucket (gaccrt_cuda_all_reduce), the remaining linalg work as parallel
-//   loops tiled into thread blocks and outlined as GPU kernels, the kernels
-//   through NVVM to PTX for the chip (LLVM's NVPTX back end; ptxas assembles
-//   it), and the host code to the LLVM dialect calling the MLIR GPU runtime
-//   ABI (mgpu*), which gaccrt_cuda implements.
+//   bucket (gaccrt_cuda_all_reduce; a bucket marked gacc.overlap started
+//   after the final region's last write into it and waited for before its
+//   first read: gaccrt_cuda_all_reduce_start/_wait), the remaining linalg work
+//   as parallel loops tiled into thread blocks and outlined as GPU kernels, the
+//   kernels through NVVM to PTX for the chip (LLVM's NVPTX back end; ptxas
+//   assembles it), and the host code to the LLVM dialect calling the MLIR GPU
+//   runtime ABI (mgpu*), which gaccrt_cuda implements.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,8 +117,13 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
                                           const LowerToCUDAOptions &options) {
   // Gather indices are clamped on the GPU, not reported (kernels cannot
   // call the host runtime).
+  // Regions stay inline (so the final one is), and buckets marked
+  // gacc.overlap start in it (gacc-overlap-all-reduce; gacc-gpu-prepare
+  // makes them NCCL calls on the communication stream).
   buildBufferizedStepPipeline(pm, options.traceRegions,
-                              /*reportIndexErrors=*/false);
+                              /*reportIndexErrors=*/false,
+                              /*outlineRegions=*/false,
+                              /*overlapAllReduce=*/true);
   MatmulToBlasPassOptions blas;
   blas.callee = "gaccrt_cuda_sgemm";
   pm.addPass(createMatmulToBlasPass(blas));

@@ -15,6 +15,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -123,6 +124,18 @@ struct PendingTraceEvent {
   std::string argsJson;
   CUevent start;
   CUevent end;
+  /// Trace track (tid): 0 for the compute stream, 1 ("communication") for
+  /// the communication stream's collectives.
+  int track = 0;
+};
+
+/// An all-reduce of gaccrt_cuda_all_reduce_start not yet waited for: its
+/// buffer and the event recorded on the communication stream after it.
+struct StartedAllReduce {
+  uintptr_t data;
+  int64_t bytes;
+  int64_t bucket;
+  CUevent done;
 };
 
 struct CudaState {
@@ -141,11 +154,20 @@ struct CudaState {
   cublasHandle_t blas = nullptr;
   int maxSharedOptin = 0; // bytes of dynamic shared memory a kernel may opt in
 
-  /// Compute-stream work must wait for the all-reduces issued since the last
-  /// orderAfterCollectives.
+  /// Compute-stream work must wait for the blocking all-reduces
+  /// (gaccrt_cuda_all_reduce) issued since the compute stream last waited
+  /// for commDone.
   bool collectivesPending = false;
   CUevent computeReady = nullptr; // recorded on compute, waited on by comm
-  CUevent commDone = nullptr;     // recorded on comm, waited on by compute
+  CUevent commDone = nullptr;     // recorded on comm after each blocking one
+
+  /// Started all-reduces (gaccrt_cuda_all_reduce_start) by handle; the
+  /// compute stream waits for one only in gaccrt_cuda_all_reduce_wait (or
+  /// when its buffer is freed).
+  std::map<int64_t, StartedAllReduce> started;
+  int64_t lastStartedHandle = 0;
+  /// Events of finished waits, reused by the next starts (created once).
+  std::vector<CUevent> doneEvents;
 
   CUevent mark = nullptr;
   CUevent syncEnd = nullptr; // end event of gaccrt_cuda_elapsed_ms_since_mark
@@ -192,9 +214,16 @@ CudaState &cudaState();
 /// "<caller>: CUDA is not available: <reason>" when that fails.
 CudaState &requireCuda(const char *caller);
 
-/// The compute stream, after making it wait for pending all-reduces: the
-/// stream to use for any work on it.
+/// The compute stream, after making it wait for pending blocking
+/// all-reduces: the stream to use for any work on it. Started all-reduces
+/// are waited for by gaccrt_cuda_all_reduce_wait only.
 CUstream computeStream(const char *caller);
+
+/// Makes the compute stream wait (on the device) for the started
+/// all-reduces whose buffer overlaps [data, data + bytes): a freed block may
+/// be handed out again at once.
+void orderAfterStartedAllReduces(CudaState &state, uintptr_t data,
+                                 int64_t bytes, const char *caller);
 
 /// Waits for `stream` (or `event`) on the host. While an NCCL communicator
 /// exists this polls, checking NCCL's asynchronous errors and the timeout.

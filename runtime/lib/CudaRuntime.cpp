@@ -14,6 +14,7 @@
 
 #include "CollectiveTimeout.h"
 #include "CudaInternal.h"
+#include "Internal.h"
 
 #include <algorithm>
 #include <chrono>
@@ -64,6 +65,10 @@ void releaseResources(CudaState &state) {
       gCuda.cuEventDestroy(event.start);
       gCuda.cuEventDestroy(event.end);
     }
+    for (auto &[handle, started] : state.started)
+      gCuda.cuEventDestroy(started.done);
+    for (CUevent event : state.doneEvents)
+      gCuda.cuEventDestroy(event);
     for (CUevent event : {state.computeReady, state.commDone, state.mark,
                           state.syncEnd, state.epoch})
       if (event)
@@ -77,6 +82,8 @@ void releaseResources(CudaState &state) {
   }
   state.eventPool.clear();
   state.pendingTrace.clear();
+  state.started.clear();
+  state.doneEvents.clear();
   state.blas = nullptr;
   state.computeReady = state.commDone = state.mark = state.syncEnd =
       state.epoch = nullptr;
@@ -233,10 +240,10 @@ void resolveTraceEvents(CudaState &state, size_t count, const char *caller) {
     checkCu(gCuda.cuEventElapsedTime(&endMs, state.epoch, event.end),
             "cuEventElapsedTime", caller);
     double startUs = state.epochUs + 1000.0 * startMs;
-    gaccrt_trace_complete(event.name.c_str(), event.category, startUs,
-                          std::max(0.0, 1000.0 * (endMs - startMs)),
-                          event.argsJson.empty() ? nullptr
-                                                 : event.argsJson.c_str());
+    gaccrt_internal_trace_complete_on_track(
+        event.name.c_str(), event.category, startUs,
+        std::max(0.0, 1000.0 * (endMs - startMs)),
+        event.argsJson.empty() ? nullptr : event.argsJson.c_str(), event.track);
     state.eventPool.push_back(event.start);
     state.eventPool.push_back(event.end);
   }
@@ -333,13 +340,22 @@ CudaState &requireCuda(const char *caller) {
 CUstream computeStream(const char *caller) {
   CudaState &state = cudaState();
   if (state.collectivesPending) {
-    checkCu(gCuda.cuEventRecord(state.commDone, state.comm), "cuEventRecord",
-            caller);
+    // commDone was recorded right after the last blocking all-reduce, so
+    // started ones issued since then are not waited for here.
     checkCu(gCuda.cuStreamWaitEvent(state.compute, state.commDone, 0),
             "cuStreamWaitEvent", caller);
     state.collectivesPending = false;
   }
   return state.compute;
+}
+
+void orderAfterStartedAllReduces(CudaState &state, uintptr_t data,
+                                 int64_t bytes, const char *caller) {
+  for (auto &[handle, started] : state.started)
+    if (data < started.data + static_cast<uint64_t>(started.bytes) &&
+        started.data < data + static_cast<uint64_t>(bytes))
+      checkCu(gCuda.cuStreamWaitEvent(state.compute, started.done, 0),
+              "cuStreamWaitEvent", caller);
 }
 
 void waitForStream(CUstream stream, const char *caller) {
@@ -485,18 +501,26 @@ void accountedFree(void *ptr, const char *caller) {
     state.allocations.erase(found);
   }
   requireCuda(caller);
-  // An all-reduce in flight may still use the buffer, and cuMemFree's own
-  // wait for the device would not notice an NCCL failure.
-  if (collectiveCommunicatorActive())
-    waitForStream(state.comm, caller);
   if (allocation.capacity > 0) {
-    // Later work on the compute stream may reuse it at once.
+    // Later work on the compute stream may reuse it at once: that work waits
+    // for the blocking all-reduces issued before it (computeStream), and here
+    // the compute stream waits, on the device, for a started all-reduce
+    // still using the block. No host wait: a free between an all-reduce's
+    // start and its wait (an activation of the final micro-batch) must not
+    // stall the host until the collective is done.
+    orderAfterStartedAllReduces(state, reinterpret_cast<uintptr_t>(ptr),
+                                allocation.bytes, caller);
     std::lock_guard<std::mutex> lock(state.memoryMutex);
     state.pool[allocation.capacity].push_back(
         reinterpret_cast<CUdeviceptr>(ptr));
     state.pooledBytes += allocation.capacity;
     return;
   }
+  // Managed memory goes back to the driver: an all-reduce in flight may
+  // still use it, and cuMemFree's own wait for the device would not notice
+  // an NCCL failure.
+  if (collectiveCommunicatorActive())
+    waitForStream(state.comm, caller);
   checkCu(gCuda.cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree",
           caller);
 }

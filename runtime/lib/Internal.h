@@ -22,6 +22,13 @@ extern "C" {
 /// gaccrt_bytes_reduced: how libgaccrt_cuda's device all-reduce shares the
 /// statistics. Exported (gaccrt_* prefix) but not part of the public API.
 GACCRT_API void gaccrt_internal_count_collective(int64_t bytes);
+/// gaccrt_trace_complete on track (trace tid) `track`: how libgaccrt_cuda
+/// puts the communication stream's collectives on track 1, "communication".
+/// Exported (gaccrt_* prefix) but not part of the public API.
+GACCRT_API void
+gaccrt_internal_trace_complete_on_track(const char *name, const char *category,
+                                        double ts_us, double dur_us,
+                                        const char *args_json, int32_t track);
 }
 
 namespace gaccrt {
@@ -80,7 +87,8 @@ int currentWorldSizeOrOne();
 
 /// Records a complete trace event if tracing is enabled (see gaccrt.h), on
 /// track (trace tid) `track`: 0 for the calling threads, 1 for the
-/// communication thread of the overlapped all-reduces.
+/// communication thread of the overlapped all-reduces (and the CUDA
+/// backend's communication stream).
 void traceComplete(const std::string &name, const char *category, double tsUs,
                    double durUs, const std::string &argsJson, int track = 0);
 bool traceEnabled();

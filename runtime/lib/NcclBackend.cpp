@@ -2,7 +2,12 @@
 //
 // gaccrt_cuda_all_reduce: one ncclAllReduce per accumulator bucket on the
 // communication stream, which first waits (through an event) for the work
-// already issued on the compute stream. The communicator is created on the
+// already issued on the compute stream; the compute stream's next work waits
+// for it. gaccrt_cuda_all_reduce_start issues the same collective, but the
+// compute stream waits for it (cuStreamWaitEvent on an event recorded after
+// it: no host wait) only in gaccrt_cuda_all_reduce_wait, so the rest of the
+// final micro-batch's backward runs while it reduces. The communicator is
+// created on the
 // first multi-rank call: rank 0's ncclGetUniqueId travels to the other ranks
 // through gaccrt's own MPI broadcast. NCCL errors never hang or pass
 // silently: synchronous results are checked, asynchronous ones are polled
@@ -36,6 +41,8 @@ using namespace gaccrt;
 namespace {
 
 const char *const kCaller = "gaccrt_cuda_all_reduce";
+const char *const kStartCaller = "gaccrt_cuda_all_reduce_start";
+const char *const kWaitCaller = "gaccrt_cuda_all_reduce_wait";
 
 std::string bucketText(int64_t bucket) {
   return "bucket " + std::to_string(bucket);
@@ -43,13 +50,14 @@ std::string bucketText(int64_t bucket) {
 
 /// Aborts unless [data, data + bytes) lies in one device allocation, so a
 /// host pointer or an overrun becomes a message rather than a fault.
-void checkDeviceBuffer(void *data, int64_t bytes, int64_t bucket) {
+void checkDeviceBuffer(void *data, int64_t bytes, int64_t bucket,
+                       const char *caller) {
   CUdeviceptr pointer = reinterpret_cast<CUdeviceptr>(data);
   unsigned int memoryType = 0;
   CUresult result = gCuda.cuPointerGetAttribute(
       &memoryType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pointer);
   if (result != CUDA_SUCCESS || memoryType == CU_MEMORYTYPE_HOST)
-    cudaFatal(std::string(kCaller) + ": " + bucketText(bucket) +
+    cudaFatal(std::string(caller) + ": " + bucketText(bucket) +
               " is not in device memory (cuPointerGetAttribute: " +
               (result != CUDA_SUCCESS ? cudaResultText(result)
                                       : std::string("host memory")) +
@@ -63,7 +71,7 @@ void checkDeviceBuffer(void *data, int64_t bytes, int64_t bucket) {
                                   pointer) == CUDA_SUCCESS &&
       rangeSize > 0 &&
       pointer - rangeStart + static_cast<uint64_t>(bytes) > rangeSize)
-    cudaFatal(std::string(kCaller) + ": " + bucketText(bucket) + " (" +
+    cudaFatal(std::string(caller) + ": " + bucketText(bucket) + " (" +
               std::to_string(bytes) + " bytes at offset " +
               std::to_string(pointer - rangeStart) +
               ") overruns its device allocation of " +
@@ -170,9 +178,10 @@ void completeNccl(ncclResult_t result, ncclComm_t comm, const char *call,
 }
 
 /// The communicator over all ranks, created on first use (in the all-reduce
-/// of `bucket`): a collective call, so every rank gets here in the same
-/// all-reduce.
-ncclComm_t communicator(int rank, int worldSize, int64_t bucket) {
+/// of `bucket`, called by `caller`): a collective call, so every rank gets
+/// here in the same all-reduce.
+ncclComm_t communicator(int rank, int worldSize, int64_t bucket,
+                        const char *caller) {
   NcclState &state = ncclState();
   if (state.comm)
     return state.comm;
@@ -180,7 +189,7 @@ ncclComm_t communicator(int rank, int worldSize, int64_t bucket) {
   state.worldSize = worldSize;
   ncclUniqueId id{};
   if (rank == 0)
-    checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId", kCaller);
+    checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId", caller);
   // The id travels over MPI, under the same deadline as NCCL's calls.
   const double saved = gaccrt_collective_timeout();
   if (saved <= 0)
@@ -194,7 +203,7 @@ ncclComm_t communicator(int rank, int worldSize, int64_t bucket) {
       ncclCommInitRankConfig(&comm, worldSize, id, rank, &config);
   if (result == ncclSuccess || result == ncclInProgress)
     state.comm = comm; // so that a failure or a timeout aborts it
-  completeNccl(result, comm, "ncclCommInitRank", kCaller,
+  completeNccl(result, comm, "ncclCommInitRank", caller,
                state.collectiveNumber + 1, bucket);
   return comm;
 }
@@ -290,33 +299,60 @@ void finalizeCollectives() {}
 // The all-reduce
 //===----------------------------------------------------------------------===//
 
-void gaccrt_cuda_all_reduce(void *device_data, int64_t count, int32_t dtype,
-                            int32_t kind, int64_t bucket) {
+namespace {
+
+const char *const kKindNames[] = {"sum", "average", "max", "min", "product"};
+
+/// Checks the arguments of an all-reduce of `caller` (before the device is
+/// needed, so the messages are the same without a GPU).
+void validateAllReduce(const char *caller, void *device_data, int64_t count,
+                       int32_t dtype, int32_t kind, int64_t bucket) {
   const char *typeName = dtypeName(dtype);
   if (!typeName)
-    cudaFatal(std::string(kCaller) + ": unknown dtype " +
-              std::to_string(dtype) + " for " + bucketText(bucket) +
+    cudaFatal(std::string(caller) + ": unknown dtype " + std::to_string(dtype) +
+              " for " + bucketText(bucket) +
               " (expected 0=f32, 1=f64, 2=bf16, 3=f16, 4=i32, 5=i64)");
-  static const char *const kindNames[] = {"sum", "average", "max", "min",
-                                          "product"};
   if (kind < GACCRT_SUM || kind > GACCRT_PRODUCT)
-    cudaFatal(std::string(kCaller) + ": unknown reduction kind " +
+    cudaFatal(std::string(caller) + ": unknown reduction kind " +
               std::to_string(kind) + " for " + bucketText(bucket) +
               " (expected 0=sum, 1=average, 2=max, 3=min, 4=product)");
   if (count < 0 || (count > 0 && !device_data))
-    cudaFatal(std::string(kCaller) + ": invalid buffer for " +
+    cudaFatal(std::string(caller) + ": invalid buffer for " +
               bucketText(bucket) + " (" + std::to_string(count) +
               " elements at " + (device_data ? "a valid pointer" : "NULL") +
               ")");
-  bool average = kind == GACCRT_AVERAGE;
-  if (average && (dtype == GACCRT_I32 || dtype == GACCRT_I64))
-    cudaFatal(std::string(kCaller) + ": average of an integer (" + typeName +
+  if (kind == GACCRT_AVERAGE && (dtype == GACCRT_I32 || dtype == GACCRT_I64))
+    cudaFatal(std::string(caller) + ": average of an integer (" + typeName +
               ") " + bucketText(bucket) + " is not supported; use sum");
+}
 
-  CudaState &cuda = requireCuda(kCaller);
+/// A done event for a started all-reduce: a finished wait's, else a new one
+/// (so steps after the first create none).
+CUevent acquireDoneEvent(CudaState &cuda, const char *caller) {
+  if (!cuda.doneEvents.empty()) {
+    CUevent event = cuda.doneEvents.back();
+    cuda.doneEvents.pop_back();
+    return event;
+  }
+  CUevent event = nullptr;
+  checkCu(gCuda.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate",
+          caller);
+  return event;
+}
+
+/// Validates, counts and issues the all-reduce of `caller` on the
+/// communication stream after the compute stream's work issued so far, and
+/// traces it (on track 1, "communication", with device times). Returns true
+/// when the communication stream got work: with one rank the data is left
+/// as it is, but a started all-reduce (`started`) still orders the streams,
+/// so that the start/wait path is the same on one rank as on several.
+bool issueAllReduce(const char *caller, void *device_data, int64_t count,
+                    int32_t dtype, int32_t kind, int64_t bucket, bool started) {
+  validateAllReduce(caller, device_data, count, dtype, kind, bucket);
+  CudaState &cuda = requireCuda(caller);
   int64_t bytes = count * dtypeBytes(dtype);
   if (count > 0)
-    checkDeviceBuffer(device_data, bytes, bucket);
+    checkDeviceBuffer(device_data, bytes, bucket, caller);
   // gaccrt_world_size initializes the core (which resets the statistics)
   // before this call is counted.
   const int worldSize = gaccrt_world_size();
@@ -327,26 +363,38 @@ void gaccrt_cuda_all_reduce(void *device_data, int64_t count, int32_t dtype,
   std::string name = "all-reduce " + bucketText(bucket);
   std::string args = "{\"bytes\": " + std::to_string(bytes) +
                      ", \"count\": " + std::to_string(count) +
-                     ", \"kind\": \"" + kindNames[kind] + "\", \"dtype\": \"" +
-                     typeName + "\", \"device\": \"cuda\"}";
-  if (worldSize == 1 || count == 0) {
+                     ", \"kind\": \"" + kKindNames[kind] + "\", \"dtype\": \"" +
+                     dtypeName(dtype) + "\", \"device\": \"cuda\"" +
+                     (started ? ", \"overlapped\": true" : "") + "}";
+  bool reduce = worldSize > 1 && count > 0;
+  if (!reduce) {
     if (tracing)
       gaccrt_trace_complete(name.c_str(), "collective", gaccrt_now_us(), 0.0,
                             args.c_str());
-    return;
+    if (!started || count == 0)
+      return false;
   }
+#if !GACCRT_HAVE_NCCL
+  if (reduce)
+    cudaFatal(std::string(caller) + ": " + bucketText(bucket) +
+              " must be reduced over " + std::to_string(worldSize) +
+              " ranks, but libgaccrt_cuda was built without NCCL");
+#endif
 
-#if GACCRT_HAVE_NCCL
-  ncclComm_t comm = communicator(rank, worldSize, bucket);
   // The reduction must see everything issued on the compute stream so far.
   checkCu(gCuda.cuEventRecord(cuda.computeReady, cuda.compute), "cuEventRecord",
-          kCaller);
+          caller);
   checkCu(gCuda.cuStreamWaitEvent(cuda.comm, cuda.computeReady, 0),
-          "cuStreamWaitEvent", kCaller);
+          "cuStreamWaitEvent", caller);
+  if (!reduce)
+    return true;
+
+#if GACCRT_HAVE_NCCL
+  ncclComm_t comm = communicator(rank, worldSize, bucket, caller);
   CUevent start = nullptr;
   if (tracing) {
-    start = acquireTimingEvent(kCaller);
-    checkCu(gCuda.cuEventRecord(start, cuda.comm), "cuEventRecord", kCaller);
+    start = acquireTimingEvent(caller);
+    checkCu(gCuda.cuEventRecord(start, cuda.comm), "cuEventRecord", caller);
   }
   NcclState &state = ncclState();
   ++state.collectiveNumber;
@@ -359,19 +407,74 @@ void gaccrt_cuda_all_reduce(void *device_data, int64_t count, int32_t dtype,
                              : kind == GACCRT_PRODUCT ? ncclProd
                                                       : ncclSum,
                              comm, cuda.comm),
-               comm, "ncclAllReduce", kCaller, state.collectiveNumber, bucket);
-  cuda.collectivesPending = true;
+               comm, "ncclAllReduce", caller, state.collectiveNumber, bucket);
   if (tracing) {
-    CUevent end = acquireTimingEvent(kCaller);
-    checkCu(gCuda.cuEventRecord(end, cuda.comm), "cuEventRecord", kCaller);
-    addPendingTraceEvent({name, "collective", args, start, end}, kCaller);
+    CUevent end = acquireTimingEvent(caller);
+    checkCu(gCuda.cuEventRecord(end, cuda.comm), "cuEventRecord", caller);
+    addPendingTraceEvent({name, "collective", args, start, end, /*track=*/1},
+                         caller);
   }
-  checkCollectiveErrors(kCaller);
+  checkCollectiveErrors(caller);
 #else
-  (void)cuda;
   (void)rank;
-  cudaFatal(std::string(kCaller) + ": " + bucketText(bucket) +
-            " must be reduced over " + std::to_string(worldSize) +
-            " ranks, but libgaccrt_cuda was built without NCCL");
 #endif
+  return true;
+}
+
+} // namespace
+
+void gaccrt_cuda_all_reduce(void *device_data, int64_t count, int32_t dtype,
+                            int32_t kind, int64_t bucket) {
+  if (!issueAllReduce(kCaller, device_data, count, dtype, kind, bucket,
+                      /*started=*/false))
+    return;
+  // The compute stream's next work waits for this event (computeStream).
+  CudaState &cuda = cudaState();
+  checkCu(gCuda.cuEventRecord(cuda.commDone, cuda.comm), "cuEventRecord",
+          kCaller);
+  cuda.collectivesPending = true;
+}
+
+int64_t gaccrt_cuda_all_reduce_start(void *device_data, int64_t count,
+                                     int32_t dtype, int32_t kind,
+                                     int64_t bucket) {
+  bool issued = issueAllReduce(kStartCaller, device_data, count, dtype, kind,
+                               bucket, /*started=*/true);
+  CudaState &cuda = cudaState();
+  int64_t handle = ++cuda.lastStartedHandle;
+  if (!issued)
+    return handle; // no data: nothing to wait for
+  CUevent done = acquireDoneEvent(cuda, kStartCaller);
+  checkCu(gCuda.cuEventRecord(done, cuda.comm), "cuEventRecord", kStartCaller);
+  cuda.started[handle] = {reinterpret_cast<uintptr_t>(device_data),
+                          count * dtypeBytes(dtype), bucket, done};
+  return handle;
+}
+
+void gaccrt_cuda_all_reduce_wait(int64_t handle, void *device_data) {
+  CudaState &cuda = cudaState();
+  if (handle <= 0 || handle > cuda.lastStartedHandle)
+    cudaFatal(std::string(kWaitCaller) + ": " + std::to_string(handle) +
+              " is not a handle of gaccrt_cuda_all_reduce_start (" +
+              std::to_string(cuda.lastStartedHandle) + " started so far)");
+  auto found = cuda.started.find(handle);
+  if (found == cuda.started.end())
+    return; // nothing to wait for (no data), or waited for before
+  StartedAllReduce startedCall = found->second;
+  if (startedCall.data != reinterpret_cast<uintptr_t>(device_data))
+    cudaFatal(std::string(kWaitCaller) + ": handle " + std::to_string(handle) +
+              " (" + bucketText(startedCall.bucket) +
+              ") was started on another buffer than the one waited for");
+  requireCuda(kWaitCaller);
+  // On the device: the host goes on issuing work.
+  checkCu(gCuda.cuStreamWaitEvent(cuda.compute, startedCall.done, 0),
+          "cuStreamWaitEvent", kWaitCaller);
+  cuda.started.erase(found);
+  // Safe to record again at once: the wait above is bound to the record
+  // that precedes it.
+  cuda.doneEvents.push_back(startedCall.done);
+}
+
+int64_t gaccrt_cuda_all_reduces_in_flight(void) {
+  return static_cast<int64_t>(cudaState().started.size());
 }

@@ -5,7 +5,8 @@
 // object file that Perfetto and chrome://tracing load: one process per rank
 // (pid = rank, named "rank N" by a metadata event), the calling threads on
 // track 0 and the communication thread of the overlapped all-reduces
-// (gaccrt_all_reduce_start) on track 1, named "communication".
+// (gaccrt_all_reduce_start), or the CUDA backend's communication stream, on
+// track 1, named "communication".
 // Events are kept in memory until the file is written; begin/end pairs live
 // on a per-thread stack.
 //
@@ -189,6 +190,16 @@ void gaccrt_trace_complete(const char *name, const char *category, double ts_us,
   if (traceEnabled())
     record(name ? name : "", category ? category : "", ts_us, dur_us,
            args_json ? args_json : "");
+}
+
+void gaccrt_internal_trace_complete_on_track(const char *name,
+                                             const char *category, double ts_us,
+                                             double dur_us,
+                                             const char *args_json,
+                                             int32_t track) {
+  if (traceEnabled())
+    record(name ? name : "", category ? category : "", ts_us, dur_us,
+           args_json ? args_json : "", track < 0 ? 0 : track);
 }
 
 void gaccrt_trace_region_begin(int64_t index) {

@@ -38,3 +38,23 @@ func.func @reduce(%p: i64, %n: i64, %d: i32, %k: i32, %g: i64) {
   call @gaccrt_all_reduce(%p, %n, %d, %k, %g) : (i64, i64, i32, i32, i64) -> ()
   return
 }
+
+// -----
+
+// The start and wait of an overlapped all-reduce (gacc-overlap-all-reduce)
+// become the CUDA runtime's, declarations and calls alike.
+
+// CHECK-DAG:   func.func private @gaccrt_cuda_all_reduce_start(i64, i64, i32, i32, i64) -> i64
+// CHECK-DAG:   func.func private @gaccrt_cuda_all_reduce_wait(i64, i64)
+// CHECK-NOT:   @gaccrt_all_reduce
+// CHECK-LABEL: func.func @overlapped
+// CHECK:         %[[H:.*]] = call @gaccrt_cuda_all_reduce_start(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i32, i32, i64) -> i64
+// CHECK:         call @gaccrt_cuda_all_reduce_wait(%[[H]], %{{.*}}) : (i64, i64) -> ()
+// CHECK-NOT:   @gaccrt_all_reduce
+func.func private @gaccrt_all_reduce_start(i64, i64, i32, i32, i64) -> i64
+func.func private @gaccrt_all_reduce_wait(i64, i64)
+func.func @overlapped(%p: i64, %n: i64, %d: i32, %k: i32, %g: i64) {
+  %h = call @gaccrt_all_reduce_start(%p, %n, %d, %k, %g) : (i64, i64, i32, i32, i64) -> i64
+  call @gaccrt_all_reduce_wait(%h, %p) : (i64, i64) -> ()
+  return
+}

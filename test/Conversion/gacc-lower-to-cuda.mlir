@@ -2,6 +2,8 @@
 // The same as a textual pass pipeline (gpu-map-parallel-loops nests on
 // func.func):
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2" | gacc-opt --pass-pipeline='builtin.module(gacc-lower-to-cuda{kernels-only})' | FileCheck %s
+// Without overlap: one blocking all-reduce after the final region.
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2 overlap-all-reduce=false" --gacc-lower-to-cuda="kernels-only" | FileCheck %s --check-prefix=BLOCKING
 // The PTX, LLVMIR and STREAM checks run from lower-to-cuda-serialized.test
 // (they need the CUDA toolkit).
 
@@ -9,7 +11,11 @@
 // buffer in device memory; the weight-gradient GEMM as cuBLAS with beta = 0
 // in region 0 and beta = 1 in region 1; the rest as kernels with real launch
 // configurations (32 x 8 threads for 2-D loops); exactly one NCCL all-reduce
-// of the bucket after the final region; no host code touching device memory.
+// of the bucket, started inside the final region right after its last write
+// into the bucket (the bias-gradient kernel) and waited for (by the compute
+// stream, on the device) right before the epilogue's first read of it (the
+// copy of the weight gradient out of the bucket), not before the loss
+// kernel, which does not read it; no host code touching device memory.
 
 // CHECK-LABEL: func.func @linear
 // CHECK:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
@@ -25,21 +31,43 @@
 // CHECK:         call @gaccrt_trace_region_begin
 // CHECK:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ZERO]],
 // CHECK:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ONE]],
-// CHECK:         call @gaccrt_trace_region_end
 // CHECK-NOT:     call @gaccrt_cuda_all_reduce
-// CHECK:         call @gaccrt_cuda_all_reduce(%{{.*}}, %c8_i64, %{{.*}}, %{{.*}}, %{{.*}}) {gacc.overlap} : (i64, i64, i32, i32, i64) -> ()
+// CHECK:         gpu.launch_func {{.*}}%[[BIAS:view[_0-9]*]] : memref<2xf32>
+// CHECK-NEXT:    gpu.dealloc
+// CHECK-NEXT:    %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[ALL:view[_0-9]*]] : memref<8xf32>
+// CHECK-NEXT:    %[[ADDR64:.*]] = arith.index_cast %[[ADDR]]
+// CHECK-NEXT:    %[[HANDLE:.*]] = call @gaccrt_cuda_all_reduce_start(%[[ADDR64]], %c8_i64, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i32, i32, i64) -> i64
+// CHECK-NEXT:    call @gaccrt_trace_region_end
+// CHECK-NEXT:    gpu.launch_func
+// CHECK-NOT:     gpu.memcpy
+// CHECK:         %[[ADDR2:.*]] = memref.extract_aligned_pointer_as_index %[[ALL]] : memref<8xf32>
+// CHECK-NEXT:    %[[ADDR2_64:.*]] = arith.index_cast %[[ADDR2]]
+// CHECK-NEXT:    call @gaccrt_cuda_all_reduce_wait(%[[HANDLE]], %[[ADDR2_64]]) : (i64, i64) -> ()
+// CHECK-NEXT:    gpu.memcpy
 // CHECK-NOT:     call @gaccrt_cuda_all_reduce
 // CHECK-NOT:     memref.load
-// CHECK:         gpu.memcpy
 // CHECK:         return
 // CHECK:       gpu.module @linear_kernel
 // CHECK:         gpu.func @linear_kernel({{.*}}) kernel
+
+// BLOCKING-LABEL: func.func @linear
+// BLOCKING:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}},
+// BLOCKING:         call @gaccrt_trace_region_end
+// BLOCKING:         call @gaccrt_trace_region_begin
+// BLOCKING:         call @gaccrt_trace_region_end
+// BLOCKING-NOT:     call @gaccrt_cuda_all_reduce
+// BLOCKING:         call @gaccrt_cuda_all_reduce(%{{.*}}, %c8_i64, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i32, i32, i64) -> ()
+// BLOCKING-NOT:     call @gaccrt_cuda_all_reduce
+// BLOCKING:         gpu.memcpy
+// BLOCKING:         return
 
 // Fully lowered: host code in LLVM, kernels as PTX for sm_90.
 // PTX:     llvm.func @linear
 // PTX:     llvm.call @gaccrt_cuda_sgemm
 // PTX:     gpu.launch_func
-// PTX:     llvm.call @gaccrt_cuda_all_reduce
+// PTX:     llvm.call @gaccrt_cuda_all_reduce_start
+// PTX:     llvm.call @gaccrt_trace_region_end
+// PTX:     llvm.call @gaccrt_cuda_all_reduce_wait
 // PTX-NOT: llvm.call @gaccrt_cuda_all_reduce
 // PTX:     gpu.binary @linear_kernel {{.*}}#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80"{{.*}}assembly = "{{.*}}.target sm_90
 
@@ -61,7 +89,8 @@
 // LLVMIR: call ptr @mgpuMemAlloc(
 // LLVMIR: call void @gaccrt_cuda_sgemm(
 // LLVMIR: call void @mgpuLaunchKernel(
-// LLVMIR: call void @gaccrt_cuda_all_reduce(
+// LLVMIR: call i64 @gaccrt_cuda_all_reduce_start(
+// LLVMIR: call void @gaccrt_cuda_all_reduce_wait(
 // LLVMIR: call ptr @mgpuModuleLoadJIT(
 
 // One in-order stream per step: created once at entry, synchronized and

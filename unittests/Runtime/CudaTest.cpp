@@ -8,8 +8,8 @@
 // needed. The device tests (fixture CudaDevice) need a GPU and skip
 // themselves without one: cuBLAS GEMM against a naive loop for every
 // transpose, beta and layout, copies and accounting, the single-rank
-// all-reduce, the trace, and the mgpu* ABI loading and launching the
-// embedded PTX kernel.
+// all-reduce (blocking, and started and waited for), the trace, and the
+// mgpu* ABI loading and launching the embedded PTX kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -131,7 +131,8 @@ TEST(CudaWithoutDevice, QueriesNeedNoDevice) {
         bool ok = gaccrt_cuda_available() == 0 && gaccrt_cuda_device() == -1 &&
                   gaccrt_cuda_current_bytes() == 0 &&
                   gaccrt_cuda_peak_bytes() == 0 &&
-                  gaccrt_cuda_pooled_bytes() == 0;
+                  gaccrt_cuda_pooled_bytes() == 0 &&
+                  gaccrt_cuda_all_reduces_in_flight() == 0;
         gaccrt_cuda_counts counts;
         counts.launches = counts.syncs = counts.allocations =
             counts.device_allocations = 1;
@@ -190,6 +191,10 @@ std::vector<DeviceCall> deviceCalls() {
        }},
       {"gaccrt_cuda_all_reduce",
        [=] { gaccrt_cuda_all_reduce(fake, 4, GACCRT_F32, GACCRT_SUM, 0); }},
+      {"gaccrt_cuda_all_reduce_start",
+       [=] {
+         gaccrt_cuda_all_reduce_start(fake, 4, GACCRT_F32, GACCRT_SUM, 0);
+       }},
       {"mgpuModuleLoad",
        [] {
          mgpuModuleLoad(const_cast<char *>(kGaccrtTestKernelsPtx),
@@ -278,6 +283,33 @@ TEST(CudaWithoutDevice, InvalidArgumentsAreReportedFirst) {
         gaccrt_cuda_all_reduce(f, 1, 9, GACCRT_SUM, 4);
       },
       "gaccrt: error: gaccrt_cuda_all_reduce: unknown dtype 9 for bucket 4");
+  EXPECT_DEATH(
+      {
+        withoutDriver();
+        gaccrt_cuda_all_reduce_start(f, 1, 9, GACCRT_SUM, 4);
+      },
+      "gaccrt: error: gaccrt_cuda_all_reduce_start: unknown dtype 9 for "
+      "bucket 4");
+  EXPECT_DEATH(
+      {
+        withoutDriver();
+        gaccrt_cuda_all_reduce_start(f, 1, GACCRT_I32, GACCRT_AVERAGE, 2);
+      },
+      "gaccrt: error: gaccrt_cuda_all_reduce_start: average of an integer "
+      "\\(i32\\) bucket 2 is not supported; use sum");
+  EXPECT_DEATH(
+      {
+        withoutDriver();
+        gaccrt_cuda_all_reduce_wait(0, f);
+      },
+      "gaccrt: error: gaccrt_cuda_all_reduce_wait: 0 is not a handle of "
+      "gaccrt_cuda_all_reduce_start \\(0 started so far\\)");
+  EXPECT_DEATH(
+      {
+        withoutDriver();
+        gaccrt_cuda_all_reduce_wait(3, f);
+      },
+      "gaccrt: error: gaccrt_cuda_all_reduce_wait: 3 is not a handle");
   EXPECT_DEATH(
       {
         withoutDriver();
@@ -584,6 +616,105 @@ TEST_F(CudaDevice, AllReduceOnOneRankIsIdentityButCountedAndTraced) {
                          std::to_string(bucket) + "\",\"cat\":\"collective\""),
               std::string::npos)
         << bucket;
+}
+
+TEST_F(CudaDevice, StartedAllReduceOrdersTheStreamsWithoutAHostWait) {
+  // What a step with overlap-all-reduce does on one rank: the bucket is
+  // written on the compute stream, the all-reduce starts, unrelated work
+  // follows, and the compute stream waits for the all-reduce before the
+  // bucket is read. One rank leaves the data as it is, but the streams are
+  // ordered just as with several: the read sees the compute stream's writes.
+  std::string path = testing::TempDir() + "gaccrt-cuda-started-trace.json";
+  gaccrt_trace_enable(path.c_str());
+  const int64_t n = 1 << 20;
+  std::vector<float> host(n), other(n, 2.0f);
+  for (int64_t i = 0; i < n; ++i)
+    host[i] = float(i % 97);
+  DeviceBuffer bucket(host.data(), n * 4), unrelated(other.data(), n * 4),
+      target(nullptr, n * 4);
+  gaccrt_cuda_reset_counts();
+  // Asynchronous writes into the bucket, then the start.
+  gaccrt_cuda_memset_zero(bucket.pointer, n * 2);
+  int64_t handle = gaccrt_cuda_all_reduce_start(bucket.pointer, n, GACCRT_F32,
+                                                GACCRT_SUM, 0);
+  EXPECT_GT(handle, 0);
+  EXPECT_EQ(gaccrt_cuda_all_reduces_in_flight(), 1);
+  // Work that does not touch the bucket is not held back by it.
+  gaccrt_cuda_memcpy_d2d(target.pointer, unrelated.pointer, n * 4);
+  gaccrt_cuda_all_reduce_wait(handle, bucket.pointer);
+  EXPECT_EQ(gaccrt_cuda_all_reduces_in_flight(), 0);
+  gaccrt_cuda_counts counts;
+  gaccrt_cuda_get_counts(&counts);
+  EXPECT_EQ(counts.syncs, 0) << "start or wait waited on the host";
+  // Waiting again for a finished handle does nothing.
+  gaccrt_cuda_all_reduce_wait(handle, bucket.pointer);
+  std::vector<float> reduced = bucket.read<float>(n);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i)
+    wrong += reduced[i] != (i < n / 2 ? 0.0f : host[i]);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(target.read<float>(n), other);
+  EXPECT_EQ(gaccrt_collectives_issued(), 1);
+  EXPECT_EQ(gaccrt_bytes_reduced(), n * 4);
+
+  // Many steps: handles keep increasing, events are reused, and no data
+  // means nothing to wait for.
+  int64_t last = handle;
+  for (int step = 0; step < 1000; ++step) {
+    int64_t next = gaccrt_cuda_all_reduce_start(bucket.pointer, n, GACCRT_F32,
+                                                GACCRT_AVERAGE, 1);
+    EXPECT_GT(next, last);
+    last = next;
+    gaccrt_cuda_all_reduce_wait(next, bucket.pointer);
+  }
+  int64_t empty =
+      gaccrt_cuda_all_reduce_start(nullptr, 0, GACCRT_F32, GACCRT_SUM, 2);
+  EXPECT_EQ(gaccrt_cuda_all_reduces_in_flight(), 0);
+  gaccrt_cuda_all_reduce_wait(empty, nullptr);
+  EXPECT_EQ(bucket.read<float>(n), reduced);
+
+  gaccrt_cuda_synchronize();
+  ASSERT_EQ(gaccrt_trace_write(), 0);
+  gaccrt_trace_enable(nullptr);
+  std::string trace = readFile(path);
+  EXPECT_NE(
+      trace.find("\"name\":\"all-reduce bucket 0\",\"cat\":\"collective\""),
+      std::string::npos);
+  EXPECT_NE(trace.find("\"overlapped\": true"), std::string::npos);
+}
+
+TEST_F(CudaDevice, StartedAllReduceOnAFreedBlockOrdersItsReuse) {
+  // A block freed while its all-reduce is in flight goes back to the pool;
+  // the next allocation of its size gets it, and work on it is ordered
+  // after the all-reduce (on the device).
+  const int64_t n = 4096;
+  std::vector<float> ones(n, 1.0f);
+  void *block = gaccrt_cuda_alloc(n * 4);
+  gaccrt_cuda_memcpy_h2d(block, ones.data(), n * 4);
+  int64_t handle =
+      gaccrt_cuda_all_reduce_start(block, n, GACCRT_F32, GACCRT_SUM, 0);
+  gaccrt_cuda_free(block);
+  void *again = gaccrt_cuda_alloc(n * 4);
+  EXPECT_EQ(again, block);
+  gaccrt_cuda_memset_zero(again, n * 4);
+  std::vector<float> values(n, 5.0f);
+  gaccrt_cuda_memcpy_d2h(values.data(), again, n * 4);
+  EXPECT_EQ(values, std::vector<float>(n, 0.0f));
+  gaccrt_cuda_all_reduce_wait(handle, block);
+  gaccrt_cuda_free(again);
+}
+
+TEST_F(CudaDevice, WaitOnAnotherBufferAborts) {
+  EXPECT_DEATH(
+      {
+        void *a = gaccrt_cuda_alloc(64);
+        void *b = gaccrt_cuda_alloc(64);
+        int64_t handle =
+            gaccrt_cuda_all_reduce_start(a, 16, GACCRT_F32, GACCRT_SUM, 3);
+        gaccrt_cuda_all_reduce_wait(handle, b);
+      },
+      "gaccrt: error: gaccrt_cuda_all_reduce_wait: handle [0-9]+ \\(bucket "
+      "3\\) was started on another buffer than the one waited for");
 }
 
 TEST_F(CudaDevice, AllReduceOfHostMemoryAborts) {

@@ -3,10 +3,13 @@
 // Run under `mpirun -np 2` on a machine with a CUDA device per rank (see
 // runtime/test/CMakeLists.txt): checks the NCCL all-reduce of device memory
 // (sum and average for f32, f64, bf16, f16, i32 and i64, a multi-megabyte
-// bucket, ordering after compute-stream work), the collective and byte
-// counts, and the per-rank trace files. Every rank checks its own results;
-// the failure counts are summed with gaccrt's MPI all-reduce and rank 0
-// prints "gaccrt-nccl-mpi-test: PASS".
+// bucket, ordering after compute-stream work), the started and waited-for
+// all-reduces of overlap-all-reduce (two buckets in flight at once, waited
+// for in the other order, unrelated compute work in between, results equal
+// to the blocking all-reduce's), the collective and byte counts, and the
+// per-rank trace files (the collectives on the "communication" track). Every
+// rank checks its own results; the failure counts are summed with gaccrt's MPI
+// all-reduce and rank 0 prints "gaccrt-nccl-mpi-test: PASS".
 //
 // Without a usable device on every rank, or when two ranks would share one
 // device (NCCL needs a device per rank), it prints
@@ -175,6 +178,58 @@ int64_t checkLargeBucketAfterComputeWork(int worldSize) {
   return n * 4;
 }
 
+/// Two buckets started one after the other, each right after compute-stream
+/// work writes it, with unrelated compute work while they reduce, waited for
+/// in the other order: the results equal the blocking all-reduce's, bit for
+/// bit, and nothing is left in flight.
+int64_t checkStartedAllReduces(int worldSize) {
+  const int64_t n = 1 << 20;
+  std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = float(rank + 1) * float(i % 1000) * 0.125f;
+    b[i] = float(rank + 2) * float(i % 77);
+  }
+  void *da = gaccrt_cuda_alloc(n * 4), *db = gaccrt_cuda_alloc(n * 4);
+  void *reference = gaccrt_cuda_alloc(n * 4),
+       *scratch = gaccrt_cuda_alloc(n * 4);
+  gaccrt_cuda_memcpy_h2d(da, a.data(), n * 4);
+  gaccrt_cuda_memcpy_h2d(db, b.data(), n * 4);
+  gaccrt_cuda_memcpy_h2d(reference, a.data(), n * 4);
+  gaccrt_cuda_memset_zero(da, n); // the first quarter, asynchronously
+  gaccrt_cuda_memset_zero(reference, n);
+  int64_t ha = gaccrt_cuda_all_reduce_start(da, n, GACCRT_F32, GACCRT_SUM, 10);
+  gaccrt_cuda_memset_zero(db, n * 2);
+  int64_t hb =
+      gaccrt_cuda_all_reduce_start(db, n, GACCRT_F32, GACCRT_AVERAGE, 11);
+  CHECK(hb > ha && ha > 0);
+  CHECK(gaccrt_cuda_all_reduces_in_flight() == 2);
+  gaccrt_cuda_memcpy_d2d(scratch, reference, n * 4);
+  gaccrt_cuda_all_reduce_wait(hb, db);
+  gaccrt_cuda_all_reduce_wait(ha, da);
+  CHECK(gaccrt_cuda_all_reduces_in_flight() == 0);
+  gaccrt_cuda_all_reduce(reference, n, GACCRT_F32, GACCRT_SUM, 12);
+  std::vector<float> ra(static_cast<size_t>(n)), rb(static_cast<size_t>(n)),
+      rref(static_cast<size_t>(n));
+  gaccrt_cuda_memcpy_d2h(ra.data(), da, n * 4);
+  gaccrt_cuda_memcpy_d2h(rb.data(), db, n * 4);
+  gaccrt_cuda_memcpy_d2h(rref.data(), reference, n * 4);
+  for (void *p : {da, db, reference, scratch})
+    gaccrt_cuda_free(p);
+  const float s = float(worldSize * (worldSize + 1) / 2);
+  const float s2 = float(worldSize * (worldSize + 3) / 2); // sum of rank + 2
+  int64_t wrongA = 0, wrongB = 0, differs = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    wrongA += ra[i] != (i < n / 4 ? 0.0f : s * float(i % 1000) * 0.125f);
+    wrongB +=
+        rb[i] != (i < n / 2 ? 0.0f : s2 * float(i % 77) / float(worldSize));
+    differs += ra[i] != rref[i];
+  }
+  CHECK(wrongA == 0);
+  CHECK(wrongB == 0);
+  CHECK(differs == 0);
+  return 3 * n * 4;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -198,7 +253,8 @@ int main(int argc, char **argv) {
     gaccrt_trace_enable(tracePath.c_str());
   int64_t bytes = checkSums(worldSize);
   bytes += checkLargeBucketAfterComputeWork(worldSize);
-  CHECK(gaccrt_collectives_issued() == 8);
+  bytes += checkStartedAllReduces(worldSize);
+  CHECK(gaccrt_collectives_issued() == 11);
   CHECK(gaccrt_bytes_reduced() == bytes);
   gaccrt_cuda_synchronize();
   double ms = gaccrt_cuda_elapsed_ms_since_mark();
@@ -219,6 +275,10 @@ int main(int argc, char **argv) {
     CHECK(fileContains(written, "\"name\":\"all-reduce bucket 7\","
                                 "\"cat\":\"collective\""));
     CHECK(fileContains(written, "\"device\": \"cuda\""));
+    CHECK(fileContains(written, "\"overlapped\": true"));
+    if (worldSize > 1)
+      CHECK(fileContains(written, "\"tid\":1,\"args\":{\"name\":"
+                                  "\"communication\"}"));
   }
 
   gaccrt_cuda_finalize();

@@ -2,6 +2,8 @@
 
 #include "gaccrt/gaccrt.h"
 
+#include "Internal.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -110,6 +112,36 @@ TEST(Trace, WritesValidChromeTrace) {
 
   gaccrt_trace_enable(nullptr);
   EXPECT_EQ(gaccrt_trace_enabled(), 0);
+}
+
+TEST(Trace, CommunicationTrackOfTheCudaBackend) {
+  // libgaccrt_cuda records its NCCL all-reduces (device times) through this
+  // hook on track 1, which the file names "communication".
+  ASSERT_EQ(gaccrt_init(), 0);
+  std::string path = testing::TempDir() + "gaccrt-trace-track-test.json";
+  gaccrt_trace_enable(path.c_str());
+  gaccrt_internal_trace_complete_on_track("all-reduce bucket 5", "collective",
+                                          2000.0, 10.0,
+                                          "{\"overlapped\": true}", 1);
+  gaccrt_trace_complete("sgemm 2x2x2", "gemm", 1990.0, 30.0, nullptr);
+  ASSERT_EQ(gaccrt_trace_write(), 0);
+  gaccrt_trace_enable(nullptr);
+  std::string text = readFile(path);
+  EXPECT_NE(text.find("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,"
+                      "\"tid\":1,\"args\":{\"name\":\"communication\"}}"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("{\"name\":\"all-reduce bucket 5\",\"cat\":"
+                      "\"collective\",\"ph\":\"X\",\"ts\":2000.000,\"dur\":"
+                      "10.000,\"pid\":0,\"tid\":1,\"args\":{\"overlapped\": "
+                      "true}}"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("\"name\":\"sgemm 2x2x2\",\"cat\":\"gemm\",\"ph\":"
+                "\"X\",\"ts\":1990.000,\"dur\":30.000,\"pid\":0,\"tid\":0"),
+      std::string::npos)
+      << text;
 }
 
 TEST(Trace, UnwritablePathIsReported) {

@@ -218,7 +218,9 @@ def GpuPreparePass : Pass<"gacc-gpu-prepare", "ModuleOp"> {
     Runs after bufferization, BLAS calls and deallocation, before linalg is
     lowered to parallel loops and GPU kernels: buffers become device
     allocations (`gpu.alloc`/`gpu.dealloc`), copies become `gpu.memcpy`,
-    and collectives call the CUDA runtime (`gaccrt_cuda_all_reduce`, NCCL).
+    and collectives call the CUDA runtime (`gaccrt_cuda_all_reduce`, NCCL;
+    `gaccrt_all_reduce_start`/`_wait` of gacc-overlap-all-reduce become
+    `gaccrt_cuda_all_reduce_start`/`_wait`).
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

@@ -25,8 +25,10 @@
  * all-reduces, which run on a "communication" stream after waiting for the
  * compute stream's work issued before them. The next operation gaccrt puts on
  * the compute stream (a GEMM, copy, memset, kernel launch, event record,
- * stream synchronization) waits for every all-reduce issued before it, so the
- * reduced buffers are never read or overwritten early.
+ * stream synchronization) waits for every blocking all-reduce
+ * (gaccrt_cuda_all_reduce) issued before it, so the reduced buffers are never
+ * read or overwritten early; a started one (gaccrt_cuda_all_reduce_start) is
+ * waited for where gaccrt_cuda_all_reduce_wait is called.
  *
  * Threads: call the CUDA functions from one thread at a time (any thread;
  * the context is made current where needed). The accounting queries may be
@@ -161,11 +163,36 @@ GACCRT_API void gaccrt_cuda_sgemm(
  *  (rank 0's ncclGetUniqueId is sent with gaccrt_broadcast). With one rank
  *  the data is untouched and NCCL is not used. Every call is counted in
  *  gaccrt_collectives_issued / gaccrt_bytes_reduced and traced as
- *  "all-reduce bucket <bucket>" (category "collective"). Returns once the
+ *  "all-reduce bucket <bucket>" (category "collective"; with several ranks
+ *  with device times on track 1, "communication"). Returns once the
  *  reduction is enqueued. */
 GACCRT_API void gaccrt_cuda_all_reduce(void *device_data, int64_t count,
                                        int32_t dtype, int32_t kind,
                                        int64_t bucket);
+/** Starts gaccrt_cuda_all_reduce of a bucket and returns a handle (> 0) for
+ *  gaccrt_cuda_all_reduce_wait: what code compiled with overlap-all-reduce
+ *  calls right after the final micro-batch's last write into the bucket.
+ *  The ncclAllReduce is enqueued on the communication stream after an event
+ *  recorded on the compute stream (so it starts once the bucket's
+ *  gradients are final), followed by an event the wait uses; unlike
+ *  gaccrt_cuda_all_reduce, later compute-stream work does not wait for it.
+ *  The buffer must not be read or written until the wait. With one rank the
+ *  data is untouched but the streams are ordered the same way; with no data
+ *  there is nothing to wait for. Counted like gaccrt_cuda_all_reduce; traced
+ *  with device times on track 1 ("communication"), args "overlapped": true.
+ *  Events are reused: steps after the first create none. */
+GACCRT_API int64_t gaccrt_cuda_all_reduce_start(void *device_data,
+                                                int64_t count, int32_t dtype,
+                                                int32_t kind, int64_t bucket);
+/** Makes the compute stream wait (cuStreamWaitEvent: on the device, the host
+ *  does not block) until the all-reduce `handle` of
+ *  gaccrt_cuda_all_reduce_start on `device_data` is done; the work issued
+ *  after it on the compute stream sees the reduced bucket. A handle waited
+ *  for before returns at once; an unknown handle or another buffer aborts
+ *  with a message. */
+GACCRT_API void gaccrt_cuda_all_reduce_wait(int64_t handle, void *device_data);
+/** Started all-reduces not waited for yet. */
+GACCRT_API int64_t gaccrt_cuda_all_reduces_in_flight(void);
 
 /*===--- The MLIR GPU runtime ABI -----------------------------------------===*/
 

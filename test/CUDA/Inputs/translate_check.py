@@ -8,7 +8,10 @@ no `unrealized_conversion_cast` and no gpu op but gpu.binary and
 gpu.launch_func (which mlir-translate turns into the module load and the
 launch) in the lowered module; mlir-translate --mlir-to-llvmir succeeds;
 the LLVM IR creates one stream and synchronizes it once per step function,
-with no event synchronization; ptxas assembles every kernel for sm_90
+with no event synchronization, and waits for every all-reduce it starts
+(overlap-all-reduce: each gaccrt_cuda_all_reduce_start has its
+gaccrt_cuda_all_reduce_wait, on its handle, before the synchronization);
+ptxas assembles every kernel for sm_90
 (scripts/ptxas-check.py). Prints "NAME: ok" or the failures, and exits
 non-zero on any failure.
 """
@@ -64,6 +67,17 @@ def main():
                                 f"for {returns} returns")
             if "@mgpuEventSynchronize(" in body:
                 failures.append(f"@{fname} synchronizes an event")
+            handles = re.findall(
+                r"(%\w+) = call i64 @gaccrt_cuda_all_reduce_start\(", body)
+            waited = re.findall(
+                r"call void @gaccrt_cuda_all_reduce_wait\(i64 (%\w+),", body)
+            if sorted(handles) != sorted(waited):
+                failures.append(f"@{fname} starts all-reduces {handles} but "
+                                f"waits for {waited}")
+            last_wait = body.rfind("@gaccrt_cuda_all_reduce_wait(")
+            if last_wait > body.rfind("@mgpuStreamSynchronize("):
+                failures.append(f"@{fname} waits for an all-reduce after "
+                                "synchronizing its stream")
     proc = run([sys.executable,
                 os.path.join(os.path.dirname(__file__), "..", "..", "..",
                              "scripts", "ptxas-check.py"),
