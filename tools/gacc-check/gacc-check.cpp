@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TorchEvaluator.h"
+#include "gacc/Check/TorchEvaluator.h"
 #include "gacc/Runner/PipelineFlags.h"
 #include "gacc/Runner/StepRunner.h"
 

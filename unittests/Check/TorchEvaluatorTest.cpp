@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TorchEvaluator.h"
+#include "gacc/Check/TorchEvaluator.h"
 
 #include "gacc/InitAll.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
