@@ -48,19 +48,11 @@ using namespace mlir;
 namespace gacc {
 
 namespace {
-/// The functions lowered CUDA host code calls.
+/// The functions lowered CUDA host code calls (gaccrt_cuda_symbols.def).
 const char *const kCudaSymbols[] = {
-    "gaccrt_cuda_sgemm",   "gaccrt_cuda_all_reduce",
-    "mgpuModuleLoad",      "mgpuModuleLoadJIT",
-    "mgpuModuleUnload",    "mgpuModuleGetFunction",
-    "mgpuLaunchKernel",    "mgpuStreamCreate",
-    "mgpuStreamDestroy",   "mgpuStreamSynchronize",
-    "mgpuStreamWaitEvent", "mgpuEventCreate",
-    "mgpuEventDestroy",    "mgpuEventSynchronize",
-    "mgpuEventRecord",     "mgpuMemAlloc",
-    "mgpuMemFree",         "mgpuMemcpy",
-    "mgpuMemset32",        "mgpuMemset16",
-    "mgpuSetDefaultDevice"};
+#define GACCRT_CUDA_HOST_SYMBOL(NAME) #NAME,
+#include "gaccrt/gaccrt_cuda_symbols.def"
+};
 } // namespace
 
 namespace {

@@ -273,3 +273,12 @@ void mgpuSetDefaultDevice(int32_t device) {
               "; choose the device before any other CUDA call");
   state.requestedDevice = device;
 }
+
+namespace {
+/// Every function that lowered host code calls (gaccrt_cuda_symbols.def) is
+/// declared by gaccrt_cuda.h and defined in this library.
+[[maybe_unused]] void *const kHostSymbols[] = {
+#define GACCRT_CUDA_HOST_SYMBOL(NAME) reinterpret_cast<void *>(&NAME),
+#include "gaccrt/gaccrt_cuda_symbols.def"
+};
+} // namespace

@@ -8,8 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TorchEvaluator.h"
+#include "gacc/Check/TorchEvaluator.h"
 
+#include "gacc/Dialect/Gacc/IR/StepSignature.h"
 #include "gacc/InitAll.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
@@ -62,36 +63,34 @@ std::vector<std::string> listFixtures() {
   return names;
 }
 
-/// The training step of a module: the function with gacc attributes, else the
+/// The training step of a module: the function with gacc roles, else the
 /// only function.
 func::FuncOp getStep(ModuleOp module) {
   func::FuncOp found;
   for (auto func : module.getOps<func::FuncOp>()) {
-    bool hasRoles = false;
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (DictionaryAttr attrs = func.getArgAttrDict(i))
-        for (NamedAttribute attr : attrs)
-          hasRoles |= attr.getName().strref().starts_with("gacc.");
-    if (hasRoles)
+    if (gacc::hasGaccRoles(func))
       return func;
     found = func;
   }
   return found;
 }
 
-bool argHas(func::FuncOp f, unsigned i, StringRef name) {
-  return f.getArgAttr(i, name) != nullptr;
+bool argHas(func::FuncOp f, unsigned i, gacc::Role role) {
+  return gacc::getArgumentRole(f, i).role == role;
 }
 
-std::optional<int64_t> resultIndex(func::FuncOp f, unsigned j, StringRef name) {
-  if (auto attr = f.getResultAttrOfType<IntegerAttr>(j, name))
-    return attr.getInt();
-  return std::nullopt;
+/// The index a result with `role` carries (a grad's parameter, ...).
+std::optional<int64_t> resultIndex(func::FuncOp f, unsigned j,
+                                   gacc::Role role) {
+  gacc::RoleInfo info = gacc::getResultRole(f, j);
+  if (info.role != role)
+    return std::nullopt;
+  return info.index;
 }
 
 int lossIndex(func::FuncOp f) {
   for (unsigned j = 0; j < f.getNumResults(); ++j)
-    if (f.getResultAttr(j, "gacc.loss"))
+    if (gacc::getResultRole(f, j).role == gacc::Role::Loss)
       return j;
   return -1;
 }
@@ -171,9 +170,9 @@ std::vector<Tensor> makeInputs(func::FuncOp func, const std::string &name,
       if (it == integerBounds().end())
         return {};
       t = torch::randint(0, it->second, sizes, torch::kLong).to(*dtype);
-    } else if (argHas(func, i, "gacc.state")) {
+    } else if (argHas(func, i, gacc::Role::State)) {
       t = torch::rand(sizes, torch::kDouble) * 0.5 + 0.05;
-    } else if (argHas(func, i, "gacc.param")) {
+    } else if (argHas(func, i, gacc::Role::Param)) {
       t = torch::randn(sizes, torch::kDouble) * 0.5;
     } else {
       t = torch::randn(sizes, torch::kDouble);
@@ -335,7 +334,7 @@ void evaluateWithAutograd(func::FuncOp f, std::vector<Tensor> args,
   std::vector<Tensor> params;
   std::vector<unsigned> paramIndices;
   for (unsigned i = 0; i < f.getNumArguments(); ++i) {
-    if (!argHas(f, i, "gacc.param"))
+    if (!argHas(f, i, gacc::Role::Param))
       continue;
     args[i] = args[i].detach().clone().requires_grad_(true);
     params.push_back(args[i]);
@@ -366,7 +365,7 @@ TEST_P(FixtureTest, GraphGradientsMatchAutograd) {
     ASSERT_FALSE(results.empty());
     unsigned numGrads = 0;
     for (unsigned j = 0; j < f.getNumResults(); ++j) {
-      std::optional<int64_t> param = resultIndex(f, j, "gacc.grad");
+      std::optional<int64_t> param = resultIndex(f, j, gacc::Role::Grad);
       if (!param)
         continue;
       ++numGrads;
@@ -412,13 +411,13 @@ TEST_F(EvaluatorTest, MlpSgdUpdateMatchesAutograd) {
     ASSERT_FALSE(results.empty());
     int lrIndex = -1;
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      if (argHas(f, i, "gacc.state"))
+      if (argHas(f, i, gacc::Role::State))
         lrIndex = i;
     ASSERT_GE(lrIndex, 0);
     Tensor lr = args[lrIndex];
     unsigned numOut = 0;
     for (unsigned j = 0; j < f.getNumResults(); ++j) {
-      std::optional<int64_t> p = resultIndex(f, j, "gacc.param_out");
+      std::optional<int64_t> p = resultIndex(f, j, gacc::Role::ParamOut);
       if (!p)
         continue;
       ++numOut;

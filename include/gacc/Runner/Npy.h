@@ -2,15 +2,17 @@
 //
 // Reads and writes NumPy .npy files (format versions 1.0, 2.0 and 3.0,
 // little-endian, C order), the exchange format of gacc-run and gacc-check
-// inputs and outputs. Standard C++ only; errors come back as a message that
-// names the file. bf16 has no NumPy dtype: a BF16 array is written as a
-// float32 file, and a float32 file read for a bf16 input is converted with
-// convertToDType.
+// inputs and outputs. Standard C++ and the runtime's C header (for its dtype
+// codes) only; errors come back as a message that names the file. bf16 has
+// no NumPy dtype: a BF16 array is written as a float32 file, and a float32
+// file read for a bf16 input is converted with convertToDType.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GACC_RUNNER_NPY_H
 #define GACC_RUNNER_NPY_H
+
+#include "gaccrt/gaccrt.h"
 
 #include <cstdint>
 #include <string>
@@ -18,8 +20,21 @@
 
 namespace gacc {
 
-/// Element types of tensors that cross the tools' file boundary.
-enum class DType { F32, F64, BF16, F16, I32, I64, I8, U8, Bool };
+/// Element types of tensors that cross the tools' file boundary. The types
+/// the runtime reduces have the runtime's dtype codes (gaccrt.h), so a DType
+/// of those converts to the `dtype` argument of gaccrt_all_reduce; the
+/// others exist only in files and inputs.
+enum class DType : int32_t {
+  F32 = GACCRT_F32,
+  F64 = GACCRT_F64,
+  BF16 = GACCRT_BF16,
+  F16 = GACCRT_F16,
+  I32 = GACCRT_I32,
+  I64 = GACCRT_I64,
+  I8,
+  U8,
+  Bool
+};
 
 /// A dense array in C (row-major) order; `data` holds numElements() *
 /// dtypeSize(dtype) bytes, little-endian (BF16: the upper 16 bits of the

@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TorchEvaluator.h"
+#include "gacc/Check/TorchEvaluator.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

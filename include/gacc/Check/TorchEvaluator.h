@@ -1,5 +1,4 @@
-//===- TorchEvaluator.h - evaluate a training step with LibTorch -*- C++
-//-*-===//
+//===- TorchEvaluator.h - evaluate a step with LibTorch ---------*- C++ -*-===//
 //
 // Evaluates an untransformed gacc training-step function op by op with
 // LibTorch. This is the reference gacc-check compares compiled steps against:
@@ -13,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GACC_TOOLS_GACCCHECK_TORCHEVALUATOR_H
-#define GACC_TOOLS_GACCCHECK_TORCHEVALUATOR_H
+#ifndef GACC_CHECK_TORCHEVALUATOR_H
+#define GACC_CHECK_TORCHEVALUATOR_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Types.h"
@@ -105,4 +104,4 @@ bool matchesType(const torch::Tensor &tensor, Type type,
 
 } // namespace mlir::gacc
 
-#endif // GACC_TOOLS_GACCCHECK_TORCHEVALUATOR_H
+#endif // GACC_CHECK_TORCHEVALUATOR_H

@@ -1,0 +1,490 @@
+//===- StepCheck.cpp - reference computations of gacc-check ---------------===//
+//
+// The references gacc-check compares a compiled step with (StepCheck.h):
+// LibTorch evaluations of the original graph, GradScaler's and the eager
+// recipe, the autograd check of the graph's backward, and the MPI run of
+// gacc-run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gacc/Check/StepCheck.h"
+#include "gacc/Check/TorchEvaluator.h"
+
+#include "gacc/Analysis/BatchAnalysis.h"
+#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/InitAll.h"
+#include "gacc/Transforms/Utils.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::gacc;
+using ::gacc::DType;
+using ::gacc::NpyArray;
+using ::gacc::TensorInfo;
+
+InputGraph::InputGraph() = default;
+InputGraph::~InputGraph() = default;
+
+std::unique_ptr<InputGraph>
+InputGraph::load(const std::string &path, StringRef entry, std::string &error) {
+  std::unique_ptr<InputGraph> graph(new InputGraph());
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerGaccDialects(registry);
+  graph->context = std::make_unique<MLIRContext>(registry);
+  graph->context->printOpOnDiagnostic(false);
+  std::string fileError;
+  auto file = openInputFile(path, &fileError);
+  if (!file) {
+    error = "cannot open '" + path + "': " + fileError;
+    return nullptr;
+  }
+  graph->sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  graph->diagnostics = std::make_unique<SourceMgrDiagnosticHandler>(
+      graph->sourceMgr, graph->context.get());
+  graph->module =
+      parseSourceFile<ModuleOp>(graph->sourceMgr, graph->context.get());
+  if (!graph->module) {
+    error = "cannot parse '" + path + "'";
+    return nullptr;
+  }
+  graph->func = findTrainingStep(*graph->module, entry);
+  if (!graph->func) {
+    error = "no training step";
+    return nullptr;
+  }
+  return graph;
+}
+
+torch::ScalarType mlir::gacc::getTorchDType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return torch::kFloat32;
+  case DType::F64:
+    return torch::kFloat64;
+  case DType::BF16:
+    return torch::kBFloat16;
+  case DType::F16:
+    return torch::kFloat16;
+  case DType::I32:
+    return torch::kInt32;
+  case DType::I64:
+    return torch::kInt64;
+  case DType::I8:
+    return torch::kInt8;
+  case DType::U8:
+    return torch::kUInt8;
+  case DType::Bool:
+    return torch::kBool;
+  }
+  return torch::kFloat32;
+}
+
+torch::Tensor mlir::gacc::toTensor(const NpyArray &array) {
+  std::vector<int64_t> shape(array.shape.begin(), array.shape.end());
+  return torch::from_blob(const_cast<char *>(array.data.data()), shape,
+                          getTorchDType(array.dtype))
+      .clone();
+}
+
+torch::Tensor mlir::gacc::toDouble(const torch::Tensor &tensor) {
+  return tensor.detach().to(torch::kFloat64).contiguous();
+}
+
+RankTensors mlir::gacc::getRankTensors(const RankInputs &inputs,
+                                       unsigned numArgs,
+                                       torch::ScalarType floatType) {
+  RankTensors all;
+  for (const auto &rankInputs : inputs) {
+    SmallVector<torch::Tensor> args;
+    for (const NpyArray &a : ArrayRef(rankInputs).take_front(numArgs)) {
+      torch::Tensor t = toTensor(a);
+      if (t.is_floating_point() && floatType == torch::kFloat64)
+        t = t.to(torch::kFloat64);
+      args.push_back(t);
+    }
+    all.push_back(std::move(args));
+  }
+  return all;
+}
+
+NormwiseError mlir::gacc::compareWithReference(const torch::Tensor &value,
+                                               const torch::Tensor &reference) {
+  torch::Tensor a = toDouble(value).flatten(),
+                b = toDouble(reference).flatten();
+  NormwiseError error;
+  if (a.numel() == 0)
+    return error;
+  torch::Tensor nanA = torch::isnan(a), nanB = torch::isnan(b);
+  if (!torch::equal(nanA, nanB)) {
+    error.abs = error.rel = NAN;
+    return error;
+  }
+  error.bothNaN = nanA.sum().item<int64_t>();
+  error.allNaN = error.bothNaN == a.numel();
+  torch::Tensor keep = nanA.logical_not();
+  a = a.masked_select(keep);
+  b = b.masked_select(keep);
+  if (a.numel() == 0)
+    return error;
+  torch::Tensor diffs =
+      torch::where(a == b, torch::zeros_like(a), (a - b).abs());
+  double diff = diffs.max().item<double>();
+  torch::Tensor finite = b.abs().masked_select(torch::isfinite(b));
+  double scale = finite.numel() > 0 ? finite.max().item<double>() : 0.0;
+  error.abs = diff;
+  error.rel = diff / std::max(scale, 1e-30);
+  return error;
+}
+
+double mlir::gacc::getRelativeEpsilon(DType dtype) {
+  switch (dtype) {
+  case DType::F64:
+    return 2.2e-16;
+  case DType::F32:
+    return 1.2e-7;
+  case DType::F16:
+    return 9.8e-4;
+  case DType::BF16:
+    return 7.8e-3;
+  default:
+    return 0;
+  }
+}
+
+FailureOr<StepReferences>
+mlir::gacc::evaluateReferences(func::FuncOp func, const RankInputs &inputs) {
+  unsigned numArgs = func.getNumArguments();
+  auto f64 = evaluateWithTorchOnRanks(
+      func, getRankTensors(inputs, numArgs, torch::kFloat64), torch::kFloat64);
+  auto f32 = evaluateWithTorchOnRanks(
+      func, getRankTensors(inputs, numArgs, torch::kFloat32), torch::kFloat32);
+  if (failed(f64) || failed(f32))
+    return failure();
+  return StepReferences{std::move(*f64), std::move(*f32)};
+}
+
+FailureOr<GradScalerOutcome> mlir::gacc::applyGradScalerRecipe(
+    func::FuncOp func, const GaccPipelineConfig &options,
+    const std::vector<TensorInfo> &results, const RankInputs &inputs,
+    StepReferences &references, std::string &error) {
+  unsigned numGraphArgs = func.getNumArguments();
+  unsigned numGraphResults = func.getNumResults();
+  int ranks = inputs.size();
+  GradScalerOutcome outcome;
+  bool dynamic = options.lossScale == "dynamic";
+  double scale = options.lossScaleInit;
+  int64_t tracker = 0;
+  if (StringRef(options.lossScale).starts_with("static="))
+    StringRef(options.lossScale).drop_front(7).getAsDouble(scale);
+  if (dynamic) {
+    // After the graph's arguments: the sample count (runtime-batch-size),
+    // then the scale and its growth tracker.
+    unsigned first =
+        inputs[0].size() == numGraphArgs + 3 ? numGraphArgs + 1 : numGraphArgs;
+    scale = toTensor(inputs[0][first]).item<double>();
+    tracker = toTensor(inputs[0][first + 1]).item<int64_t>();
+  }
+  int lossResult = -1;
+  std::set<int64_t> params;
+  for (size_t j = 0; j < numGraphResults; ++j) {
+    if (results[j].role == Role::Loss)
+      lossResult = j;
+    if (results[j].role == Role::Grad || results[j].role == Role::ParamOut)
+      params.insert(results[j].index);
+  }
+  bool average = false;
+  func.walk([&](shard::AllReduceOp op) {
+    average |= op.getReduction() == shard::ReductionKind::Average;
+  });
+  std::map<int64_t, torch::Tensor> total;
+  RankTensors all = getRankTensors(inputs, numGraphArgs, torch::kFloat32);
+  for (auto &args : all) {
+    for (int64_t i : params)
+      args[i] = args[i].detach().requires_grad_(true);
+    ScopedDiagnosticHandler quiet(func.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    auto values = evaluateWithTorch(func, args, torch::kFloat32);
+    if (lossResult < 0 || failed(values) ||
+        !(*values)[lossResult].requires_grad()) {
+      error = "loss-scale: the GradScaler reference needs LibTorch "
+              "autograd through the graph's loss";
+      return failure();
+    }
+    ((*values)[lossResult] * static_cast<float>(scale)).backward();
+    for (int64_t i : params) {
+      torch::Tensor g = args[i].grad();
+      if (!g.defined())
+        g = torch::zeros_like(args[i]);
+      total[i] = total.count(i) ? total[i] + g : g.detach();
+    }
+  }
+  bool found = false;
+  float inverse = 1.0f / static_cast<float>(scale);
+  for (auto &[i, g] : total) {
+    if (average)
+      g = g / static_cast<float>(ranks);
+    g = g * inverse;
+    found |= !torch::isfinite(g).all().item<bool>();
+  }
+  // GradScaler's update (torch._amp_update_scale_).
+  double newScale = scale;
+  int64_t newTracker = 0;
+  if (found) {
+    newScale = scale * options.lossScaleBackoffFactor;
+  } else if (tracker + 1 >= options.lossScaleGrowthInterval) {
+    double grown = scale * options.lossScaleGrowthFactor;
+    newScale = std::isfinite(static_cast<float>(grown)) ? grown : scale;
+  } else {
+    newTracker = tracker + 1;
+  }
+  for (int r = 0; r < ranks; ++r) {
+    for (size_t j = 0; j < numGraphResults; ++j) {
+      if (!found)
+        continue;
+      Role role = results[j].role;
+      if (role == Role::ParamOut || role == Role::StateOut) {
+        torch::Tensor old = toDouble(toTensor(inputs[r][results[j].index]));
+        references.f64[r][j] = old;
+        references.f32[r][j] = old;
+      } else if (role == Role::Grad) {
+        outcome.nonFiniteResults.insert(j);
+      }
+    }
+    if (dynamic) {
+      torch::Tensor s = torch::tensor(newScale, torch::kFloat64).reshape({});
+      torch::Tensor t =
+          torch::tensor(static_cast<double>(newTracker), torch::kFloat64)
+              .reshape({});
+      references.f64[r].push_back(s);
+      references.f64[r].push_back(t);
+      references.f32[r].push_back(s);
+      references.f32[r].push_back(t);
+    }
+  }
+  outcome.scale = scale;
+  outcome.foundNonFinite = found;
+  outcome.nextScale = newScale;
+  outcome.nextTracker = newTracker;
+  return outcome;
+}
+
+EagerRecipe mlir::gacc::evaluateEagerRecipe(
+    func::FuncOp func, ArrayRef<int64_t> sizes, bool allowMicroBatchStatistics,
+    const std::vector<TensorInfo> &args, const std::vector<TensorInfo> &results,
+    const RankInputs &inputs) {
+  int ranks = inputs.size();
+  int64_t m = sizes.size();
+  EagerRecipe recipe;
+  recipe.results.assign(ranks, std::vector<torch::Tensor>(results.size()));
+  BatchAnalysisOptions analysisOptions;
+  analysisOptions.allowMicroBatchStatistics = allowMicroBatchStatistics;
+  // Keep the first problem for the report instead of printing it.
+  ScopedDiagnosticHandler quiet(func.getContext(), [&](Diagnostic &diag) {
+    if (recipe.problem.empty() &&
+        diag.getSeverity() == DiagnosticSeverity::Error)
+      recipe.problem = diag.str();
+    return success();
+  });
+  FailureOr<BatchAnalysis> analysis = BatchAnalysis::run(func, analysisOptions);
+  if (failed(analysis))
+    return recipe;
+  RankTensors all =
+      getRankTensors(inputs, func.getNumArguments(), torch::kFloat64);
+  int64_t offset = 0;
+  for (int64_t k = 0; k < m; ++k) {
+    std::string name = (func.getSymName() + "_eager_" + Twine(k)).str();
+    FailureOr<func::FuncOp> part =
+        buildStepForBatchSize(func, *analysis, sizes[k], name);
+    if (failed(part))
+      return recipe;
+    RankTensors sliced;
+    for (auto &rankArgs : all) {
+      SmallVector<torch::Tensor> s;
+      for (auto [i, t] : llvm::enumerate(rankArgs))
+        s.push_back(args[i].role == Role::Batch
+                        ? t.narrow(args[i].index, offset, sizes[k])
+                        : t);
+      sliced.push_back(std::move(s));
+    }
+    auto values = evaluateWithTorchOnRanks(*part, sliced, torch::kFloat64);
+    part->erase();
+    if (failed(values))
+      return recipe;
+    for (int r = 0; r < ranks; ++r)
+      for (size_t j = 0; j < results.size(); ++j) {
+        if (results[j].role != Role::Loss && results[j].role != Role::Grad)
+          continue;
+        torch::Tensor share = toDouble((*values)[r][j]) / m;
+        torch::Tensor &sum = recipe.results[r][j];
+        sum = sum.defined() ? sum + share : share;
+      }
+    offset += sizes[k];
+  }
+  recipe.available = true;
+  return recipe;
+}
+
+FailureOr<TailStep> mlir::gacc::prepareTailStep(
+    func::FuncOp &func, const std::vector<TensorInfo> &args, int64_t batchSize,
+    const RankInputs &inputs, std::string &error) {
+  TailStep tail;
+  tail.samples = batchSize;
+  tail.referenceInputs = inputs;
+  int countArg = -1;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].role == ::gacc::Role::SampleCount)
+      countArg = i;
+  if (countArg < 0)
+    return tail;
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    NpyArray count = convertToDType(inputs[r][countArg], DType::I64);
+    int64_t value = *reinterpret_cast<const int64_t *>(count.data.data());
+    if (r > 0 && value != tail.samples) {
+      error = "the ranks run different sample counts (" +
+              std::to_string(tail.samples) + " and " + std::to_string(value) +
+              "); gacc-check compares one count on every rank";
+      return failure();
+    }
+    tail.samples = value;
+  }
+  for (auto &rankInputs : tail.referenceInputs)
+    if (!::gacc::narrowBatchInputs(args, rankInputs, tail.samples, error))
+      return failure();
+  tail.isTail = tail.samples != batchSize;
+  if (!tail.isTail)
+    return tail;
+  bool dynamicBatch = false;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (args[i].role == ::gacc::Role::Batch)
+      dynamicBatch |= cast<RankedTensorType>(func.getArgumentTypes()[i])
+                          .isDynamicDim(args[i].index);
+  if (dynamicBatch)
+    return tail;
+  FailureOr<BatchAnalysis> analysis = BatchAnalysis::run(func, {});
+  if (failed(analysis)) {
+    error = "the batch analysis rejects the input graph";
+    return failure();
+  }
+  FailureOr<func::FuncOp> rebuilt = buildStepForBatchSize(
+      func, *analysis, tail.samples, (func.getSymName() + "_tail").str());
+  if (failed(rebuilt)) {
+    error = "cannot build the input graph for " + std::to_string(tail.samples) +
+            " samples";
+    return failure();
+  }
+  func = *rebuilt;
+  return tail;
+}
+
+BackwardCheck mlir::gacc::checkBackward(func::FuncOp func,
+                                        const std::vector<TensorInfo> &args,
+                                        const std::vector<TensorInfo> &results,
+                                        const RankInputs &inputs) {
+  BackwardCheck check;
+  int lossIndex = -1;
+  std::vector<int> gradResults;
+  for (size_t j = 0; j < results.size(); ++j) {
+    if (results[j].role == Role::Loss)
+      lossIndex = j;
+    if (results[j].role == Role::Grad)
+      gradResults.push_back(j);
+  }
+  if (lossIndex < 0 || gradResults.empty())
+    return check;
+  SmallVector<torch::Tensor> values =
+      getRankTensors(inputs, func.getNumArguments(), torch::kFloat64)[0];
+  for (size_t i = 0; i < values.size(); ++i)
+    if (args[i].role == Role::Param)
+      values[i] = values[i].detach().requires_grad_(true);
+  ScopedDiagnosticHandler quiet(func.getContext(),
+                                [](Diagnostic &) { return success(); });
+  auto outputs = evaluateWithTorch(func, values, torch::kFloat64);
+  if (failed(outputs) || !(*outputs)[lossIndex].requires_grad()) {
+    check.status = BackwardCheck::Status::NoAutograd;
+    return check;
+  }
+  (*outputs)[lossIndex].backward();
+  for (int j : gradResults) {
+    torch::Tensor grad = values[results[j].index].grad();
+    if (!grad.defined())
+      grad = torch::zeros_like(values[results[j].index]);
+    check.maxRelError = std::max(check.maxRelError,
+                                 compareWithReference((*outputs)[j], grad).rel);
+  }
+  check.status = BackwardCheck::Status::Checked;
+  check.wrong = check.maxRelError > 1e-6;
+  return check;
+}
+
+bool mlir::gacc::runOnRanks(const std::string &gaccRun,
+                            const std::string &stepFile,
+                            const std::vector<std::string> &flags,
+                            const RankInputs &inputs, size_t numResults,
+                            RankInputs &outputs, std::string &error) {
+  llvm::SmallString<128> dir;
+  if (llvm::sys::fs::createUniqueDirectory("gacc-check", dir)) {
+    error = "cannot create a temporary folder";
+    return false;
+  }
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    std::string rankDir = (dir + "/in/rank" + std::to_string(r)).str();
+    llvm::sys::fs::create_directories(rankDir);
+    for (size_t i = 0; i < inputs[r].size(); ++i)
+      if (!::gacc::writeNpy(rankDir + "/arg" + std::to_string(i) + ".npy",
+                            inputs[r][i], error))
+        return false;
+  }
+  auto mpirun = llvm::sys::findProgramByName("mpirun");
+  if (!mpirun) {
+    error = "--ranks needs mpirun (OpenMPI) on the PATH";
+    return false;
+  }
+  std::vector<std::string> args{*mpirun,
+                                "--allow-run-as-root",
+                                "--oversubscribe",
+                                "-x",
+                                "OPENBLAS_NUM_THREADS=1",
+                                "-np",
+                                std::to_string(inputs.size()),
+                                gaccRun,
+                                stepFile,
+                                "--input-dir=" + (dir + "/in").str(),
+                                "--output-dir=" + (dir + "/out").str(),
+                                "--quiet"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*mpirun, argRefs, std::nullopt, {}, 0, 0,
+                                     &message);
+  if (rc != 0) {
+    error = "mpirun of gacc-run failed (exit " + std::to_string(rc) + ")" +
+            (message.empty() ? "" : ": " + message);
+    return false;
+  }
+  outputs.assign(inputs.size(), {});
+  for (size_t r = 0; r < inputs.size(); ++r)
+    for (size_t j = 0; j < numResults; ++j) {
+      NpyArray out;
+      std::string path = (dir + "/out/rank" + std::to_string(r) + "/result" +
+                          std::to_string(j) + ".npy")
+                             .str();
+      if (!::gacc::readNpy(path, out, error))
+        return false;
+      outputs[r].push_back(std::move(out));
+    }
+  llvm::sys::fs::remove_directories(dir);
+  return true;
+}
