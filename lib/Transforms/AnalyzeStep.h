@@ -18,10 +18,13 @@ namespace mlir::gacc {
 
 /// Finds the step and runs the analysis; null on failure (diagnosed).
 inline std::optional<std::pair<func::FuncOp, BatchAnalysis>>
-analyzeStep(ModuleOp module, StringRef entry, bool allowStatistics) {
+analyzeStep(ModuleOp module, StringRef entry, bool allowStatistics,
+            bool foldDims = false) {
   func::FuncOp func = findTrainingStep(module, entry);
   if (!func || failed(verifyNotMicroBatched(func)))
     return std::nullopt;
+  if (foldDims)
+    foldStaticDims(func);
   BatchAnalysisOptions options;
   options.allowMicroBatchStatistics = allowStatistics;
   FailureOr<BatchAnalysis> analysis = BatchAnalysis::run(func, options);

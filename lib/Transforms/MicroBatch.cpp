@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AnalyzeStep.h"
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Transforms/MicroBatchSizes.h"
 #include "gacc/Transforms/Passes.h"
@@ -648,21 +649,18 @@ struct MicroBatchPass : public gacc::impl::MicroBatchPassBase<MicroBatchPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
         getOperation(), getArgument(), [this] { signalPassFailure(); });
-    func::FuncOp func = findTrainingStep(getOperation(), entry);
-    if (!func || failed(verifyNotMicroBatched(func)))
+    auto step = analyzeStep(getOperation(), entry, allowMicroBatchStatistics,
+                            /*foldDims=*/true);
+    if (!step)
       return signalPassFailure();
-    foldStaticDims(func);
-    BatchAnalysisOptions options;
-    options.allowMicroBatchStatistics = allowMicroBatchStatistics;
-    FailureOr<BatchAnalysis> analysis = BatchAnalysis::run(func, options);
-    if (failed(analysis))
-      return signalPassFailure();
+    func::FuncOp func = step->first;
+    const BatchAnalysis &analysis = step->second;
     FailureOr<SmallVector<int64_t>> sizes =
-        getMicroBatchSizes(analysis->getBatchSize(), microBatches,
+        getMicroBatchSizes(analysis.getBatchSize(), microBatches,
                            microBatchSizes, [&] { return func.emitOpError(); });
     if (failed(sizes))
       return signalPassFailure();
-    MicroBatchBuilder builder(func, *analysis, testSkipGlobalNormalizer);
+    MicroBatchBuilder builder(func, analysis, testSkipGlobalNormalizer);
     if (failed(builder.build(*sizes)))
       return signalPassFailure();
   }

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AnalyzeStep.h"
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Transforms/Passes.h"
@@ -301,16 +302,13 @@ struct RuntimeBatchSizePass
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
         getOperation(), getArgument(), [this] { signalPassFailure(); });
-    func::FuncOp func = findTrainingStep(getOperation(), entry);
-    if (!func || failed(verifyNotMicroBatched(func)))
+    // Micro-batch statistics are analyzed (with their warning) to be
+    // rejected by name.
+    auto step = analyzeStep(getOperation(), entry, /*allowStatistics=*/true,
+                            /*foldDims=*/true);
+    if (!step)
       return signalPassFailure();
-    foldStaticDims(func);
-    BatchAnalysisOptions options;
-    options.allowMicroBatchStatistics = true;
-    FailureOr<BatchAnalysis> analysis = BatchAnalysis::run(func, options);
-    if (failed(analysis))
-      return signalPassFailure();
-    RuntimeBatchSizeRewriter rewriter(func, *analysis);
+    RuntimeBatchSizeRewriter rewriter(step->first, step->second);
     if (failed(rewriter.run()))
       return signalPassFailure();
   }
