@@ -31,7 +31,11 @@ struct CopyRepeatedResultsPass
     : public gacc::impl::CopyRepeatedResultsPassBase<CopyRepeatedResultsPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     getOperation().walk([&](func::ReturnOp ret) {
       llvm::SmallPtrSet<Value, 8> seen;
       OpBuilder builder(ret);

@@ -94,7 +94,11 @@ struct DeallocateBuffersPass
     : public gacc::impl::DeallocateBuffersPassBase<DeallocateBuffersPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     SmallVector<memref::AllocOp> allocs;
     getOperation().walk(
         [&](memref::AllocOp alloc) { allocs.push_back(alloc); });

@@ -27,7 +27,11 @@ namespace {
 struct EraseGridsPass : public gacc::impl::EraseGridsPassBase<EraseGridsPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     ModuleOp module = getOperation();
     for (auto grid :
          llvm::make_early_inc_range(module.getOps<shard::GridOp>())) {

@@ -240,7 +240,11 @@ struct ExpandNarrowFloatsPass
           ExpandNarrowFloatsPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     RewritePatternSet patterns(&getContext());
     populateExpandNarrowFloatsPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

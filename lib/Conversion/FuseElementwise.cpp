@@ -29,7 +29,11 @@ struct FuseElementwisePass
     : public gacc::impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     RewritePatternSet patterns(&getContext());
     // Fuse only into consumers whose producer has a single use: work is
     // never duplicated.

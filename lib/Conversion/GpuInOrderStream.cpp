@@ -58,7 +58,11 @@ struct GpuInOrderStreamPass
     : public gacc::impl::GpuInOrderStreamPassBase<GpuInOrderStreamPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     WalkResult result =
         getOperation().walk([&](FunctionOpInterface func) -> WalkResult {
           if (func.isExternal())

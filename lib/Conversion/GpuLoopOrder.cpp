@@ -49,7 +49,11 @@ struct GpuLoopOrderPass
     : public gacc::impl::GpuLoopOrderPassBase<GpuLoopOrderPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     SmallVector<linalg::LinalgOp> ops;
     getOperation().walk([&](func::FuncOp func) {
       func.walk([&](linalg::LinalgOp op) {

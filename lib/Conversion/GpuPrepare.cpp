@@ -30,7 +30,11 @@ namespace {
 struct GpuPreparePass : public gacc::impl::GpuPreparePassBase<GpuPreparePass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     ModuleOp module = getOperation();
     // The collective of the CUDA runtime has the CPU one's signature.
     if (auto decl = module.lookupSymbol<func::FuncOp>("gaccrt_all_reduce")) {

@@ -280,7 +280,11 @@ struct GpuSerialKernelsPass
 
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     WalkResult result = getOperation().walk([&](func::FuncOp func) {
       for (Block &block : func.getBody()) {
         parallelizeAccumulations(block);

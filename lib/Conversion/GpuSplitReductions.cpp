@@ -328,7 +328,11 @@ struct GpuSplitReductionsPass
     : public gacc::impl::GpuSplitReductionsPassBase<GpuSplitReductionsPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     getOperation().walk([&](func::FuncOp func) {
       for (Block &block : func.getBody()) {
         SmallVector<ReductionNest> nests;

@@ -168,7 +168,11 @@ struct GuardGathersPass
 
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     ModuleOp module = getOperation();
     SmallVector<Attribute> sites;
     func::FuncOp errorFunction;

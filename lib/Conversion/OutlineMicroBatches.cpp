@@ -543,7 +543,11 @@ struct OutlineMicroBatchesPass
 
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());

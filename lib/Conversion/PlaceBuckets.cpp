@@ -258,7 +258,11 @@ struct PlaceBucketsPass
     : public gacc::impl::PlaceBucketsPassBase<PlaceBucketsPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     mergeSplitBuckets(getOperation());
 
     // Copies of a slice onto itself.

@@ -31,7 +31,11 @@ struct RequireLibdevicePass
   using Base::Base;
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     if (!libdevice.empty())
       return;
     getOperation().walk([&](gpu::GPUModuleOp module) {

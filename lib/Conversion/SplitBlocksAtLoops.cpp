@@ -30,7 +30,11 @@ struct SplitBlocksAtLoopsPass
     : public gacc::impl::SplitBlocksAtLoopsPassBase<SplitBlocksAtLoopsPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     SmallVector<Block *> blocks;
     getOperation().walk([&](func::FuncOp func) {
       for (Block &block : func.getBody())

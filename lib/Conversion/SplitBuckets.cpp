@@ -43,7 +43,11 @@ struct SplitBucketsPass
     : public gacc::impl::SplitBucketsPassBase<SplitBucketsPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     SmallVector<shard::AllReduceOp> buckets;
     getOperation().walk([&](shard::AllReduceOp op) {
       if (op->hasAttr(GaccDialect::kBucketAttrName) &&

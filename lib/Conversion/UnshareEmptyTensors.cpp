@@ -33,7 +33,11 @@ struct UnshareEmptyTensorsPass
     : public gacc::impl::UnshareEmptyTensorsPassBase<UnshareEmptyTensorsPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     SmallVector<tensor::EmptyOp> shared;
     getOperation()->walk([&](tensor::EmptyOp empty) {
       if (!empty->hasOneUse() && !empty->use_empty())

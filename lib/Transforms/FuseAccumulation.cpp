@@ -214,7 +214,11 @@ struct FuseAccumulationPass
 
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     FloatType accType;
     if (accumulateType == "f32") {
       accType = Float32Type::get(&getContext());

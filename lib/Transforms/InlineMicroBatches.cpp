@@ -40,7 +40,11 @@ struct InlineMicroBatchesPass
 
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     SmallVector<gacc::MicroBatchOp> regions;
     getOperation().walk(
         [&](gacc::MicroBatchOp region) { regions.push_back(region); });

@@ -103,7 +103,11 @@ struct PrepareStepPass
 
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     if (batchSize < 0) {
       getOperation().emitError()
           << "option batch-size must be >= 0, got " << batchSize;

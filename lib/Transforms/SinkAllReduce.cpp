@@ -177,7 +177,11 @@ struct SinkAllReducePass
 
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     if (bucketBytes < 1) {
       getOperation().emitError() << "expected a positive bucket-bytes, got "
                                  << static_cast<int64_t>(bucketBytes);

@@ -25,7 +25,11 @@ namespace {
 struct StripRolesPass : public gacc::impl::StripRolesPassBase<StripRolesPass> {
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     auto isRole = [](NamedAttribute attr) {
       return attr.getName().getValue().starts_with("gacc.");
     };

@@ -24,7 +24,11 @@ struct TestBreakIRPass
   using TestBreakIRPassBase::TestBreakIRPassBase;
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     getOperation().walk([](func::ReturnOp ret) { ret->setOperands({}); });
   }
 };

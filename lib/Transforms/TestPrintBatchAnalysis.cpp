@@ -27,7 +27,11 @@ struct TestPrintBatchAnalysisPass
   using TestPrintBatchAnalysisPassBase::TestPrintBatchAnalysisPassBase;
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     auto step = analyzeStep(getOperation(), entry, allowMicroBatchStatistics);
     if (!step)
       return signalPassFailure();

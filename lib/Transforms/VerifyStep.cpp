@@ -24,7 +24,11 @@ struct VerifyStepPass : public gacc::impl::VerifyStepPassBase<VerifyStepPass> {
   using VerifyStepPassBase::VerifyStepPassBase;
   void runOnOperation() override {
     mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+        getOperation(), getArgument(), [this] { signalPassFailure(); },
+        [this] {
+          getAnalysisManager().invalidate({});
+          markAllAnalysesPreserved();
+        });
     if (!analyzeStep(getOperation(), entry, allowMicroBatchStatistics))
       signalPassFailure();
     markAllAnalysesPreserved();

@@ -76,10 +76,21 @@ LogicalResult verifyNotMicroBatched(func::FuncOp func);
 /// message as a note, and fails the pass through `signalFailure`. So a gacc
 /// bug never reaches the user as a raw upstream verifier message (the pass
 /// manager's own verifier then sees valid IR or a failed pass).
+///
+/// `markVerified`, when given, runs once the IR verified. Passes give
+///   [this] {
+///     getAnalysisManager().invalidate({});
+///     markAllAnalysesPreserved();
+///   }
+/// which drops every cached analysis itself (the pass changed the IR) and
+/// tells the pass manager that nothing changed, so that its verifier does
+/// not check the same IR a second time: verifying a step with m explicit
+/// regions costs more than most passes that run on it.
 class PassResultVerifier {
 public:
   PassResultVerifier(Operation *op, StringRef passArgument,
-                     std::function<void()> signalFailure);
+                     std::function<void()> signalFailure,
+                     std::function<void()> markVerified = nullptr);
   ~PassResultVerifier();
   PassResultVerifier(const PassResultVerifier &) = delete;
   PassResultVerifier &operator=(const PassResultVerifier &) = delete;
@@ -88,6 +99,7 @@ private:
   Operation *op;
   std::string passArgument;
   std::function<void()> signalFailure;
+  std::function<void()> markVerified;
   uint64_t thread;
   bool sawError = false;
   std::optional<ScopedDiagnosticHandler> errorWatch;
