@@ -9,8 +9,9 @@ classes, SGD in the step, an average all-reduce per gradient), runs
 
   gacc-opt MLP --gacc-pipeline=micro-batches=M --gacc-lower-to-cpu
 
-once per point and prints wall seconds and the peak resident set of the
-gacc-opt process (from wait4's rusage). Two sweeps: depth at a fixed m
+once per point and prints wall seconds, CPU seconds (user + system) and
+the peak resident set of the gacc-opt process (from wait4's rusage); on a
+shared machine the CPU seconds are the number to compare. Two sweeps: depth at a fixed m
 (--depth-m, default 8) and m at a fixed depth (--m-depth, default 100).
 The batch is max(BATCH, M) so that every region has a sample. At the end it
 fits time = c * x^k by least squares on log-log and prints the growth
@@ -34,7 +35,7 @@ ROOT = os.path.dirname(HERE)
 
 
 def measure(gacc_opt, graph, m, timeout):
-    """Returns (seconds, peak RSS in MiB, ok) for one lowering."""
+    """Returns (seconds, CPU seconds, peak RSS in MiB, ok) for one lowering."""
     cmd = [gacc_opt, graph, f"--gacc-pipeline=micro-batches={m}",
            "--gacc-lower-to-cpu", "-o", os.devnull]
     start = time.monotonic()
@@ -48,7 +49,9 @@ def measure(gacc_opt, graph, m, timeout):
         if time.monotonic() > deadline:
             proc.kill()
             pid, status, usage = os.wait4(proc.pid, 0)
-            return time.monotonic() - start, usage.ru_maxrss / 1024, False
+            return (time.monotonic() - start,
+                    usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+                    False)
         time.sleep(0.01)
     seconds = time.monotonic() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -56,7 +59,8 @@ def measure(gacc_opt, graph, m, timeout):
     if proc.returncode != 0:
         sys.stderr.write(f"gacc-opt failed ({proc.returncode}) on {graph} "
                          f"m={m}:\n{err[-2000:]}\n")
-    return seconds, usage.ru_maxrss / 1024, proc.returncode == 0
+    return (seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+            proc.returncode == 0)
 
 
 def generate(tmp, depth, width, batch):
@@ -120,8 +124,8 @@ def main():
           f"MLP width {args.width}, batch max({args.batch}, M), "
           f"{os.cpu_count()} CPUs")
     print()
-    print("| depth | m | batch | seconds | peak RSS (MiB) |")
-    print("|---|---|---|---|---|")
+    print("| depth | m | batch | seconds | CPU seconds | peak RSS (MiB) |")
+    print("|---|---|---|---|---|---|")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         def point(depth, m):
@@ -129,11 +133,11 @@ def main():
                 return results[(depth, m)]
             batch = max(args.batch, m)
             graph = generate(tmp, depth, args.width, batch)
-            seconds, rss, ok = measure(gacc_opt, graph, m, args.timeout)
+            seconds, cpu, rss, ok = measure(gacc_opt, graph, m, args.timeout)
             mark = "" if ok else (" (timeout)" if seconds >= args.timeout
                                   else " (failed)")
             print(f"| {depth} | {m} | {batch} | {seconds:.2f}{mark} | "
-                  f"{rss:.0f} |", flush=True)
+                  f"{cpu:.2f} | {rss:.0f} |", flush=True)
             results[(depth, m)] = (seconds, rss, ok)
             return results[(depth, m)]
 

@@ -100,8 +100,7 @@ namespace {
 struct ContractionToMatmulPass
     : public gacc::impl::ContractionToMatmulPassBase<ContractionToMatmulPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     SmallVector<linalg::GenericOp> candidates;
     getOperation().walk([&](linalg::GenericOp op) {
       if (op.hasPureTensorSemantics() && op.getNumDpsInputs() == 2 &&

@@ -30,8 +30,7 @@ namespace {
 struct CopyRepeatedResultsPass
     : public gacc::impl::CopyRepeatedResultsPassBase<CopyRepeatedResultsPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     getOperation().walk([&](func::ReturnOp ret) {
       llvm::SmallPtrSet<Value, 8> seen;
       OpBuilder builder(ret);

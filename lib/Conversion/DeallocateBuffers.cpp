@@ -93,8 +93,7 @@ namespace {
 struct DeallocateBuffersPass
     : public gacc::impl::DeallocateBuffersPassBase<DeallocateBuffersPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     SmallVector<memref::AllocOp> allocs;
     getOperation().walk(
         [&](memref::AllocOp alloc) { allocs.push_back(alloc); });

@@ -26,8 +26,7 @@ using namespace mlir::gacc;
 namespace {
 struct EraseGridsPass : public gacc::impl::EraseGridsPassBase<EraseGridsPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     ModuleOp module = getOperation();
     for (auto grid :
          llvm::make_early_inc_range(module.getOps<shard::GridOp>())) {

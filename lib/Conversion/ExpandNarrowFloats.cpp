@@ -239,8 +239,7 @@ struct ExpandNarrowFloatsPass
     : public mlir::gacc::impl::ExpandNarrowFloatsPassBase<
           ExpandNarrowFloatsPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     RewritePatternSet patterns(&getContext());
     populateExpandNarrowFloatsPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

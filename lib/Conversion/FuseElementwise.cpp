@@ -28,8 +28,7 @@ namespace {
 struct FuseElementwisePass
     : public gacc::impl::FuseElementwisePassBase<FuseElementwisePass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     RewritePatternSet patterns(&getContext());
     // Fuse only into consumers whose producer has a single use: work is
     // never duplicated.

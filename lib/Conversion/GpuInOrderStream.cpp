@@ -57,8 +57,7 @@ static LogicalResult makeAsync(Operation *op, Value stream) {
 struct GpuInOrderStreamPass
     : public gacc::impl::GpuInOrderStreamPassBase<GpuInOrderStreamPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     WalkResult result =
         getOperation().walk([&](FunctionOpInterface func) -> WalkResult {
           if (func.isExternal())

@@ -48,8 +48,7 @@ static SmallVector<unsigned> getGpuLoopOrder(linalg::LinalgOp op) {
 struct GpuLoopOrderPass
     : public gacc::impl::GpuLoopOrderPassBase<GpuLoopOrderPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     SmallVector<linalg::LinalgOp> ops;
     getOperation().walk([&](func::FuncOp func) {
       func.walk([&](linalg::LinalgOp op) {

@@ -29,8 +29,7 @@ using namespace mlir::gacc;
 namespace {
 struct GpuPreparePass : public gacc::impl::GpuPreparePassBase<GpuPreparePass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     ModuleOp module = getOperation();
     // The collectives of the CUDA runtime have the CPU ones' signatures
     // (the blocking all-reduce, and the start and wait of an overlapped one).

@@ -279,8 +279,7 @@ struct GpuSerialKernelsPass
   }
 
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     WalkResult result = getOperation().walk([&](func::FuncOp func) {
       for (Block &block : func.getBody()) {
         parallelizeAccumulations(block);

@@ -327,8 +327,7 @@ static bool splitReduction(ReductionNest nest) {
 struct GpuSplitReductionsPass
     : public gacc::impl::GpuSplitReductionsPassBase<GpuSplitReductionsPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     getOperation().walk([&](func::FuncOp func) {
       for (Block &block : func.getBody()) {
         SmallVector<ReductionNest> nests;

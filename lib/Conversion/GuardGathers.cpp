@@ -167,8 +167,7 @@ struct GuardGathersPass
   using Base::Base;
 
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     ModuleOp module = getOperation();
     SmallVector<Attribute> sites;
     func::FuncOp errorFunction;

@@ -99,37 +99,76 @@ static bool mayWriteOrFree(Operation *user, Value value) {
   });
 }
 
+namespace {
+/// The ops that touch one buffer (through any view, or through its address),
+/// per block as their ancestors in that block in program order; collected
+/// once per buffer instead of once per matmul (a bucket has a view per
+/// accumulator, each read and written in every region).
+class BufferTouchers {
+public:
+  /// Returns the ops of `block` (in order) that are or contain an op
+  /// touching the buffer `root`, valid until the next call; nothing when the
+  /// buffer may be reached in a way collectAliases does not follow.
+  std::optional<ArrayRef<Operation *>> get(Value root, Block *block) {
+    auto [rootIt, newRoot] = users.try_emplace(root);
+    if (newRoot) {
+      SmallVector<Value> aliases;
+      SmallVector<Operation *> escapes;
+      if (collectAliases(root, aliases, escapes)) {
+        SmallVector<Operation *> &list = rootIt->second.emplace();
+        for (Value alias : aliases)
+          for (Operation *user : alias.getUsers())
+            if (!isa<ViewLikeOpInterface>(user))
+              list.push_back(user);
+        llvm::append_range(list, escapes);
+      }
+    }
+    if (!rootIt->second)
+      return std::nullopt;
+    auto [it, inserted] = inBlock.try_emplace({root, block});
+    SmallVector<Operation *> &ancestors = it->second;
+    if (inserted) {
+      for (Operation *user : *rootIt->second)
+        if (Operation *ancestor = block->findAncestorOpInBlock(*user))
+          ancestors.push_back(ancestor);
+      llvm::sort(ancestors, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      ancestors.erase(llvm::unique(ancestors), ancestors.end());
+    }
+    return ArrayRef<Operation *>(ancestors);
+  }
+
+private:
+  DenseMap<Value, std::optional<SmallVector<Operation *>>> users;
+  DenseMap<std::pair<Value, Block *>, SmallVector<Operation *>> inBlock;
+};
+} // namespace
+
 /// Returns the zero fill of `output` that is the last op of `op`'s block
 /// before `op` touching (a view of) `output`'s buffer, if any: no op in
 /// between reads or writes the buffer, so the matmul may overwrite the
 /// output (beta = 0) instead. This is how the first micro-batch
-/// initializes an accumulator and how a reused buffer is cleared.
-static linalg::FillOp getZeroFillBefore(linalg::MatmulOp op, Value output) {
+/// initializes an accumulator and how a reused buffer is cleared. A user
+/// outside the block (e.g. before an enclosing loop) cannot run between the
+/// fill and the matmul when the fill is in the block.
+static linalg::FillOp getZeroFillBefore(linalg::MatmulOp op, Value output,
+                                        BufferTouchers &touchers) {
   Value root = getViewRoot(output);
-  SmallVector<Value> aliases;
-  SmallVector<Operation *> escapes;
-  if (!collectAliases(root, aliases, escapes) ||
-      llvm::any_of(op.getInputs(),
+  if (llvm::any_of(op.getInputs(),
                    [&](Value in) { return getViewRoot(in) == root; }))
     return {};
-  Block *block = op->getBlock();
-  Operation *last = nullptr;
-  auto consider = [&](Operation *user) {
-    Operation *ancestor = block->findAncestorOpInBlock(*user);
-    // A user outside the block (e.g. before an enclosing loop) cannot run
-    // between the fill and the matmul when the fill is in the block.
-    if (!ancestor || ancestor == op || !ancestor->isBeforeInBlock(op))
-      return;
-    if (!last || last->isBeforeInBlock(ancestor))
-      last = ancestor;
-  };
-  for (Value alias : aliases)
-    for (Operation *user : alias.getUsers())
-      if (!isa<ViewLikeOpInterface>(user))
-        consider(user);
-  for (Operation *user : escapes)
-    consider(user);
-  auto fill = dyn_cast_or_null<linalg::FillOp>(last);
+  std::optional<ArrayRef<Operation *>> inBlock =
+      touchers.get(root, op->getBlock());
+  if (!inBlock)
+    return {};
+  // The touching ops of the block before `op`; the last one is the candidate.
+  auto end = llvm::lower_bound(
+      *inBlock, op.getOperation(),
+      [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  if (end == inBlock->begin())
+    return {};
+  auto fill = dyn_cast<linalg::FillOp>(*std::prev(end));
   if (!fill || fill.getOutputs()[0] != output)
     return {};
   FloatAttr value;
@@ -197,8 +236,7 @@ struct MatmulToBlasPass
   using MatmulToBlasPassBase::MatmulToBlasPassBase;
 
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     SmallVector<linalg::MatmulOp> matmuls;
     getOperation().walk([&](linalg::MatmulOp op) {
       if (!op.hasPureBufferSemantics() || op.hasUserDefinedMaps())
@@ -220,6 +258,17 @@ struct MatmulToBlasPass
         if (!transposes.count(in))
           if (auto t = getFoldableTranspose(in, dominance))
             transposes[in] = t;
+    // The zero fills each matmul overwrites (beta = 0), decided before any
+    // matmul is rewritten: a rewritten matmul is a call at the same place
+    // that touches the same buffers, so no later decision would differ.
+    DenseMap<Operation *, linalg::FillOp> zeroFills;
+    {
+      BufferTouchers touchers;
+      for (linalg::MatmulOp op : matmuls)
+        if (linalg::FillOp fill =
+                getZeroFillBefore(op, op.getOutputs()[0], touchers))
+          zeroFills[op] = fill;
+    }
     for (linalg::MatmulOp op : matmuls) {
       OpBuilder builder(op);
       Location loc = op.getLoc();
@@ -236,7 +285,7 @@ struct MatmulToBlasPass
         transB = 1;
       }
       float beta = 1.0f;
-      if (linalg::FillOp fill = getZeroFillBefore(op, c)) {
+      if (linalg::FillOp fill = zeroFills.lookup(op)) {
         beta = 0.0f;
         dead.push_back(fill);
       }

@@ -178,8 +178,7 @@ namespace {
 struct OverlapAllReducePass
     : public gacc::impl::OverlapAllReducePassBase<OverlapAllReducePass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     SmallVector<func::CallOp> calls;
     getOperation().walk([&](func::CallOp call) {
       if (call.getCallee() == "gaccrt_all_reduce" &&

@@ -257,8 +257,7 @@ struct Placement {
 struct PlaceBucketsPass
     : public gacc::impl::PlaceBucketsPassBase<PlaceBucketsPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     mergeSplitBuckets(getOperation());
 
     // Copies of a slice onto itself.

@@ -160,8 +160,7 @@ void ArenaPlan::assign(Block &block, int64_t base,
 namespace {
 struct PlanArenaPass : public gacc::impl::PlanArenaPassBase<PlanArenaPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {

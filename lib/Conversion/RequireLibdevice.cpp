@@ -30,8 +30,7 @@ struct RequireLibdevicePass
     : public gacc::impl::RequireLibdevicePassBase<RequireLibdevicePass> {
   using Base::Base;
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     if (!libdevice.empty())
       return;
     getOperation().walk([&](gpu::GPUModuleOp module) {

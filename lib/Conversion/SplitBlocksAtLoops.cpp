@@ -29,8 +29,7 @@ namespace {
 struct SplitBlocksAtLoopsPass
     : public gacc::impl::SplitBlocksAtLoopsPassBase<SplitBlocksAtLoopsPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     SmallVector<Block *> blocks;
     getOperation().walk([&](func::FuncOp func) {
       for (Block &block : func.getBody())

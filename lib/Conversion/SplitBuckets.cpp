@@ -42,8 +42,7 @@ struct PackedMember {
 struct SplitBucketsPass
     : public gacc::impl::SplitBucketsPassBase<SplitBucketsPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     SmallVector<shard::AllReduceOp> buckets;
     getOperation().walk([&](shard::AllReduceOp op) {
       if (op->hasAttr(GaccDialect::kBucketAttrName) &&

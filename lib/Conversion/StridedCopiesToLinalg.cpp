@@ -34,8 +34,7 @@ struct StridedCopiesToLinalgPass
     : public gacc::impl::StridedCopiesToLinalgPassBase<
           StridedCopiesToLinalgPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp copy) {
       if (!hasIdentityLayout(copy.getSource().getType()) ||

@@ -32,8 +32,7 @@ namespace {
 struct UnshareEmptyTensorsPass
     : public gacc::impl::UnshareEmptyTensorsPassBase<UnshareEmptyTensorsPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     SmallVector<tensor::EmptyOp> shared;
     getOperation()->walk([&](tensor::EmptyOp empty) {
       if (!empty->hasOneUse() && !empty->use_empty())

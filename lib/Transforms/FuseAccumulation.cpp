@@ -213,8 +213,7 @@ struct FuseAccumulationPass
   using FuseAccumulationPassBase::FuseAccumulationPassBase;
 
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     FloatType accType;
     if (accumulateType == "f32") {
       accType = Float32Type::get(&getContext());

@@ -39,8 +39,7 @@ struct InlineMicroBatchesPass
   using InlineMicroBatchesPassBase::InlineMicroBatchesPassBase;
 
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     SmallVector<gacc::MicroBatchOp> regions;
     getOperation().walk(
         [&](gacc::MicroBatchOp region) { regions.push_back(region); });

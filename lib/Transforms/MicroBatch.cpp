@@ -647,8 +647,7 @@ struct MicroBatchPass : public gacc::impl::MicroBatchPassBase<MicroBatchPass> {
   using MicroBatchPassBase::MicroBatchPassBase;
 
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     auto step = analyzeStep(getOperation(), entry, allowMicroBatchStatistics,
                             /*foldDims=*/true);
     if (!step)

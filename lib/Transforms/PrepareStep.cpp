@@ -223,8 +223,7 @@ struct PrepareStepPass
   using PrepareStepPassBase::PrepareStepPassBase;
 
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     if (batchSize < 0) {
       getOperation().emitError()
           << "option batch-size must be >= 0, got " << batchSize;

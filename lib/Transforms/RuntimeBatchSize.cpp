@@ -300,8 +300,7 @@ struct RuntimeBatchSizePass
   using RuntimeBatchSizePassBase::RuntimeBatchSizePassBase;
 
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     // Micro-batch statistics are analyzed (with their warning) to be
     // rejected by name.
     auto step = analyzeStep(getOperation(), entry, /*allowStatistics=*/true,

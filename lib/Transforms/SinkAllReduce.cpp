@@ -176,8 +176,7 @@ struct SinkAllReducePass
   using SinkAllReducePassBase::SinkAllReducePassBase;
 
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     if (bucketBytes < 1) {
       getOperation().emitError() << "expected a positive bucket-bytes, got "
                                  << static_cast<int64_t>(bucketBytes);

@@ -24,8 +24,7 @@ using namespace mlir::gacc;
 namespace {
 struct StripRolesPass : public gacc::impl::StripRolesPassBase<StripRolesPass> {
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     auto isRole = [](NamedAttribute attr) {
       return attr.getName().getValue().starts_with("gacc.");
     };

@@ -23,8 +23,7 @@ struct TestBreakIRPass
     : public gacc::impl::TestBreakIRPassBase<TestBreakIRPass> {
   using TestBreakIRPassBase::TestBreakIRPassBase;
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     getOperation().walk([](func::ReturnOp ret) { ret->setOperands({}); });
   }
 };

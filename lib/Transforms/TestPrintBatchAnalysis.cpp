@@ -26,8 +26,7 @@ struct TestPrintBatchAnalysisPass
           TestPrintBatchAnalysisPass> {
   using TestPrintBatchAnalysisPassBase::TestPrintBatchAnalysisPassBase;
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     auto step = analyzeStep(getOperation(), entry, allowMicroBatchStatistics);
     if (!step)
       return signalPassFailure();

@@ -211,9 +211,11 @@ LogicalResult mlir::gacc::verifyNotMicroBatched(func::FuncOp func) {
 //===----------------------------------------------------------------------===//
 
 PassResultVerifier::PassResultVerifier(Operation *op, StringRef passArgument,
-                                       std::function<void()> signalFailure)
+                                       std::function<void()> signalFailure,
+                                       std::function<void()> markVerified)
     : op(op), passArgument(passArgument.str()),
-      signalFailure(std::move(signalFailure)), thread(llvm::get_threadid()) {
+      signalFailure(std::move(signalFailure)),
+      markVerified(std::move(markVerified)), thread(llvm::get_threadid()) {
   // Notes which errors this pass reported (on this thread: function passes
   // run in parallel), and lets every diagnostic through.
   errorWatch.emplace(op->getContext(), [this](Diagnostic &diag) {
@@ -244,8 +246,11 @@ PassResultVerifier::~PassResultVerifier() {
     });
     verified = verify(op);
   }
-  if (succeeded(verified))
+  if (succeeded(verified)) {
+    if (markVerified)
+      markVerified();
     return;
+  }
   Location loc = firstLoc ? *firstLoc : op->getLoc();
   InFlightDiagnostic diag =
       emitError(loc) << "internal error: pass '" << passArgument

@@ -23,8 +23,7 @@ namespace {
 struct VerifyStepPass : public gacc::impl::VerifyStepPassBase<VerifyStepPass> {
   using VerifyStepPassBase::VerifyStepPassBase;
   void runOnOperation() override {
-    mlir::gacc::PassResultVerifier verifyResult(
-        getOperation(), getArgument(), [this] { signalPassFailure(); });
+    GACC_VERIFY_PASS_RESULT();
     if (!analyzeStep(getOperation(), entry, allowMicroBatchStatistics))
       signalPassFailure();
     markAllAnalysesPreserved();
