@@ -107,7 +107,29 @@ static LogicalResult useRuntimeSampleCount(func::FuncOp func,
   if (staticCount <= 0)
     return success(); // specializeBatchSize reports the missing batch-size.
 
-  auto isSampleDim = [&](tensor::DimOp dim) {
+  // In a static step, the batch analysis tells which dimension of an
+  // intermediate holds samples (a [B, T] batch collapsed to [B * T]); in a
+  // dynamic one, the dynamic dimensions are the sample dimensions.
+  bool dynamicStep = false;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    RoleInfo role = getArgumentRole(func, i);
+    auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
+    dynamicStep |= role.role == Role::Batch && type && role.index >= 0 &&
+                   role.index < type.getRank() && type.isDynamicDim(role.index);
+  }
+  std::optional<BatchAnalysis> analysis;
+  if (!dynamicStep) {
+    ScopedDiagnosticHandler quiet(func.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    BatchAnalysisOptions options;
+    options.allowMicroBatchStatistics = true;
+    FailureOr<BatchAnalysis> result = BatchAnalysis::run(func, options);
+    if (succeeded(result))
+      analysis = std::move(*result);
+  }
+  // Whether `dim` reads a sample dimension: true, false, or unknown
+  // (std::nullopt: a static step the analysis could not classify).
+  auto isSampleDim = [&](tensor::DimOp dim) -> std::optional<bool> {
     std::optional<int64_t> index = dim.getConstantIndex();
     auto type = dyn_cast<RankedTensorType>(dim.getSource().getType());
     if (!index || !type || *index < 0 || *index >= type.getRank())
@@ -117,12 +139,19 @@ static LogicalResult useRuntimeSampleCount(func::FuncOp func,
     Value source = dim.getSource();
     while (auto cast = source.getDefiningOp<tensor::CastOp>())
       source = cast.getSource();
-    auto arg = dyn_cast<BlockArgument>(source);
-    if (!arg || arg.getOwner() != &entry)
+    if (auto arg = dyn_cast<BlockArgument>(source);
+        arg && arg.getOwner() == &entry) {
+      RoleInfo role = getArgumentRole(func, arg.getArgNumber());
+      return role.role == Role::Batch && role.index == *index;
+    }
+    if (dynamicStep)
       return false;
-    RoleInfo role = getArgumentRole(func, arg.getArgNumber());
-    return role.role == Role::Batch && role.index == *index;
+    if (!analysis)
+      return std::nullopt;
+    const BatchValueInfo &info = analysis->getInfo(source);
+    return info.kind == BatchClass::PerSample && info.dim == *index;
   };
+  bool unknown = false;
 
   OpBuilder builder(func.getContext());
   Value countIndex;
@@ -158,8 +187,16 @@ static LogicalResult useRuntimeSampleCount(func::FuncOp func,
       return it->second;
     Value result = v;
     Operation *def = v.getDefiningOp();
-    if (auto dim = dyn_cast_or_null<tensor::DimOp>(def);
-        dim && isSampleDim(dim)) {
+    auto dim = dyn_cast_or_null<tensor::DimOp>(def);
+    std::optional<bool> sampleDim = dim ? isSampleDim(dim) : false;
+    if (!sampleDim) {
+      dim.emitOpError()
+          << "reads a size that becomes a value (through arith.sitofp), and "
+             "the batch analysis cannot tell whether it counts samples; "
+             "runtime-batch-size needs it to (the step's first problem is "
+             "reported without runtime-batch-size)";
+      unknown = true;
+    } else if (*sampleDim) {
       Value count = getCountIndex();
       builder.setInsertionPointAfter(dim);
       Location loc = dim.getLoc();
@@ -191,7 +228,7 @@ static LogicalResult useRuntimeSampleCount(func::FuncOp func,
   });
   for (Operation *root : roots)
     root->setOperand(0, rebuild(root->getOperand(0)));
-  return success();
+  return failure(unknown);
 }
 
 static void refineResultTypes(func::FuncOp func) {

@@ -52,6 +52,9 @@ PIPELINE_LONG = PIPELINE_SHORT + [
     "micro-batches=2 accumulate-type=f64", "micro-batches=2 accumulate-type=junk",
     "micro-batches=2 bucket-bytes=0", "micro-batches=2 bucket-bytes=-5",
     "micro-batches=2 entry=nope",
+    "micro-batches=2 runtime-batch-size=true",
+    "micro-batch-sizes=3,1 runtime-batch-size=true",
+    "micro-batches=4 runtime-batch-size=true loss-scale=dynamic",
 ]
 LOWERINGS_SHORT = [
     ["--gacc-lower-to-cpu"],
