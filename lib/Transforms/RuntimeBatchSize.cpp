@@ -236,6 +236,15 @@ void RuntimeBatchSizeRewriter::replaceSampleCounts() {
     std::optional<SampleCountForm> form = matchSampleCount(cst, batchSize);
     if (!form)
       continue;
+    // Recognized by value alone: say so where it happens, since a constant
+    // equal to B or 1/B by coincidence (a mean over B features) would be
+    // rescaled too.
+    cst.emitRemark() << "taken as the sample count "
+                     << (*form == SampleCountForm::Count ? "B = " : "1/B, B = ")
+                     << batchSize
+                     << " (runtime-batch-size: B' at run time); a constant "
+                        "that only equals it must not be, see README "
+                        "\"Tail steps\"";
     auto type = cst.getType();
     Value scalar = getCount(cast<FloatType>(getElementTypeOrSelf(type)), *form);
     Value replacement = scalar;
