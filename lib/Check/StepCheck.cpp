@@ -343,15 +343,11 @@ FailureOr<TailStep> mlir::gacc::prepareTailStep(
   TailStep tail;
   tail.samples = batchSize;
   tail.referenceInputs = inputs;
-  int countArg = -1;
-  for (size_t i = 0; i < args.size(); ++i)
-    if (args[i].role == ::gacc::Role::SampleCount)
-      countArg = i;
+  int countArg = ::gacc::getSampleCountArgument(args);
   if (countArg < 0)
     return tail;
   for (size_t r = 0; r < inputs.size(); ++r) {
-    NpyArray count = convertToDType(inputs[r][countArg], DType::I64);
-    int64_t value = *reinterpret_cast<const int64_t *>(count.data.data());
+    int64_t value = ::gacc::getSampleCount(inputs[r], countArg);
     if (r > 0 && value != tail.samples) {
       error = "the ranks run different sample counts (" +
               std::to_string(tail.samples) + " and " + std::to_string(value) +

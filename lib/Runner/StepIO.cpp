@@ -205,15 +205,44 @@ bool narrowBatchInputs(const std::vector<TensorInfo> &args,
   return true;
 }
 
+int StepSignature::getSampleCountArgument() const {
+  return gacc::getSampleCountArgument(args);
+}
+
+int getSampleCountArgument(const std::vector<TensorInfo> &args) {
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].role == Role::SampleCount)
+      return static_cast<int>(i);
+  return -1;
+}
+
+int64_t getSampleCount(const std::vector<NpyArray> &inputs, int countArg) {
+  NpyArray count = convertToDType(inputs[countArg], DType::I64);
+  return *reinterpret_cast<const int64_t *>(count.data.data());
+}
+
+bool runTailOfInputs(const StepSignature &signature,
+                     std::vector<NpyArray> &inputs, int64_t samples,
+                     bool fromFiles, std::string &error) {
+  if (!signature.hasSampleCount()) {
+    error = "--run-batch-size needs a step compiled with --runtime-batch-size";
+    return false;
+  }
+  if (fromFiles) {
+    error = "--run-batch-size applies to generated inputs; with --input-dir, "
+            "give batch files of fewer samples instead";
+    return false;
+  }
+  return narrowBatchInputs(signature.args, inputs, samples, error) &&
+         prepareStepInputs(signature.args, inputs, error);
+}
+
 /// runtime-batch-size: pads batch inputs of B' < B samples to B and sets
 /// the sample count argument to B'.
 static bool applySampleCount(const std::vector<TensorInfo> &args,
                              std::vector<NpyArray> &inputs,
                              std::string &error) {
-  int countArg = -1;
-  for (size_t i = 0; i < args.size(); ++i)
-    if (args[i].role == Role::SampleCount)
-      countArg = i;
+  int countArg = getSampleCountArgument(args);
   if (countArg < 0)
     return true;
   int64_t samples = -1, first = -1, batchSize = 0;
@@ -247,10 +276,9 @@ static bool applySampleCount(const std::vector<TensorInfo> &args,
     *reinterpret_cast<int64_t *>(count.data.data()) = samples;
     inputs[countArg] = count;
   }
-  NpyArray count = convertToDType(inputs[countArg], DType::I64);
-  if (!count.shape.empty())
+  if (!inputs[countArg].shape.empty())
     return true; // prepareStepInputs reports the shape.
-  int64_t value = *reinterpret_cast<const int64_t *>(count.data.data());
+  int64_t value = getSampleCount(inputs, countArg);
   if (batchSize > 0 && (value < 1 || value > batchSize)) {
     error = "the sample count (argument #" + std::to_string(countArg) +
             ") is " + std::to_string(value) + "; a step compiled for " +

@@ -130,18 +130,11 @@ int main(int argc, char **argv) {
   }
   // A tail step (runtime-batch-size): the compiled step gets the padded
   // batch and the count, LibTorch only the real samples.
-  if (int64_t runSamples = ::gacc::getRunBatchSizeFlag()) {
-    if (!step->getSignature().hasSampleCount())
-      return fail("--run-batch-size needs a step compiled with "
-                  "--runtime-batch-size");
-    if (!inputDir.empty())
-      return fail("--run-batch-size applies to generated inputs; with "
-                  "--input-dir, give batch files of fewer samples instead");
+  if (int64_t tailSamples = ::gacc::getRunBatchSizeFlag())
     for (auto &rankInputs : inputs)
-      if (!::gacc::narrowBatchInputs(argInfo, rankInputs, runSamples, error) ||
-          !::gacc::prepareStepInputs(argInfo, rankInputs, error))
+      if (!::gacc::runTailOfInputs(step->getSignature(), rankInputs,
+                                   tailSamples, !inputDir.empty(), error))
         return fail(error);
-  }
   std::string stepName = func.getSymName().str();
   int64_t batch = step->getBatchSize();
   FailureOr<TailStep> tail =

@@ -143,24 +143,15 @@ int main(int argc, char **argv) {
   } else {
     inputs = makeRandomInputs(*step, seed, rank);
   }
-  if (int64_t samples = getRunBatchSizeFlag()) {
-    if (inputDir.size())
-      return fail("--run-batch-size applies to generated inputs; with "
-                  "--input-dir, give batch files of fewer samples instead");
-    if (!step->getSignature().hasSampleCount())
-      return fail("--run-batch-size needs a step compiled with "
-                  "--runtime-batch-size");
-    if (!narrowBatchInputs(step->getArgs(), inputs, samples, error) ||
-        !prepareStepInputs(step->getArgs(), inputs, error))
+  if (int64_t tail = getRunBatchSizeFlag())
+    if (!runTailOfInputs(step->getSignature(), inputs, tail, !inputDir.empty(),
+                         error))
       return fail(error);
-  }
 
   // runtime-batch-size: the real samples of this step.
-  int64_t samples = step->getBatchSize();
-  if (int countArg = step->getSignature().getSampleCountArgument();
-      countArg >= 0)
-    samples = *reinterpret_cast<const int64_t *>(
-        convertToDType(inputs[countArg], DType::I64).data.data());
+  int countArg = step->getSignature().getSampleCountArgument();
+  int64_t samples =
+      countArg >= 0 ? getSampleCount(inputs, countArg) : step->getBatchSize();
 
   const auto &results = step->getResults();
   int lossIndex = -1;

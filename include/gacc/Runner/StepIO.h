@@ -64,14 +64,17 @@ struct StepSignature {
   std::vector<std::string> gatherSites;
 
   /// The sample count argument (runtime-batch-size), or -1.
-  int getSampleCountArgument() const {
-    for (size_t i = 0; i < args.size(); ++i)
-      if (args[i].role == Role::SampleCount)
-        return static_cast<int>(i);
-    return -1;
-  }
+  int getSampleCountArgument() const;
   bool hasSampleCount() const { return getSampleCountArgument() >= 0; }
 };
+
+/// The index of the `sample_count` argument among `args` (runtime-batch-size),
+/// or -1.
+int getSampleCountArgument(const std::vector<TensorInfo> &args);
+
+/// The number of real samples `inputs` give a step with a sample count
+/// argument `countArg` (the value of that argument).
+int64_t getSampleCount(const std::vector<NpyArray> &inputs, int countArg);
 
 /// The first line of a signature's text, with its newline.
 extern const char kSignatureMagic[];
@@ -102,6 +105,14 @@ bool prepareStepInputs(const std::vector<TensorInfo> &args,
 bool narrowBatchInputs(const std::vector<TensorInfo> &args,
                        std::vector<NpyArray> &inputs, int64_t samples,
                        std::string &error);
+
+/// gacc-run's and gacc-check's --run-batch-size: runs the generated `inputs`
+/// as a tail of their first `samples` samples (narrowBatchInputs, then
+/// prepareStepInputs). An error for a step without a sample count argument,
+/// or for inputs read from files (`fromFiles`).
+bool runTailOfInputs(const StepSignature &signature,
+                     std::vector<NpyArray> &inputs, int64_t samples,
+                     bool fromFiles, std::string &error);
 
 /// The first `samples` entries of `array` along `dim`.
 NpyArray narrowArray(const NpyArray &array, int64_t dim, int64_t samples);
