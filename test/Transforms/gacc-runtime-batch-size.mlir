@@ -1,4 +1,8 @@
 // RUN: gacc-opt %s --split-input-file --gacc-runtime-batch-size --verify-diagnostics | FileCheck %s
+// Per-micro-batch statistics (BatchNorm with allow-micro-batch-statistics)
+// would be computed over padding too: refused, naming the statistic.
+// RUN: not gacc-opt %examples/batchnorm.mlir --gacc-pipeline="micro-batches=2 allow-micro-batch-statistics runtime-batch-size=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=STATS
+// STATS: batchnorm.mlir:{{[0-9]+}}:{{[0-9]+}}: error: 'linalg.reduce' op computes a per-micro-batch statistic; runtime-batch-size does not support allow-micro-batch-statistics
 
 // A least-squares step written for B = 4: the loss is a mean (1/B in the
 // reduction's body), the weight gradient a named matmul over the samples,
