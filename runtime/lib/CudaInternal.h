@@ -232,6 +232,11 @@ void waitForEvent(CUevent event, const char *caller);
 
 /// Timing events for device-side trace events.
 CUevent acquireTimingEvent(const char *caller);
+
+/// An event from `pool` (returned there after use), else a new one created
+/// with `flags`: steps after the first create no event.
+CUevent acquirePooledEvent(std::vector<CUevent> &pool, unsigned flags,
+                           const char *caller);
 void addPendingTraceEvent(PendingTraceEvent event, const char *caller);
 /// Adds the pending trace events that have completed to the trace; call it
 /// right after waiting for the compute stream (it may re-anchor the epoch).

@@ -378,17 +378,20 @@ void waitForEvent(CUevent event, const char *caller) {
                 caller);
 }
 
-CUevent acquireTimingEvent(const char *caller) {
-  CudaState &state = cudaState();
-  if (!state.eventPool.empty()) {
-    CUevent event = state.eventPool.back();
-    state.eventPool.pop_back();
+CUevent acquirePooledEvent(std::vector<CUevent> &pool, unsigned flags,
+                           const char *caller) {
+  if (!pool.empty()) {
+    CUevent event = pool.back();
+    pool.pop_back();
     return event;
   }
   CUevent event = nullptr;
-  checkCu(gCuda.cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate",
-          caller);
+  checkCu(gCuda.cuEventCreate(&event, flags), "cuEventCreate", caller);
   return event;
+}
+
+CUevent acquireTimingEvent(const char *caller) {
+  return acquirePooledEvent(cudaState().eventPool, CU_EVENT_DEFAULT, caller);
 }
 
 void addPendingTraceEvent(PendingTraceEvent event, const char *caller) {

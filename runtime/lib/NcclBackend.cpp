@@ -329,15 +329,7 @@ void validateAllReduce(const char *caller, void *device_data, int64_t count,
 /// A done event for a started all-reduce: a finished wait's, else a new one
 /// (so steps after the first create none).
 CUevent acquireDoneEvent(CudaState &cuda, const char *caller) {
-  if (!cuda.doneEvents.empty()) {
-    CUevent event = cuda.doneEvents.back();
-    cuda.doneEvents.pop_back();
-    return event;
-  }
-  CUevent event = nullptr;
-  checkCu(gCuda.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate",
-          caller);
-  return event;
+  return acquirePooledEvent(cuda.doneEvents, CU_EVENT_DISABLE_TIMING, caller);
 }
 
 /// Validates, counts and issues the all-reduce of `caller` on the
