@@ -28,6 +28,7 @@ void mlir::gacc::registerGaccDialects(DialectRegistry &registry) {
                   math::MathDialect, linalg::LinalgDialect,
                   tensor::TensorDialect, shard::ShardDialect>();
   registerBufferizableOpInterfaceExternalModels(registry);
+  registerLinearForBufferizationQueries(registry);
 }
 
 void mlir::gacc::registerAllGaccPasses() {

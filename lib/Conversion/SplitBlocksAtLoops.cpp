@@ -7,6 +7,14 @@
 // length. Splitting the blocks after each loop beforehand, from the end of
 // the block, moves each op once; scf-to-cf then only splits short blocks.
 //
+// The entry block of a function becomes a single branch to the rest of its
+// body: convert-func-to-llvm materializes each converted argument at the
+// start of the entry block and picks the uses to replace by comparing
+// positions in that block, which recomputes the block's op order after
+// every insertion (arguments x entry block length). A lowered step's entry
+// block holds the views of all its hoisted buffers (tens of thousands of
+// ops for a deep model), so that was quadratic too.
+//
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Conversion/Passes.h"
@@ -38,6 +46,12 @@ struct SplitBlocksAtLoopsPass
     for (Block *block : blocks) {
       if (block->empty() || !block->mightHaveTerminator())
         continue;
+      if (block->isEntryBlock() && &block->front() != block->getTerminator()) {
+        Block *rest = block->splitBlock(&block->front());
+        OpBuilder builder = OpBuilder::atBlockEnd(block);
+        cf::BranchOp::create(builder, rest->front().getLoc(), rest);
+        block = rest;
+      }
       // Walk back from the terminator; each split moves only the ops up to
       // the previous split.
       Operation *op = block->getTerminator()->getPrevNode();

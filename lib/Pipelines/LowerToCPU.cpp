@@ -10,7 +10,7 @@
 //   into a start after the final region's last write of the bucket and a
 //   wait before its first read, f32 matmuls to gaccrt_sgemm (beta = 0 for the
 //   first region, 1 when accumulating), deallocation after the last use,
-//   loops, LLVM.
+//   loops, LLVM (one conversion for arith, memref, func, cf and index).
 // Heap allocations go through MLIR's generic allocation functions, which the
 // gacc runtime implements with accounting.
 //
@@ -120,14 +120,9 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
-  memrefOptions.useGenericFunctions = true;
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  // arith, memref (generic allocation functions), func, cf and index in one
+  // conversion, then the casts reconciled.
+  pm.addPass(createConvertStepToLLVMPass());
 }
 
 void mlir::gacc::registerLowerToCPUPipeline() {

@@ -1,9 +1,12 @@
 // RUN: gacc-opt %s --gacc-split-blocks-at-loops | FileCheck %s
 
-// Each loop starts a block of its own; the ops up to the next loop stay with
-// it.
+// The entry block is one branch; each loop starts a block of its own; the
+// ops up to the next loop stay with it.
 
 // CHECK-LABEL: func.func @two_loops
+// CHECK-NEXT:    cf.br ^[[B0:.*]]
+// CHECK:       ^[[B0]]:
+// CHECK-NEXT:    arith.constant
 // CHECK:         memref.alloc
 // CHECK-NEXT:    cf.br ^[[B1:.*]]
 // CHECK:       ^[[B1]]:
@@ -26,5 +29,14 @@ func.func @two_loops(%v: f32) {
     memref.store %v, %a[%i] : memref<4xf32>
   }
   memref.dealloc %a : memref<4xf32>
+  return
+}
+
+// A function that only returns keeps its one block.
+
+// CHECK-LABEL: func.func @empty
+// CHECK-NEXT:    return
+// CHECK-NOT:   ^bb
+func.func @empty() {
   return
 }

@@ -30,6 +30,12 @@ namespace mlir::gacc {
 /// as a call to the runtime (`gaccrt_all_reduce`).
 void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
 
+/// Makes one-shot bufferization's alias queries about `scf.for` results
+/// linear in the number of iteration arguments instead of quadratic (a
+/// workaround for upstream MLIR 22; same answers). Must be registered after
+/// the SCF dialect's bufferization models (registerAllExtensions).
+void registerLinearForBufferizationQueries(DialectRegistry &registry);
+
 /// Adds the patterns of gacc-expand-narrow-floats: f32/f64 <-> bf16/f16
 /// casts as integer arithmetic (round to nearest even), narrow `math.fma`
 /// in f32.
