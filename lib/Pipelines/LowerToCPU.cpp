@@ -38,14 +38,17 @@ void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
                                              bool reportIndexErrors,
                                              bool outlineRegions,
                                              bool overlapAllReduce) {
-  // One collective per accumulator for bufferization's sake (merged back
-  // into one per bucket by gacc-place-buckets).
-  pm.addPass(createSplitBucketsPass());
   if (outlineRegions) {
     OutlineMicroBatchesPassOptions outlineOptions;
     outlineOptions.traceRegions = traceRegions;
     pm.addPass(createOutlineMicroBatchesPass(outlineOptions));
   }
+  // One collective per accumulator for bufferization's sake (merged back
+  // into one per bucket by gacc-place-buckets). After the outlining: it
+  // rewrites only the bucket's storage and collective, outside the regions,
+  // and then runs (and verifies its result) on one loop instead of m
+  // regions.
+  pm.addPass(createSplitBucketsPass());
   InlineMicroBatchesPassOptions inlineOptions;
   inlineOptions.traceRegions = traceRegions;
   pm.addPass(createInlineMicroBatchesPass(inlineOptions));
