@@ -9,7 +9,10 @@
 # 512,512,512,512,10), BENCH_BATCH (default 256), BENCH_MS (default "1 4 8"),
 # BENCH_STEPS (default 20, after 3 warm-up steps), BENCH_ROUNDS (default 3:
 # gacc and LibTorch alternate, each keeps its best median, which damps the
-# noise of a shared machine).
+# noise of a shared machine), BENCH_RUNNER (default jit: gacc-run compiles
+# the step in the process; aot: gacc-compile builds the step as a shared
+# library once per m, outside the timing, and gacc-run-aot runs it without
+# LLVM/MLIR in the process, as a deployed step would).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${1:-1}
@@ -19,15 +22,21 @@ BATCH=${BENCH_BATCH:-256}
 MS=${BENCH_MS:-1 4 8}
 STEPS=${BENCH_STEPS:-20}
 ROUNDS=${BENCH_ROUNDS:-3}
+RUNNER=${BENCH_RUNNER:-jit}
 WARMUP=3
-cmake --build "$BUILD" --target gacc-run gacc-bench-torch-mlp > /dev/null
+case "$RUNNER" in
+  jit | aot) ;;
+  *) echo "error: BENCH_RUNNER must be jit or aot, got '$RUNNER'" >&2; exit 2 ;;
+esac
+cmake --build "$BUILD" --target gacc-run gacc-compile gacc-run-aot \
+  gacc-bench-torch-mlp > /dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 python3 bench/gen_mlp.py --batch "$BATCH" --dims "$DIMS" > "$tmp/mlp.mlir"
 export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
 
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || echo unknown)
-echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas"
+echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas, gacc runner: $RUNNER"
 echo "best of $ROUNDS alternating runs of the median of $STEPS steps after $WARMUP warm-up steps; RSS = peak resident set of the whole process (/usr/bin/time -v)"
 echo
 echo "| m | b | gacc ms/step | torch ms/step | gacc / torch | gacc peak RSS | torch peak RSS | gacc accounted peak |"
@@ -35,9 +44,16 @@ echo "|---|---|---|---|---|---|---|---|"
 best() { python3 -c "import sys; print(min(float(v) for v in sys.argv[1:]))" "$@"; }
 for m in $MS; do
   gs=() ts=()
+  if [ "$RUNNER" = aot ]; then
+    "$BUILD/bin/gacc-compile" "$tmp/mlp.mlir" --micro-batches="$m" \
+      -o "$tmp/step.so"
+    gacc=("$BUILD/bin/gacc-run-aot" "$tmp/step.so")
+  else
+    gacc=("$BUILD/bin/gacc-run" "$tmp/mlp.mlir" --micro-batches="$m")
+  fi
   for round in $(seq "$ROUNDS"); do
-    /usr/bin/time -v -o "$tmp/gacc.time" "$BUILD/bin/gacc-run" "$tmp/mlp.mlir" \
-      --micro-batches="$m" --steps=$((STEPS + WARMUP)) --warmup=$WARMUP > "$tmp/gacc.out"
+    /usr/bin/time -v -o "$tmp/gacc.time" "${gacc[@]}" \
+      --steps=$((STEPS + WARMUP)) --warmup=$WARMUP > "$tmp/gacc.out"
     /usr/bin/time -v -o "$tmp/torch.time" "$BUILD/bin/gacc-bench-torch-mlp" \
       --batch "$BATCH" --dims "$DIMS" --micro-batches "$m" --steps "$STEPS" \
       --warmup $WARMUP --threads "$THREADS" > "$tmp/torch.out"
