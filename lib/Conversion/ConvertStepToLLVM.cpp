@@ -16,7 +16,6 @@
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -43,8 +42,10 @@ struct ConvertStepToLLVMPass
     options.useGenericFunctions = true;
     LLVMTypeConverter converter(ctx, options, &dataLayoutAnalysis);
 
-    // Function lookups through one symbol table: O(calls), not
-    // O(calls x functions). No pattern adds or removes functions.
+    // One symbol table collection for every pattern that looks up or
+    // declares a function (the allocation functions, abort for cf.assert,
+    // callees): O(calls) lookups, not O(calls x functions). The patterns
+    // declare functions through it, so it stays in sync.
     SymbolTableCollection symbolTables;
     RewritePatternSet patterns(ctx);
     arith::populateArithToLLVMConversionPatterns(converter, patterns);
