@@ -18,16 +18,19 @@
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Transforms/RegionForms.h"
 #include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #define DEBUG_TYPE "gacc-outline-micro-batches"
 
@@ -40,174 +43,6 @@ using namespace mlir;
 using namespace mlir::gacc;
 
 namespace {
-/// A place in a region body where regions of one form may differ: an integer
-/// constant (position -1) or a static offset of a slice op.
-struct Site {
-  Operation *op;
-  int64_t position;
-};
-
-/// What one region supplies to the shared form.
-struct Instance {
-  gacc::MicroBatchOp region;
-  /// The values used from outside, in the order of the form's captures.
-  SmallVector<Value> captures;
-  /// The value at each site of the form.
-  SmallVector<int64_t> siteValues;
-};
-
-/// A region body shared by several regions.
-struct Form {
-  gacc::MicroBatchOp templateRegion;
-  SmallVector<Value> captures;
-  DenseMap<Value, unsigned> captureIndex;
-  SmallVector<Site> sites;
-  SmallVector<Instance> instances;
-};
-
-/// Returns the integer value of an integer or index constant.
-static std::optional<int64_t> getIntConstant(Operation *op) {
-  auto cst = dyn_cast<arith::ConstantOp>(op);
-  if (!cst)
-    return std::nullopt;
-  auto attr = dyn_cast<IntegerAttr>(cst.getValue());
-  // Index constants have no bit width of their own; they fit in 64 bits.
-  if (!attr || (!attr.getType().isIndex() &&
-                attr.getType().getIntOrFloatBitWidth() > 64))
-    return std::nullopt;
-  return attr.getValue().getSExtValue();
-}
-
-/// Returns the static offsets of a tensor slice op, or an empty array.
-static ArrayRef<int64_t> getSliceOffsets(Operation *op) {
-  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op))
-    return slice.getStaticOffsets();
-  if (auto slice = dyn_cast<tensor::InsertSliceOp>(op))
-    return slice.getStaticOffsets();
-  return {};
-}
-
-/// Returns true when `a` and `b` are the same constant.
-static bool isSameConstant(Value a, Value b) {
-  Attribute x, y;
-  return a.getType() == b.getType() && matchPattern(a, m_Constant(&x)) &&
-         matchPattern(b, m_Constant(&y)) && x == y;
-}
-
-/// Compares the body of `region` with the form's template op by op. On a
-/// match, fills `instance` (and, for the template itself, the form's
-/// captures and sites) and returns true.
-static bool matchForm(Form &form, gacc::MicroBatchOp region,
-                      Instance &instance) {
-  gacc::MicroBatchOp tmpl = form.templateRegion;
-  bool isTemplate = region == tmpl;
-  if (region.getSize() != tmpl.getSize() ||
-      region.getResultTypes() != tmpl.getResultTypes())
-    return false;
-  SmallVector<Operation *> tmplOps, ops;
-  tmpl.getBody().walk<WalkOrder::PreOrder>(
-      [&](Operation *op) { tmplOps.push_back(op); });
-  region.getBody().walk<WalkOrder::PreOrder>(
-      [&](Operation *op) { ops.push_back(op); });
-  if (tmplOps.size() != ops.size())
-    return false;
-
-  IRMapping inner;
-  Region &tmplBody = tmpl.getBody(), &body = region.getBody();
-  auto mapBlocks = [&](Region &a, Region &b) {
-    if (a.getBlocks().size() != b.getBlocks().size())
-      return false;
-    for (auto [x, y] : llvm::zip(a, b)) {
-      if (x.getArgumentTypes() != y.getArgumentTypes())
-        return false;
-      for (auto [u, v] : llvm::zip(x.getArguments(), y.getArguments()))
-        inner.map(u, v);
-    }
-    return true;
-  };
-  if (!mapBlocks(tmplBody, body))
-    return false;
-  instance.region = region;
-  instance.captures.assign(form.captures.size(), Value());
-  instance.siteValues.clear();
-
-  DenseMap<Operation *, Operation *> paired{{tmpl, region}};
-  for (auto [a, b] : llvm::zip(tmplOps, ops)) {
-    paired[a] = b;
-    if (paired.lookup(a->getParentOp()) != b->getParentOp() ||
-        a->getParentRegion()->getRegionNumber() !=
-            b->getParentRegion()->getRegionNumber() ||
-        a->getName() != b->getName() ||
-        a->getNumOperands() != b->getNumOperands() ||
-        a->getResultTypes() != b->getResultTypes() ||
-        a->getNumRegions() != b->getNumRegions() ||
-        a->getNumSuccessors() != 0 || b->getNumSuccessors() != 0)
-      return false;
-    // Attributes: equal, except at the sites.
-    std::optional<int64_t> ca = getIntConstant(a), cb = getIntConstant(b);
-    ArrayRef<int64_t> oa = getSliceOffsets(a), ob = getSliceOffsets(b);
-    if (ca && cb) {
-      if (cast<arith::ConstantOp>(a).getType() !=
-          cast<arith::ConstantOp>(b).getType())
-        return false;
-      if (isTemplate)
-        form.sites.push_back({a, -1});
-      instance.siteValues.push_back(*cb);
-    } else if (!oa.empty() || !ob.empty()) {
-      if (oa.size() != ob.size())
-        return false;
-      NamedAttrList la(a->getAttrDictionary()), lb(b->getAttrDictionary());
-      la.erase("static_offsets");
-      lb.erase("static_offsets");
-      if (la.getDictionary(a->getContext()) !=
-          lb.getDictionary(b->getContext()))
-        return false;
-      for (auto [i, pair] : llvm::enumerate(llvm::zip(oa, ob))) {
-        auto [x, y] = pair;
-        if ((x == ShapedType::kDynamic) != (y == ShapedType::kDynamic))
-          return false;
-        if (x == ShapedType::kDynamic)
-          continue;
-        if (isTemplate)
-          form.sites.push_back({a, static_cast<int64_t>(i)});
-        instance.siteValues.push_back(y);
-      }
-    } else if (a->getAttrDictionary() != b->getAttrDictionary()) {
-      return false;
-    }
-    // Operands: the same inner value, or the same capture.
-    for (auto [x, y] : llvm::zip(a->getOperands(), b->getOperands())) {
-      if (tmplBody.isAncestor(x.getParentRegion())) {
-        if (inner.lookupOrNull(x) != y)
-          return false;
-        continue;
-      }
-      if (body.isAncestor(y.getParentRegion()))
-        return false;
-      auto it = form.captureIndex.find(x);
-      if (it == form.captureIndex.end()) {
-        if (!isTemplate)
-          return false;
-        it = form.captureIndex.try_emplace(x, form.captures.size()).first;
-        form.captures.push_back(x);
-        instance.captures.push_back(x);
-        continue;
-      }
-      Value &seen = instance.captures[it->second];
-      if (!seen)
-        seen = y;
-      else if (seen != y && !isSameConstant(seen, y))
-        return false;
-    }
-    for (auto [x, y] : llvm::zip(a->getResults(), b->getResults()))
-      inner.map(x, y);
-    for (auto [ra, rb] : llvm::zip(a->getRegions(), b->getRegions()))
-      if (!mapBlocks(ra, rb))
-        return false;
-  }
-  return llvm::all_of(instance.captures, [](Value v) { return !!v; }) &&
-         instance.siteValues.size() == form.sites.size();
-}
 
 /// How the body computes the value of one site.
 struct SiteValue {
@@ -219,15 +54,16 @@ struct SiteValue {
 };
 
 /// Decides how each site of `form` is computed.
-static SmallVector<SiteValue> analyzeSites(Form &form) {
+static SmallVector<SiteValue> analyzeSites(RegionForm &form) {
   SmallVector<SiteValue> result(form.sites.size());
-  Instance &first = form.instances.front();
-  Instance &second = form.instances[1];
+  RegionInstance &first = form.instances.front();
+  RegionInstance &second = form.instances[1];
   int64_t o0 = first.region.getOffset(), o1 = second.region.getOffset();
   for (auto [s, site] : llvm::enumerate(result)) {
     int64_t v0 = first.siteValues[s];
-    site.constant = llvm::all_of(
-        form.instances, [&](Instance &i) { return i.siteValues[s] == v0; });
+    site.constant = llvm::all_of(form.instances, [&](RegionInstance &i) {
+      return i.siteValues[s] == v0;
+    });
     if (site.constant)
       continue;
     int64_t dv = second.siteValues[s] - v0, doff = o1 - o0;
@@ -235,7 +71,7 @@ static SmallVector<SiteValue> analyzeSites(Form &form) {
     if (site.affine) {
       site.factor = dv / doff;
       site.base = v0 - site.factor * o0;
-      site.affine = llvm::all_of(form.instances, [&](Instance &i) {
+      site.affine = llvm::all_of(form.instances, [&](RegionInstance &i) {
         return i.siteValues[s] ==
                site.base +
                    site.factor * static_cast<int64_t>(i.region.getOffset());
@@ -263,7 +99,7 @@ static Value buildAffineSite(OpBuilder &builder, Location loc,
 /// Makes the clone (through `mapping`) of each varying site of `form` take
 /// its value from `siteValues`: constants are replaced, slice offsets become
 /// dynamic.
-static void rewriteSites(Form &form, ArrayRef<Value> siteValues,
+static void rewriteSites(RegionForm &form, ArrayRef<Value> siteValues,
                          IRMapping &mapping) {
   // Varying constants and slice offsets take their values from the sites.
   DenseMap<Operation *, SmallVector<std::pair<int64_t, Value>>> offsets;
@@ -310,7 +146,7 @@ static void rewriteSites(Form &form, ArrayRef<Value> siteValues,
 }
 
 /// Builds the shared function of `form` and makes each region call it.
-static void outline(Form &form, ModuleOp module, SymbolTable &symbols,
+static void outline(RegionForm &form, ModuleOp module, SymbolTable &symbols,
                     func::FuncOp parent) {
   gacc::MicroBatchOp tmpl = form.templateRegion;
   MLIRContext *ctx = module.getContext();
@@ -323,7 +159,7 @@ static void outline(Form &form, ModuleOp module, SymbolTable &symbols,
   for (auto [c, capture] : llvm::enumerate(form.captures))
     cloned[c] = capture.getDefiningOp() &&
                 capture.getDefiningOp()->hasTrait<OpTrait::ConstantLike>() &&
-                llvm::all_of(form.instances, [&](Instance &i) {
+                llvm::all_of(form.instances, [&](RegionInstance &i) {
                   return isSameConstant(i.captures[c], capture);
                 });
   SmallVector<Type> argTypes{IndexType::get(ctx)};
@@ -378,7 +214,7 @@ static void outline(Form &form, ModuleOp module, SymbolTable &symbols,
   rewriteSites(form, siteValues, mapping);
 
   // Each region's body becomes one call.
-  for (Instance &instance : form.instances) {
+  for (RegionInstance &instance : form.instances) {
     Block &body = instance.region.getBody().front();
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body))) {
       op.dropAllUses();
@@ -406,9 +242,9 @@ static void outline(Form &form, ModuleOp module, SymbolTable &symbols,
 /// is affine in the offset, and each region uses from the regions of the
 /// form only the previous one's results (its accumulators, which become
 /// iteration arguments). Returns false, changing nothing, otherwise.
-static bool buildLoop(Form &form, ModuleOp module, bool traceRegions) {
+static bool buildLoop(RegionForm &form, ModuleOp module, bool traceRegions) {
   gacc::MicroBatchOp tmpl = form.templateRegion;
-  MutableArrayRef<Instance> instances = form.instances;
+  MutableArrayRef<RegionInstance> instances = form.instances;
   int64_t size = tmpl.getSize(), n = instances.size();
   for (auto [k, instance] : llvm::enumerate(instances))
     if (instance.region.getOffset() !=
@@ -430,7 +266,7 @@ static bool buildLoop(Form &form, ModuleOp module, bool traceRegions) {
   SmallVector<Value> iterInit(numResults);
   for (auto [c, capture] : llvm::enumerate(form.captures)) {
     bool same = llvm::all_of(
-        instances, [&](Instance &i) { return i.captures[c] == capture; });
+        instances, [&](RegionInstance &i) { return i.captures[c] == capture; });
     if (same) {
       if (Operation *def = capture.getDefiningOp())
         if (def->getBlock() == tmpl->getBlock() && !def->isBeforeInBlock(tmpl))
@@ -530,11 +366,63 @@ static bool buildLoop(Form &form, ModuleOp module, bool traceRegions) {
 
   for (auto [i, j] : llvm::enumerate(carried))
     last->getResult(j).replaceAllUsesWith(loop.getResult(i));
-  for (Instance &instance : llvm::reverse(instances)) {
+  for (RegionInstance &instance : llvm::reverse(instances)) {
     instance.region->dropAllUses();
     instance.region->erase();
   }
   return true;
+}
+
+/// Returns `value` as computed before `region`: itself when defined outside,
+/// else a clone there of the pure ops (and fills) of the region's block that
+/// compute it from outside values, or null.
+static Value hoistOutOf(gacc::MicroBatchOp region, Value value,
+                        OpBuilder &builder, IRMapping &hoisted,
+                        unsigned depth = 0) {
+  Block &body = region.getBody().front();
+  if (!region.getBody().isAncestor(value.getParentRegion()))
+    return value;
+  if (Value done = hoisted.lookupOrNull(value))
+    return done;
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != &body || depth > 4 ||
+      !isMemoryEffectFree(def) ||
+      (def->getNumRegions() != 0 && !isa<linalg::FillOp>(def)))
+    return {};
+  for (Value operand : def->getOperands())
+    if (!hoistOutOf(region, operand, builder, hoisted, depth + 1))
+      return {};
+  Operation *clone = builder.clone(*def, hoisted);
+  return clone->getResult(cast<OpResult>(value).getResultNumber());
+}
+
+/// The first region starts each accumulator from an identity fill, where the
+/// regions after it continue the previous region's accumulator. Moving those
+/// fills before the region gives it the form of the later regions, so that
+/// it joins their loop: one body for all regions of its size.
+static void hoistAccumulatorStarts(gacc::MicroBatchOp region) {
+  Block &body = region.getBody().front();
+  auto yield = cast<gacc::YieldOp>(body.getTerminator());
+  OpBuilder builder(region);
+  IRMapping hoisted;
+  bool changed = false;
+  for (Value yielded : yield.getOperands()) {
+    auto result = dyn_cast<OpResult>(yielded);
+    auto op = result ? dyn_cast<linalg::LinalgOp>(result.getOwner())
+                     : linalg::LinalgOp();
+    if (!op || op->getBlock() != &body || !op->hasAttr(kPartialAttrName))
+      continue;
+    OpOperand *init = op.getDpsInitOperand(result.getResultNumber());
+    auto fill = init->get().getDefiningOp<linalg::FillOp>();
+    if (!fill || fill->getBlock() != &body || !fill->hasOneUse())
+      continue;
+    if (Value start = hoistOutOf(region, fill.getResult(0), builder, hoisted)) {
+      init->set(start);
+      changed = true;
+    }
+  }
+  if (changed)
+    eraseDeadOps(body);
 }
 
 struct OutlineMicroBatchesPass
@@ -558,27 +446,14 @@ struct OutlineMicroBatchesPass
       });
       if (overlapped && !regions.empty())
         regions.pop_back();
-      SmallVector<std::unique_ptr<Form>> forms;
-      for (gacc::MicroBatchOp region : regions) {
-        bool matched = false;
-        for (auto &form : forms) {
-          Instance instance;
-          if (matchForm(*form, region, instance)) {
-            form->instances.push_back(std::move(instance));
-            matched = true;
-            break;
-          }
-        }
-        if (matched)
-          continue;
-        auto form = std::make_unique<Form>();
-        form->templateRegion = region;
-        Instance instance;
-        if (!matchForm(*form, region, instance))
-          continue;
-        form->instances.push_back(std::move(instance));
-        forms.push_back(std::move(form));
-      }
+      // The first region joins the loop of the regions of its size.
+      if (!regions.empty() &&
+          llvm::count_if(regions, [&](gacc::MicroBatchOp region) {
+            return region.getSize() == regions.front().getSize();
+          }) >= std::max<int64_t>(minRegions, 2))
+        hoistAccumulatorStarts(regions.front());
+      SmallVector<std::unique_ptr<RegionForm>> forms =
+          groupRegionsByForm(regions);
       // Last form first: a loop replaces its regions, and only later forms
       // refer to the results of earlier ones.
       for (auto &form : llvm::reverse(forms))

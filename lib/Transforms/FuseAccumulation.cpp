@@ -73,7 +73,7 @@ collectChains(MutableArrayRef<gacc::MicroBatchOp> regions) {
 /// Chains the links of `chain` through their inits and removes the combine
 /// ops. Returns false (and changes nothing) when the chain does not have the
 /// shape gacc-micro-batch produces.
-static bool fuseChain(AccumulatorChain &chain) {
+static bool fuseChain(AccumulatorChain &chain, RewriterBase &rewriter) {
   MutableArrayRef<ChainLink> links = chain.links;
   gacc::MicroBatchOp first = links.front().region;
   Value running = first.getResult(chain.index);
@@ -100,14 +100,14 @@ static bool fuseChain(AccumulatorChain &chain) {
       continue;
     Value previous = links[k - 1].region.getResult(chain.index);
     Operation *fill = link.init().get().getDefiningOp();
-    link.init().set(previous);
+    rewriter.modifyOpInPlace(link.op, [&] { link.init().set(previous); });
     if (fill->use_empty())
-      fill->erase();
+      rewriter.eraseOp(fill);
   }
   Value last = links.back().region.getResult(chain.index);
-  combines.back()->getResult(0).replaceAllUsesWith(last);
+  rewriter.replaceAllUsesWith(combines.back()->getResult(0), last);
   for (Operation *combine : llvm::reverse(combines))
-    combine->erase();
+    rewriter.eraseOp(combine);
   return true;
 }
 
@@ -146,21 +146,27 @@ static linalg::LinalgOp widenAccumulator(RewriterBase &rewriter,
     return {};
   Type wideType = getElementTypeOrSelf(newInit.getType());
   // Widen in place: the out argument, the combiner, and the init.
-  outArg.setType(wideType);
   rewriter.setInsertionPoint(combiner);
   for (OpOperand &operand : combiner->getOpOperands())
-    if (operand.get() != outArg && operand.get().getType() != wideType)
-      operand.set(arith::ExtFOp::create(rewriter, combiner->getLoc(), wideType,
-                                        operand.get()));
-  combiner->getResult(0).setType(wideType);
-  init->set(newInit);
-  generic->getResult(i).setType(newInit.getType());
+    if (operand.get() != outArg && operand.get().getType() != wideType) {
+      Value ext = arith::ExtFOp::create(rewriter, combiner->getLoc(), wideType,
+                                        operand.get());
+      rewriter.modifyOpInPlace(combiner, [&] { operand.set(ext); });
+    }
+  rewriter.modifyOpInPlace(combiner,
+                           [&] { combiner->getResult(0).setType(wideType); });
+  rewriter.modifyOpInPlace(generic, [&] {
+    outArg.setType(wideType);
+    init->set(newInit);
+    generic->getResult(i).setType(newInit.getType());
+  });
   return generic;
 }
 
 /// Keeps the accumulators of `chain` in `accType` and truncates the final
 /// value once after the regions.
-static LogicalResult widenChain(AccumulatorChain &chain, FloatType accType) {
+static LogicalResult widenChain(AccumulatorChain &chain, FloatType accType,
+                                RewriterBase &rewriter) {
   auto type = cast<RankedTensorType>(
       chain.links.front()
           .op->getResult(chain.links.front().resultNumber)
@@ -169,7 +175,6 @@ static LogicalResult widenChain(AccumulatorChain &chain, FloatType accType) {
   if (!elemType || elemType.getWidth() >= accType.getWidth())
     return success();
   auto wideType = RankedTensorType::get(type.getShape(), accType);
-  IRRewriter rewriter(accType.getContext());
   for (auto [k, link] : llvm::enumerate(chain.links)) {
     Value init = link.init().get();
     Value newInit;
@@ -196,8 +201,12 @@ static LogicalResult widenChain(AccumulatorChain &chain, FloatType accType) {
                 "'combine(out, value)'";
     link.op = wide;
     auto yield = cast<gacc::YieldOp>(link.region.getBody().front().back());
-    yield->setOperand(chain.index, wide->getResult(link.resultNumber));
-    link.region.getResult(chain.index).setType(wideType);
+    rewriter.modifyOpInPlace(yield, [&] {
+      yield->setOperand(chain.index, wide->getResult(link.resultNumber));
+    });
+    rewriter.modifyOpInPlace(link.region, [&] {
+      link.region.getResult(chain.index).setType(wideType);
+    });
   }
   gacc::MicroBatchOp last = chain.links.back().region;
   Value acc = last.getResult(chain.index);
@@ -213,7 +222,9 @@ struct FuseAccumulationPass
   using FuseAccumulationPassBase::FuseAccumulationPassBase;
 
   void runOnOperation() override {
-    GACC_VERIFY_PASS_RESULT();
+    ChangedOps changes;
+    GACC_VERIFY_PASS_CHANGES(changes);
+    IRRewriter rewriter(&getContext(), &changes);
     FloatType accType;
     if (accumulateType == "f32") {
       accType = Float32Type::get(&getContext());
@@ -230,9 +241,9 @@ struct FuseAccumulationPass
         return WalkResult::advance();
       SmallVector<AccumulatorChain> chains = collectChains(regions);
       for (AccumulatorChain &chain : chains) {
-        if (regions.size() > 1 && !fuseChain(chain))
+        if (regions.size() > 1 && !fuseChain(chain, rewriter))
           continue;
-        if (accType && failed(widenChain(chain, accType)))
+        if (accType && failed(widenChain(chain, accType, rewriter)))
           return WalkResult::interrupt();
       }
       return WalkResult::advance();

@@ -14,6 +14,7 @@
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Transforms/MicroBatchSizes.h"
 #include "gacc/Transforms/Passes.h"
+#include "gacc/Transforms/RegionForms.h"
 #include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -647,7 +648,8 @@ struct MicroBatchPass : public gacc::impl::MicroBatchPassBase<MicroBatchPass> {
   using MicroBatchPassBase::MicroBatchPassBase;
 
   void runOnOperation() override {
-    GACC_VERIFY_PASS_RESULT();
+    // Verifying m regions op by op would cost more than building them.
+    GACC_VERIFY_PASS_RESULT_WITH(verifyByRegionForm);
     auto step = analyzeStep(getOperation(), entry, allowMicroBatchStatistics,
                             /*foldDims=*/true);
     if (!step)

@@ -140,7 +140,7 @@ static DenseMap<Value, int64_t> getFinishOrder(gacc::MicroBatchOp finalRegion) {
 }
 
 /// Makes the first-region init of `member` a view of `bucket`.
-static void placeInBucket(OpBuilder &builder, BucketMember &member,
+static void placeInBucket(RewriterBase &builder, BucketMember &member,
                           Value bucket) {
   OpOperand *init = member.firstInit;
   if (!init)
@@ -162,11 +162,12 @@ static void placeInBucket(OpBuilder &builder, BucketMember &member,
     builder.setInsertionPoint(init->getOwner());
     auto newFill = linalg::FillOp::create(builder, fill.getLoc(),
                                           fill.getInputs()[0], view);
-    init->set(newFill.getResult(0));
+    builder.modifyOpInPlace(init->getOwner(),
+                            [&] { init->set(newFill.getResult(0)); });
     if (fill->use_empty())
-      fill->erase();
+      builder.eraseOp(fill);
   } else {
-    init->set(view);
+    builder.modifyOpInPlace(init->getOwner(), [&] { init->set(view); });
   }
 }
 
@@ -176,16 +177,19 @@ struct SinkAllReducePass
   using SinkAllReducePassBase::SinkAllReducePassBase;
 
   void runOnOperation() override {
-    GACC_VERIFY_PASS_RESULT();
+    ChangedOps changes;
+    GACC_VERIFY_PASS_CHANGES(changes);
     if (bucketBytes < 1) {
       getOperation().emitError() << "expected a positive bucket-bytes, got "
                                  << static_cast<int64_t>(bucketBytes);
       return signalPassFailure();
     }
-    getOperation().walk([&](func::FuncOp func) { runOnFunction(func); });
+    IRRewriter rewriter(&getContext(), &changes);
+    getOperation().walk(
+        [&](func::FuncOp func) { runOnFunction(func, rewriter); });
   }
 
-  void runOnFunction(func::FuncOp func) {
+  void runOnFunction(func::FuncOp func, RewriterBase &builder) {
     SmallVector<gacc::MicroBatchOp> regions(
         func.getBody().getOps<gacc::MicroBatchOp>());
     if (regions.empty())
@@ -251,7 +255,6 @@ struct SinkAllReducePass
       open->members.push_back(*member);
     }
 
-    OpBuilder builder(func.getContext());
     for (auto [b, bucket] : llvm::enumerate(buckets)) {
       Location loc = bucket.members.front().allReduce.getLoc();
       auto bucketType =
@@ -293,12 +296,12 @@ struct SinkAllReducePass
         Type resultType = member.allReduce.getResult().getType();
         if (result.getType() != resultType)
           result = arith::TruncFOp::create(builder, loc, resultType, result);
-        member.allReduce.getResult().replaceAllUsesWith(result);
+        builder.replaceAllUsesWith(member.allReduce.getResult(), result);
       }
       for (BucketMember &member : bucket.members)
-        member.allReduce.erase();
+        builder.eraseOp(member.allReduce);
     }
-    eraseDeadOps(func.getBody().front());
+    eraseDeadOps(func.getBody().front(), &builder);
   }
 };
 } // namespace

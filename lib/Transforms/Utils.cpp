@@ -11,10 +11,12 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -121,13 +123,16 @@ void mlir::gacc::foldStaticDims(func::FuncOp func) {
   }
 }
 
-void mlir::gacc::eraseDeadOps(Block &block) {
+void mlir::gacc::eraseDeadOps(Block &block, RewriterBase *rewriter) {
   bool changed = true;
   while (changed) {
     changed = false;
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
       if (isOpTriviallyDead(&op)) {
-        op.erase();
+        if (rewriter)
+          rewriter->eraseOp(&op);
+        else
+          op.erase();
         changed = true;
       }
   }
@@ -207,15 +212,153 @@ LogicalResult mlir::gacc::verifyNotMicroBatched(func::FuncOp func) {
 }
 
 //===----------------------------------------------------------------------===//
+// ChangedOps
+//===----------------------------------------------------------------------===//
+
+void ChangedOps::record(Operation *op, Change change) {
+  auto [it, inserted] = changes.try_emplace(op, change);
+  if (inserted)
+    return;
+  // A new op at the address of an erased one, or a stronger change.
+  if (it->second == Change::Erased || change == Change::Erased ||
+      change > it->second)
+    it->second = change;
+}
+
+void ChangedOps::notifyOperationInserted(Operation *op,
+                                         OpBuilder::InsertPoint previous) {
+  // Created, or moved: either way verified with its regions where it is now.
+  record(op, Change::Created);
+}
+
+void ChangedOps::notifyOperationModified(Operation *op) {
+  record(op, Change::Modified);
+}
+
+void ChangedOps::notifyOperationErased(Operation *op) {
+  if (Operation *parent = op->getParentOp())
+    record(parent, Change::ErasedFrom);
+  record(op, Change::Erased);
+}
+
+LogicalResult ChangedOps::verify(Operation *root) const {
+  // Live ops by change, skipping those inside a created op (its recursive
+  // verification covers them).
+  auto insideCreated = [&](Operation *op) {
+    for (Operation *p = op->getParentOp(); p; p = p->getParentOp()) {
+      auto it = changes.find(p);
+      if (it != changes.end() && it->second == Change::Created)
+        return true;
+      if (p == root)
+        break;
+    }
+    return false;
+  };
+  SmallVector<Operation *> deep;
+  llvm::SetVector<Operation *> shallow;
+  SmallVector<Operation *> rewired; // created or modified: check dominance
+  SmallVector<Operation *> erasedFrom;
+  for (auto [op, change] : changes) {
+    if (change == Change::Erased || insideCreated(op))
+      continue;
+    switch (change) {
+    case Change::Created:
+      deep.push_back(op);
+      rewired.push_back(op);
+      break;
+    case Change::Modified:
+      shallow.insert(op);
+      rewired.push_back(op);
+      break;
+    case Change::ErasedFrom:
+      shallow.insert(op);
+      erasedFrom.push_back(op);
+      break;
+    case Change::Erased:
+      break;
+    }
+  }
+  // Users of the results (their operand types may have changed) and the
+  // ancestors (their region invariants may involve the changed ops).
+  for (Operation *op : rewired)
+    for (Operation *user : op->getUsers())
+      if (!insideCreated(user))
+        shallow.insert(user);
+  SmallVector<Operation *> changed(shallow.begin(), shallow.end());
+  llvm::append_range(changed, deep);
+  for (Operation *op : changed)
+    for (Operation *p = op->getParentOp(); p; p = p->getParentOp()) {
+      if (!shallow.insert(p) || p == root)
+        break;
+    }
+
+  for (Operation *op : erasedFrom)
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        if (!block.empty() &&
+            !block.back().mightHaveTrait<OpTrait::IsTerminator>() &&
+            !op->mightHaveTrait<OpTrait::NoTerminator>())
+          return block.back().emitError("block with no terminator, has ")
+                 << block.back();
+  for (Operation *op : deep)
+    if (failed(mlir::verify(op, /*verifyRecursively=*/true)))
+      return failure();
+  // The ops with a created or modified direct child (a symbol table among
+  // them must be checked for its new or renamed symbols).
+  llvm::SmallPtrSet<Operation *, 8> parentsOfChanged;
+  for (Operation *op : rewired)
+    if (Operation *parent = op->getParentOp())
+      parentsOfChanged.insert(parent);
+  for (Operation *op : shallow) {
+    if (insideCreated(op))
+      continue;
+    // An isolated-from-above ancestor that is not itself modified (at most
+    // ops were erased from it), typically the function: its region
+    // invariant is its isolation, a walk of everything it holds, which the
+    // operand check below covers for the changed ops. Its own invariants are
+    // still checked.
+    auto it = changes.find(op);
+    bool modified = it != changes.end() && it->second == Change::Modified;
+    if (op->hasTrait<OpTrait::IsIsolatedFromAbove>() && !modified &&
+        !(op->hasTrait<OpTrait::SymbolTable>() &&
+          parentsOfChanged.contains(op))) {
+      if (failed(op->getName().verifyInvariants(op)))
+        return failure();
+      continue;
+    }
+    if (failed(mlir::verify(op, /*verifyRecursively=*/false)))
+      return failure();
+  }
+  DominanceInfo dominance;
+  for (Operation *op : rewired) {
+    Operation *isolated =
+        op->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (!dominance.properlyDominates(operand.get(), op))
+        return op->emitError("operand #")
+               << operand.getOperandNumber() << " does not dominate this use";
+      Region *region = operand.get().getParentRegion();
+      if (isolated && (!region || !isolated->isAncestor(region->getParentOp())))
+        return op->emitError("using value defined outside the region of the "
+                             "isolated-from-above '")
+               << isolated->getName() << "'";
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // PassResultVerifier
 //===----------------------------------------------------------------------===//
 
-PassResultVerifier::PassResultVerifier(Operation *op, StringRef passArgument,
-                                       std::function<void()> signalFailure,
-                                       std::function<void()> markVerified)
+PassResultVerifier::PassResultVerifier(
+    Operation *op, StringRef passArgument, std::function<void()> signalFailure,
+    std::function<void()> markVerified,
+    std::function<LogicalResult(Operation *)> verifier)
     : op(op), passArgument(passArgument.str()),
       signalFailure(std::move(signalFailure)),
-      markVerified(std::move(markVerified)), thread(llvm::get_threadid()) {
+      markVerified(std::move(markVerified)), verifier(std::move(verifier)),
+      thread(llvm::get_threadid()) {
   // Notes which errors this pass reported (on this thread: function passes
   // run in parallel), and lets every diagnostic through.
   errorWatch.emplace(op->getContext(), [this](Diagnostic &diag) {
@@ -244,7 +387,7 @@ PassResultVerifier::~PassResultVerifier() {
       }
       return success();
     });
-    verified = verify(op);
+    verified = verifier ? verifier(op) : verify(op);
   }
   if (succeeded(verified)) {
     if (markVerified)

@@ -2,12 +2,13 @@
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=4 overlap-all-reduce=false" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM
 
 // The bufferized step (linear-step.mlir, B = 8, m = 2): the two gradient
-// accumulators are views of one bucket allocation for the whole step; the
-// weight gradient GEMM of region 0 initializes its view (beta = 0), the one
-// of region 1 accumulates into the same view (beta = 1); the bias gradient
-// accumulates in place too; nothing is copied between accumulators and the
-// bucket; the bucket is reduced once, in place, after the final region (the
-// per-accumulator collectives of gacc-split-buckets merged back into one).
+// accumulators are views of one bucket allocation for the whole step, zero
+// filled once before the loop over the two regions (one body for both); in
+// the loop the weight gradient GEMM accumulates into its view (beta = 1)
+// and the bias gradient accumulates in place too; nothing is copied between
+// accumulators and the bucket; the bucket is reduced once, in place, after
+// the final region (the per-accumulator collectives of gacc-split-buckets
+// merged back into one).
 
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME:    (%{{.*}}: memref<3x2xf32>, %{{.*}}: memref<2xf32>, %[[X:.*]]: memref<8x3xf32>, %{{.*}}: memref<8x2xf32>, %{{.*}}: memref<f32>, %{{.*}}: memref<3x2xf32>, %{{.*}}: memref<2xf32>)
@@ -17,21 +18,17 @@
 // CHECK:         %[[GB:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<32xi8> to memref<2xf32>
 // CHECK-NOT:     memref.copy
 // CHECK:         %[[GW:.*]] = memref.expand_shape %[[SW]] {{\[\[}}0, 1]] output_shape [3, 2]
-// CHECK:         call @gaccrt_trace_region_begin
-// CHECK:         %[[C0:.*]] = memref.cast %[[GW]]
-// CHECK:         %[[BETA0:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[BETA0]], %{{.*}}, %{{.*}}, %[[C0]])
-// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%[[GB]] : memref<2xf32>)
-// CHECK:         linalg.generic {{.*}} outs(%[[GB]] : memref<2xf32>)
-// CHECK:         call @gaccrt_trace_region_end
-// CHECK:         call @gaccrt_trace_region_begin
-// CHECK:         %[[C1:.*]] = memref.cast %[[GW]]
-// CHECK:         arith.constant 1.000000e+00 : f32
-// CHECK-NEXT:    %[[BETA1:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[BETA1]], %{{.*}}, %{{.*}}, %[[C1]])
-// CHECK-NOT:     linalg.fill
-// CHECK:         linalg.generic {{.*}} outs(%[[GB]] : memref<2xf32>)
-// CHECK:         call @gaccrt_trace_region_end
+// CHECK-NEXT:    linalg.fill ins(%{{.*}} : f32) outs(%[[GW]] : memref<3x2xf32>)
+// CHECK-NEXT:    linalg.fill ins(%{{.*}} : f32) outs(%[[GB]] : memref<2xf32>)
+// CHECK:         scf.for
+// CHECK:           call @gaccrt_trace_region_begin
+// CHECK:           %[[C1:.*]] = memref.cast %[[GW]]
+// CHECK:           arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:      %[[BETA1:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:      call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[BETA1]], %{{.*}}, %{{.*}}, %[[C1]])
+// CHECK-NOT:       linalg.fill
+// CHECK:           linalg.generic {{.*}} outs(%[[GB]] : memref<2xf32>)
+// CHECK:           call @gaccrt_trace_region_end
 // CHECK-NOT:     memref.copy
 // CHECK:         %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[BUCKET]]
 // CHECK:         %[[A64:.*]] = arith.index_cast %[[ADDR]]
@@ -40,8 +37,8 @@
 // CHECK-NOT:     memref.copy %{{.*}}, %[[BUCKET]]
 // CHECK:         return
 
-// Fully lowered: LLVM dialect, runtime calls (region 0, then one loop for
-// regions 1-3: two region markers in the code), one all-reduce for four regions,
+// Fully lowered: LLVM dialect, runtime calls (one loop for the four regions:
+// one region marker in the code), one all-reduce for four regions,
 // every buffer in the step's arena (gacc-plan-arena: a global, its bytes
 // accounted on entry and return; no malloc or free).
 // LLVM:         llvm.mlir.global private @linear_arena() {{.*}}alignment = 64 : i64{{.*}} : !llvm.array<[[BYTES:[0-9]+]] x i8>
@@ -50,7 +47,7 @@
 // LLVM-DAG:     %[[N:.*]] = llvm.mlir.constant([[BYTES]] : i64) : i64
 // LLVM-DAG:     %[[M:.*]] = llvm.mlir.constant(-[[BYTES]] : i64) : i64
 // LLVM:         llvm.call @gaccrt_account_arena(%[[N]])
-// LLVM-COUNT-2: llvm.call @gaccrt_trace_region_begin
+// LLVM-COUNT-1: llvm.call @gaccrt_trace_region_begin
 // LLVM-NOT:     llvm.call @gaccrt_trace_region_begin
 // LLVM:         llvm.call @gaccrt_all_reduce
 // LLVM-NOT:     llvm.call @gaccrt_all_reduce

@@ -1,20 +1,24 @@
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batch-sizes=2,2,2,1,1 overlap-all-reduce=false" --gacc-outline-micro-batches | FileCheck %s
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batch-sizes=2,2,2,1,1 overlap-all-reduce=false" --gacc-outline-micro-batches="min-regions=4" | FileCheck %s --check-prefix=MIN4
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8 overlap-all-reduce=false" --gacc-outline-micro-batches="trace-regions" | FileCheck %s --check-prefix=M8
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-outline-micro-batches | FileCheck %s --check-prefix=FINAL
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8 overlap-all-reduce=false" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM
 
 // One body per micro-batch size (linear-step.mlir, B = 8, sizes 2,2,2,1,1):
-// region 0 initializes the accumulators and stays as it is; regions 1-2 (size
-// 2) and regions 3-4 (the tail, size 1) each become one scf.for whose body is
-// the region's, with the sample offset computed from the induction variable
-// and the accumulators as iteration arguments.
+// the identity fills that start the accumulators in region 0 move before it,
+// so that regions 0-2 (size 2) and regions 3-4 (the tail, size 1) each
+// become one scf.for whose body is the region's, with the sample offset
+// computed from the induction variable and the accumulators as iteration
+// arguments, starting from those fills.
 
 // CHECK-LABEL: func.func @linear
-// CHECK:         %[[R0:.*]]:3 = gacc.micro_batch 0 offset 0 size 2
 // CHECK-NOT:     gacc.micro_batch
+// CHECK:         %[[F0:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<f32>)
+// CHECK:         %[[F1:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<3x2xf32>)
+// CHECK:         %[[F2:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<2xf32>)
 // CHECK:         %[[C0:.*]] = arith.constant 0 : index
-// CHECK:         %[[C2:.*]] = arith.constant 2 : index
-// CHECK:         %[[L1:.*]]:3 = scf.for %[[K:.*]] = %[[C0]] to %[[C2]] step %{{.*}} iter_args(%{{.*}} = %[[R0]]#0, %{{.*}} = %[[R0]]#1, %{{.*}} = %[[R0]]#2)
+// CHECK:         %[[C3:.*]] = arith.constant 3 : index
+// CHECK:         %[[L1:.*]]:3 = scf.for %[[K:.*]] = %[[C0]] to %[[C3]] step %{{.*}} iter_args(%{{.*}} = %[[F0]], %{{.*}} = %[[F1]], %{{.*}} = %[[F2]])
 // CHECK:           %[[S:.*]] = arith.muli %[[K]], %{{.*}} : index
 // CHECK:           %[[OFF:.*]] = arith.addi %[[S]], %{{.*}} : index
 // CHECK:           tensor.extract_slice %{{.*}}[%[[OFF]], 0] [2, 3] [1, 1] : tensor<8x3xf32> to tensor<2x3xf32>
@@ -28,11 +32,18 @@
 // CHECK:         shard.all_reduce %{{.*}}
 // CHECK:         return
 
-// m = 8: one loop of 7 iterations, each marked with its region index.
+// With min-regions=4 the size-2 form (three regions) stays inline and its
+// first region keeps its fills; the tail (two regions) stays too.
+// MIN4-LABEL: func.func @linear
+// MIN4:         gacc.micro_batch 0 offset 0 size 2
+// MIN4:           linalg.fill
+// MIN4-NOT:     scf.for
+
+// m = 8: one loop of 8 iterations, each marked with its region index.
 // M8-LABEL: func.func @linear
-// M8-COUNT-1: gacc.micro_batch
-// M8:         %[[C7:.*]] = arith.constant 7 : index
-// M8:         scf.for %[[K:.*]] = %{{.*}} to %[[C7]]
+// M8-NOT:     gacc.micro_batch
+// M8:         %[[C8:.*]] = arith.constant 8 : index
+// M8:         scf.for %[[K:.*]] = %{{.*}} to %[[C8]]
 // M8:           %[[I:.*]] = arith.index_cast %[[K]] : index to i64
 // M8:           %[[IDX:.*]] = arith.addi %[[I]], %{{.*}} : i64
 // M8:           call @gaccrt_trace_region_begin(%[[IDX]])
@@ -41,20 +52,22 @@
 // M8-NEXT:      scf.yield
 // M8-NOT:     gacc.micro_batch
 
-// Lowered: two GEMM calls of the weight gradient in the code (region 0 with
-// beta = 0, the loop body with beta = 1), not eight; one all-reduce.
-// With the bucket all-reduce overlapping the final region (the default),
-// the final region stays inline: the loop covers regions 1-6.
+// Lowered: the step's two GEMMs (forward, weight gradient) appear once each
+// in the code, in the loop body (the weight gradient accumulating with
+// beta = 1 into the zero-filled accumulator), not eight times; one
+// all-reduce. With the bucket all-reduce overlapping the
+// final region (the default), the final region stays inline: the loop
+// covers regions 0-6.
 // FINAL-LABEL: func.func @linear
-// FINAL:         gacc.micro_batch 0
-// FINAL:         %[[C6:.*]] = arith.constant 6 : index
-// FINAL:         %[[L:.*]]:3 = scf.for %{{.*}} = %{{.*}} to %[[C6]]
+// FINAL-NOT:     gacc.micro_batch
+// FINAL:         %[[C7:.*]] = arith.constant 7 : index
+// FINAL:         %[[L:.*]]:3 = scf.for %{{.*}} = %{{.*}} to %[[C7]]
 // FINAL:         gacc.micro_batch 7 offset 7 size 1
 // FINAL-NEXT:      tensor.extract_slice %{{.*}}[7, 0] [1, 3] [1, 1]
 // FINAL-NOT:     gacc.micro_batch
 
 // LLVM-LABEL: llvm.func @linear
-// LLVM-COUNT-4: llvm.call @gaccrt_sgemm
+// LLVM-COUNT-2: llvm.call @gaccrt_sgemm
 // LLVM-NOT:     llvm.call @gaccrt_sgemm
 // LLVM:         llvm.call @gaccrt_all_reduce
 // LLVM-NOT:     llvm.call @gaccrt_all_reduce

@@ -257,8 +257,24 @@ def TestPrintBatchAnalysisPass
 }
 
 def TestBreakIRPass : Pass<"gacc-test-break-ir", "ModuleOp"> {
-  let summary = "Test only: drop the operands of every func.return (IR the "
-                "verifier rejects), to test the internal-error diagnostic";
+  let summary = "Test only: leave IR the verifier rejects, to test the "
+                "internal-error diagnostic and the local verifications";
+  let description = [{
+    `mode=plain` (the default) drops the operands of every func.return and
+    is checked by the full verifier. `mode=changed-return` does the same
+    through a rewriter and `mode=changed-dominance` makes the first op of a
+    function use a later value of the same type, both checked by ChangedOps
+    (the verification of gacc-fuse-accumulation and gacc-sink-all-reduce).
+    `mode=region-site` moves a static slice offset of the third
+    `gacc.micro_batch` region out of bounds and `mode=region-body` changes
+    the type of an op inside it, both checked per region form (the
+    verification of gacc-micro-batch).
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"plain\"",
+           "plain, changed-return, changed-dominance, region-site or "
+           "region-body">,
+  ];
 }
 
 #endif // GACC_TRANSFORMS_PASSES_TD
