@@ -224,7 +224,7 @@ struct FuseAccumulationPass
   void runOnOperation() override {
     ChangedOps changes;
     GACC_VERIFY_PASS_CHANGES(changes);
-    IRRewriter rewriter(&getContext(), &changes);
+    ChangeTrackingRewriter rewriter(&getContext(), changes);
     FloatType accType;
     if (accumulateType == "f32") {
       accType = Float32Type::get(&getContext());

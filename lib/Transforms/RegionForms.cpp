@@ -222,7 +222,6 @@ LogicalResult mlir::gacc::verifyByRegionForm(Operation *root) {
   if (byForm.empty())
     return mlir::verify(root);
 
-
   // Everything else as the verifier would: each op without its regions, then
   // the dominance of its operands and its blocks' terminators.
   DominanceInfo dominance;

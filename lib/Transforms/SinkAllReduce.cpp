@@ -184,7 +184,7 @@ struct SinkAllReducePass
                                  << static_cast<int64_t>(bucketBytes);
       return signalPassFailure();
     }
-    IRRewriter rewriter(&getContext(), &changes);
+    ChangeTrackingRewriter rewriter(&getContext(), changes);
     getOperation().walk(
         [&](func::FuncOp func) { runOnFunction(func, rewriter); });
   }

@@ -34,7 +34,7 @@ struct TestBreakIRPass
     } else if (mode == "changed-return" || mode == "changed-dominance") {
       gacc::ChangedOps changes;
       GACC_VERIFY_PASS_CHANGES(changes);
-      IRRewriter rewriter(&getContext(), &changes);
+      gacc::ChangeTrackingRewriter rewriter(&getContext(), changes);
       if (mode == "changed-return")
         getOperation().walk([&](func::ReturnOp ret) {
           rewriter.modifyOpInPlace(ret, [&] { ret->setOperands({}); });

@@ -232,7 +232,40 @@ void ChangedOps::notifyOperationInserted(Operation *op,
 }
 
 void ChangedOps::notifyOperationModified(Operation *op) {
-  record(op, Change::Modified);
+  record(op, nextIsRewire ? Change::Rewired : Change::Modified);
+}
+
+ChangeTrackingRewriter::Signature
+ChangeTrackingRewriter::getSignature(Operation *op) {
+  Signature signature{op->getName(),
+                      {},
+                      op->getDiscardableAttrDictionary(),
+                      op->hashProperties()};
+  llvm::append_range(signature.types, op->getOperandTypes());
+  llvm::append_range(signature.types, op->getResultTypes());
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      llvm::append_range(signature.types, block.getArgumentTypes());
+  return signature;
+}
+
+void ChangeTrackingRewriter::startOpModification(Operation *op) {
+  pending.insert_or_assign(op, getSignature(op));
+  IRRewriter::startOpModification(op);
+}
+
+void ChangeTrackingRewriter::finalizeOpModification(Operation *op) {
+  auto it = pending.find(op);
+  changes.nextIsRewire = it != pending.end() && it->second == getSignature(op);
+  if (it != pending.end())
+    pending.erase(it);
+  IRRewriter::finalizeOpModification(op);
+  changes.nextIsRewire = false;
+}
+
+void ChangeTrackingRewriter::cancelOpModification(Operation *op) {
+  pending.erase(op);
+  IRRewriter::cancelOpModification(op);
 }
 
 void ChangedOps::notifyOperationErased(Operation *op) {
@@ -256,7 +289,8 @@ LogicalResult ChangedOps::verify(Operation *root) const {
   };
   SmallVector<Operation *> deep;
   llvm::SetVector<Operation *> shallow;
-  SmallVector<Operation *> rewired; // created or modified: check dominance
+  SmallVector<Operation *> rewired;     // created or modified: check dominance
+  SmallVector<Operation *> onlyRewired; // same types: dominance only
   SmallVector<Operation *> erasedFrom;
   for (auto [op, change] : changes) {
     if (change == Change::Erased || insideCreated(op))
@@ -269,6 +303,9 @@ LogicalResult ChangedOps::verify(Operation *root) const {
     case Change::Modified:
       shallow.insert(op);
       rewired.push_back(op);
+      break;
+    case Change::Rewired:
+      onlyRewired.push_back(op);
       break;
     case Change::ErasedFrom:
       shallow.insert(op);
@@ -330,6 +367,7 @@ LogicalResult ChangedOps::verify(Operation *root) const {
       return failure();
   }
   DominanceInfo dominance;
+  llvm::append_range(rewired, onlyRewired);
   for (Operation *op : rewired) {
     Operation *isolated =
         op->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();

@@ -96,7 +96,9 @@ LogicalResult verifyNotMicroBatched(func::FuncOp func);
 /// layers and m = 256, more than the pass itself).
 ///
 /// What is checked (see verify): every created op with all it contains; every
-/// modified op without its regions; the operands of both dominate them; the
+/// modified op without its regions (one whose operands were only replaced by
+/// values of the same types, see ChangeTrackingRewriter, not even that); the
+/// operands of all of these dominate them; the
 /// users of their results (a result type may have changed) and their
 /// ancestors up to the root, each without its regions; the blocks ops were
 /// erased from still end in a terminator. That is what the full verifier
@@ -122,9 +124,45 @@ private:
   /// modified one without them, one that ops were erased from only for its
   /// terminators and region invariants. Erased ops stay as tombstones (their
   /// address may be reused by a later op, which then takes the entry).
-  enum class Change { Erased, ErasedFrom, Modified, Created };
+  enum class Change { Erased, ErasedFrom, Rewired, Modified, Created };
   void record(Operation *op, Change change);
   llvm::MapVector<Operation *, Change> changes;
+  /// Set by ChangeTrackingRewriter around a modification that only replaced
+  /// operands by values of the same types.
+  bool nextIsRewire = false;
+  friend class ChangeTrackingRewriter;
+};
+
+/// An IRRewriter that reports its changes to a ChangedOps, telling apart
+/// modifications that only replace operands by values of the same types
+/// (the op's name, operand, result and block argument types, attributes and
+/// properties unchanged). Such an op is checked for dominance and isolation
+/// only: MLIR op verifiers check types, attributes and structure, not which
+/// op defines an operand (affine ops, whose verifiers do look at where a
+/// dimension comes from, are not rewritten by gacc's passes). Rewiring the
+/// accumulator chains of m regions touches one op per gradient and region.
+class ChangeTrackingRewriter : public IRRewriter {
+public:
+  explicit ChangeTrackingRewriter(MLIRContext *context, ChangedOps &changes)
+      : IRRewriter(context, &changes), changes(changes) {}
+  void startOpModification(Operation *op) override;
+  void finalizeOpModification(Operation *op) override;
+  void cancelOpModification(Operation *op) override;
+
+private:
+  struct Signature {
+    OperationName name;
+    SmallVector<Type> types; // operands, results, block arguments
+    DictionaryAttr attributes;
+    llvm::hash_code properties;
+    bool operator==(const Signature &other) const {
+      return name == other.name && types == other.types &&
+             attributes == other.attributes && properties == other.properties;
+    }
+  };
+  static Signature getSignature(Operation *op);
+  ChangedOps &changes;
+  DenseMap<Operation *, Signature> pending;
 };
 
 /// Declared first in a gacc pass's runOnOperation: when the pass returns
