@@ -119,10 +119,14 @@ def OutlineMicroBatchesPass : Pass<"gacc-outline-micro-batches", "ModuleOp"> {
     Otherwise they share one private function with the offset as an `index`
     argument: each such region's body becomes one call of it, with the
     values the region uses from outside as arguments; a value that differs
-    between the regions but is not affine in the offset is an argument too. Regions without a twin (the first
-    region, which initializes the accumulators; a tail of another size) stay
-    as they are. Compile time and code size of the lowering then no longer
-    grow with the number of micro-batches.
+    between the regions but is not affine in the offset is an argument too.
+    The first region starts the accumulators from identity fills where the
+    later regions continue the previous region's: when at least
+    `min-regions` regions share its size, those fills move before it, so
+    that it has their form and joins their loop (its GEMMs then accumulate
+    into the zero-filled buffers). A region without a twin (a tail of
+    another size) stays as it is. Compile time and code size of the
+    lowering then no longer grow with the number of micro-batches.
   }];
   let options = [
     Option<"minRegions", "min-regions", "int64_t", /*default=*/"2",
