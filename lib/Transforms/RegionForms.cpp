@@ -7,7 +7,9 @@
 #include "gacc/Transforms/RegionForms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -225,9 +227,31 @@ LogicalResult mlir::gacc::verifyByRegionForm(Operation *root) {
   // Everything else as the verifier would: each op without its regions, then
   // the dominance of its operands and its blocks' terminators.
   DominanceInfo dominance;
+  // Whether `value`, used by `user`, is defined inside the isolated op
+  // closest above `user`.
+  auto isolatedUse = [](Operation *user, Value value) {
+    Operation *isolated =
+        user->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();
+    Region *region = value.getParentRegion();
+    return !isolated || (region && isolated->isAncestor(region->getParentOp()));
+  };
   WalkResult result = root->walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (failed(mlir::verify(op, /*verifyRecursively=*/false)))
+    // The module and the functions: their own invariants and symbol table;
+    // their isolation, a walk of all they hold, is checked op by op below
+    // (those are their only region invariants).
+    if (isa<ModuleOp, func::FuncOp>(op)) {
+      if (failed(op->getName().verifyInvariants(op)) ||
+          (op->hasTrait<OpTrait::SymbolTable>() &&
+           failed(mlir::detail::verifySymbolTable(op))))
+        return WalkResult::interrupt();
+    } else if (failed(mlir::verify(op, /*verifyRecursively=*/false))) {
       return WalkResult::interrupt();
+    }
+    for (OpOperand &operand : op->getOpOperands())
+      if (!isolatedUse(op, operand.get())) {
+        op->emitOpError("using value defined outside the region");
+        return WalkResult::interrupt();
+      }
     if (op != root && op->getBlock() &&
         dominance.isReachableFromEntry(op->getBlock()))
       for (OpOperand &operand : op->getOpOperands())
@@ -261,7 +285,8 @@ LogicalResult mlir::gacc::verifyByRegionForm(Operation *root) {
       if (failed(mlir::verify(site, /*verifyRecursively=*/false)))
         return WalkResult::interrupt();
     for (Value capture : instance.captures)
-      if (!dominance.properlyDominates(capture, op)) {
+      if (!isolatedUse(op, capture) ||
+          !dominance.properlyDominates(capture, op)) {
         op->emitError("a value this region uses does not dominate it");
         return WalkResult::interrupt();
       }
