@@ -13,6 +13,7 @@
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -235,18 +236,33 @@ LogicalResult mlir::gacc::verifyByRegionForm(Operation *root) {
     Region *region = value.getParentRegion();
     return !isolated || (region && isolated->isAncestor(region->getParentOp()));
   };
+  SymbolTableCollection symbolTables;
   WalkResult result = root->walk<WalkOrder::PreOrder>([&](Operation *op) {
-    // The module and the functions: their own invariants and symbol table;
-    // their isolation, a walk of all they hold, is checked op by op below
-    // (those are their only region invariants).
+    // The module and the functions: their own invariants; of their region
+    // invariants (isolation, and the module's symbol table: unique names and
+    // valid symbol uses), each a walk of all they hold, the unique names
+    // here and the rest op by op below, on the ops verified.
     if (isa<ModuleOp, func::FuncOp>(op)) {
-      if (failed(op->getName().verifyInvariants(op)) ||
-          (op->hasTrait<OpTrait::SymbolTable>() &&
-           failed(mlir::detail::verifySymbolTable(op))))
+      if (failed(op->getName().verifyInvariants(op)))
         return WalkResult::interrupt();
+      if (isa<ModuleOp>(op)) {
+        DenseMap<StringAttr, Operation *> names;
+        for (Operation &symbol : cast<ModuleOp>(op).getOps()) {
+          auto name = symbol.getAttrOfType<StringAttr>(
+              SymbolTable::getSymbolAttrName());
+          if (name && !names.try_emplace(name, &symbol).second) {
+            symbol.emitError("redefinition of symbol named '")
+                << name.getValue() << "'";
+            return WalkResult::interrupt();
+          }
+        }
+      }
     } else if (failed(mlir::verify(op, /*verifyRecursively=*/false))) {
       return WalkResult::interrupt();
     }
+    if (auto user = dyn_cast<SymbolUserOpInterface>(op))
+      if (failed(user.verifySymbolUses(symbolTables)))
+        return WalkResult::interrupt();
     for (OpOperand &operand : op->getOpOperands())
       if (!isolatedUse(op, operand.get())) {
         op->emitOpError("using value defined outside the region");
