@@ -435,14 +435,20 @@ struct OutlineMicroBatchesPass
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
     for (func::FuncOp func : funcs) {
+      // The regions, and whether a bucket all-reduce overlaps with the
+      // final region: it then starts in the middle of it
+      // (gacc-overlap-all-reduce), so that region stays inline. Neither is
+      // inside a region: the walk does not enter them.
       SmallVector<gacc::MicroBatchOp> regions;
-      func.walk([&](gacc::MicroBatchOp region) { regions.push_back(region); });
-      // A bucket all-reduce that overlaps with the final region starts in
-      // the middle of it (gacc-overlap-all-reduce): that region stays
-      // inline.
       bool overlapped = false;
-      func.walk([&](shard::AllReduceOp op) {
-        overlapped |= op->hasAttr(GaccDialect::kOverlapAttrName);
+      func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+        if (auto region = dyn_cast<gacc::MicroBatchOp>(op)) {
+          regions.push_back(region);
+          return WalkResult::skip();
+        }
+        if (isa<shard::AllReduceOp>(op))
+          overlapped |= op->hasAttr(GaccDialect::kOverlapAttrName);
+        return WalkResult::advance();
       });
       if (overlapped && !regions.empty())
         regions.pop_back();

@@ -59,9 +59,22 @@ bool mlir::gacc::matchForm(RegionForm &form, gacc::MicroBatchOp region,
   if (region.getSize() != tmpl.getSize() ||
       region.getResultTypes() != tmpl.getResultTypes())
     return false;
-  SmallVector<Operation *> tmplOps, ops;
-  tmpl.getBody().walk<WalkOrder::PreOrder>(
-      [&](Operation *op) { tmplOps.push_back(op); });
+  // The template's ops in pre-order and the position of each one's parent
+  // (-1: the template region itself), computed once per form.
+  if (isTemplate || form.templateOps.empty()) {
+    form.templateOps.clear();
+    form.parentPositions.clear();
+    DenseMap<Operation *, int64_t> position;
+    tmpl.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
+      auto it = position.find(op->getParentOp());
+      form.parentPositions.push_back(it == position.end() ? -1 : it->second);
+      position[op] = static_cast<int64_t>(form.templateOps.size());
+      form.templateOps.push_back(op);
+    });
+  }
+  ArrayRef<Operation *> tmplOps = form.templateOps;
+  SmallVector<Operation *> ops;
+  ops.reserve(tmplOps.size());
   region.getBody().walk<WalkOrder::PreOrder>(
       [&](Operation *op) { ops.push_back(op); });
   if (tmplOps.size() != ops.size())
@@ -87,10 +100,12 @@ bool mlir::gacc::matchForm(RegionForm &form, gacc::MicroBatchOp region,
   instance.siteValues.clear();
   instance.siteOps.clear();
 
-  DenseMap<Operation *, Operation *> paired{{tmpl, region}};
-  for (auto [a, b] : llvm::zip(tmplOps, ops)) {
-    paired[a] = b;
-    if (paired.lookup(a->getParentOp()) != b->getParentOp() ||
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(tmplOps, ops))) {
+    auto [a, b] = pair;
+    int64_t parent = form.parentPositions[i];
+    Operation *expectedParent =
+        parent < 0 ? region.getOperation() : ops[parent];
+    if (expectedParent != b->getParentOp() ||
         a->getParentRegion()->getRegionNumber() !=
             b->getParentRegion()->getRegionNumber() ||
         a->getName() != b->getName() ||

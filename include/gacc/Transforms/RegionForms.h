@@ -47,6 +47,10 @@ struct RegionForm {
   SmallVector<RegionSite> sites;
   /// The template's instance first.
   SmallVector<RegionInstance> instances;
+  /// The template's ops in pre-order, and the position in it of each one's
+  /// parent (-1 for the template region).
+  SmallVector<Operation *> templateOps;
+  SmallVector<int64_t> parentPositions;
 };
 
 /// Compares the body of `region` with the form's template op by op: the same
