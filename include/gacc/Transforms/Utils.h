@@ -206,34 +206,11 @@ private:
 };
 
 /// In a gacc pass's runOnOperation: verifies the pass's result once with a
-/// PassResultVerifier; when it verifies, the pass drops its cached analyses
-/// and marks all preserved, so the pass manager does not verify the same IR
-/// a second time (upstream's verifier was two thirds of the compile time of
-/// deep graphs).
-#define GACC_VERIFY_PASS_RESULT()                                              \
-  ::mlir::gacc::PassResultVerifier gaccPassResultVerifier(                     \
-      getOperation(), getArgument(), [this] { signalPassFailure(); },          \
-      [this] {                                                                 \
-        getAnalysisManager().invalidate({});                                   \
-        markAllAnalysesPreserved();                                            \
-      })
-
-/// GACC_VERIFY_PASS_RESULT for a pass that makes all its changes through
-/// rewriters listening to `changedOps` (a ChangedOps declared before it):
-/// verifies only those changes.
-#define GACC_VERIFY_PASS_CHANGES(changedOps)                                   \
-  ::mlir::gacc::PassResultVerifier gaccPassResultVerifier(                     \
-      getOperation(), getArgument(), [this] { signalPassFailure(); },          \
-      [this] {                                                                 \
-        getAnalysisManager().invalidate({});                                   \
-        markAllAnalysesPreserved();                                            \
-      },                                                                       \
-      [&changes = (changedOps)](::mlir::Operation *root) {                     \
-        return changes.verify(root);                                           \
-      })
-
-/// GACC_VERIFY_PASS_RESULT with `verifyFn` (LogicalResult(Operation *)) in
-/// place of mlir::verify.
+/// PassResultVerifier, with `verifyFn` (LogicalResult(Operation *), or
+/// nullptr for mlir::verify); when it verifies, the pass drops its cached
+/// analyses and marks all preserved, so the pass manager does not verify the
+/// same IR a second time (upstream's verifier was two thirds of the compile
+/// time of deep graphs).
 #define GACC_VERIFY_PASS_RESULT_WITH(verifyFn)                                 \
   ::mlir::gacc::PassResultVerifier gaccPassResultVerifier(                     \
       getOperation(), getArgument(), [this] { signalPassFailure(); },          \
@@ -242,6 +219,18 @@ private:
         markAllAnalysesPreserved();                                            \
       },                                                                       \
       verifyFn)
+
+/// GACC_VERIFY_PASS_RESULT_WITH the whole verifier.
+#define GACC_VERIFY_PASS_RESULT() GACC_VERIFY_PASS_RESULT_WITH(nullptr)
+
+/// GACC_VERIFY_PASS_RESULT_WITH for a pass that makes all its changes
+/// through rewriters listening to `changedOps` (a ChangedOps declared before
+/// it): verifies only those changes.
+#define GACC_VERIFY_PASS_CHANGES(changedOps)                                   \
+  GACC_VERIFY_PASS_RESULT_WITH(                                                \
+      [&changes = (changedOps)](::mlir::Operation *root) {                     \
+        return changes.verify(root);                                           \
+      })
 
 } // namespace mlir::gacc
 
