@@ -5,11 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Transforms/RegionForms.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -240,73 +239,26 @@ LogicalResult mlir::gacc::verifyByRegionForm(Operation *root) {
   if (byForm.empty())
     return mlir::verify(root);
 
-  // Everything else as the verifier would: each op without its regions, then
-  // the dominance of its operands and its blocks' terminators.
+  // Everything else as the verifier would: each op without its regions (of
+  // the module and the functions without the walks of all they hold, whose
+  // checks follow op by op), its symbol uses, the uses of its operands and
+  // its blocks' ends.
   DominanceInfo dominance;
-  // Whether `value`, used by `user`, is defined inside the isolated op
-  // closest above `user`.
-  auto isolatedUse = [](Operation *user, Value value) {
-    Operation *isolated =
-        user->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();
-    Region *region = value.getParentRegion();
-    return !isolated || (region && isolated->isAncestor(region->getParentOp()));
-  };
   SymbolTableCollection symbolTables;
   WalkResult result = root->walk<WalkOrder::PreOrder>([&](Operation *op) {
-    // The module and the functions: their own invariants; of their region
-    // invariants (isolation, and the module's symbol table: unique names and
-    // valid symbol uses), each a walk of all they hold, the unique names
-    // here and the rest op by op below, on the ops verified.
-    if (isa<ModuleOp, func::FuncOp>(op)) {
-      if (failed(op->getName().verifyInvariants(op)))
-        return WalkResult::interrupt();
-      if (isa<ModuleOp>(op)) {
-        DenseMap<StringAttr, Operation *> names;
-        for (Operation &symbol : cast<ModuleOp>(op).getOps()) {
-          auto name = symbol.getAttrOfType<StringAttr>(
-              SymbolTable::getSymbolAttrName());
-          if (name && !names.try_emplace(name, &symbol).second) {
-            symbol.emitError("redefinition of symbol named '")
-                << name.getValue() << "'";
-            return WalkResult::interrupt();
-          }
-        }
-      }
-    } else if (failed(mlir::verify(op, /*verifyRecursively=*/false))) {
+    if (failed(verifyOpShallowly(op)) ||
+        failed(verifySymbolUsesIn(op, /*nested=*/false, symbolTables)) ||
+        failed(verifyOperandUses(op, dominance)) ||
+        failed(verifyTerminators(op)))
       return WalkResult::interrupt();
-    }
-    if (auto user = dyn_cast<SymbolUserOpInterface>(op))
-      if (failed(user.verifySymbolUses(symbolTables)))
-        return WalkResult::interrupt();
-    for (OpOperand &operand : op->getOpOperands())
-      if (!isolatedUse(op, operand.get())) {
-        op->emitOpError("using value defined outside the region");
-        return WalkResult::interrupt();
-      }
-    if (op != root && op->getBlock() &&
-        dominance.isReachableFromEntry(op->getBlock()))
-      for (OpOperand &operand : op->getOpOperands())
-        if (!dominance.properlyDominates(operand.get(), op)) {
-          op->emitError("operand #")
-              << operand.getOperandNumber() << " does not dominate this use";
-          return WalkResult::interrupt();
-        }
     for (Region &region : op->getRegions())
-      for (Block &block : region) {
+      for (Block &block : region)
         for (Operation &inner : block)
           if (inner.getNumSuccessors() != 0 && &inner != &block.back()) {
             inner.emitError("operation with block successors must terminate "
                             "its parent block");
             return WalkResult::interrupt();
           }
-        if (!block.empty() &&
-            !block.back().mightHaveTrait<OpTrait::IsTerminator>() &&
-            !op->mightHaveTrait<OpTrait::NoTerminator>()) {
-          block.back().emitError("block with no terminator, has ")
-              << block.back();
-          return WalkResult::interrupt();
-        }
-      }
     auto it = byForm.find(op);
     if (it == byForm.end())
       return WalkResult::advance();
@@ -316,11 +268,10 @@ LogicalResult mlir::gacc::verifyByRegionForm(Operation *root) {
       if (failed(mlir::verify(site, /*verifyRecursively=*/false)))
         return WalkResult::interrupt();
     for (Value capture : instance.captures)
-      if (!isolatedUse(op, capture) ||
-          !dominance.properlyDominates(capture, op)) {
-        op->emitError("a value this region uses does not dominate it");
+      if (failed(verifyUse(op, capture, dominance, [&] {
+            return op->emitError("a value this region uses ");
+          })))
         return WalkResult::interrupt();
-      }
     return WalkResult::skip();
   });
   return failure(result.wasInterrupted());

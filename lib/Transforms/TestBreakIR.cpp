@@ -31,7 +31,8 @@ struct TestBreakIRPass
     if (mode == "plain") {
       GACC_VERIFY_PASS_RESULT();
       getOperation().walk([](func::ReturnOp ret) { ret->setOperands({}); });
-    } else if (mode == "changed-return" || mode == "changed-dominance") {
+    } else if (mode == "changed-return" || mode == "changed-dominance" ||
+               mode == "changed-symbol") {
       gacc::ChangedOps changes;
       GACC_VERIFY_PASS_CHANGES(changes);
       gacc::ChangeTrackingRewriter rewriter(&getContext(), changes);
@@ -39,9 +40,15 @@ struct TestBreakIRPass
         getOperation().walk([&](func::ReturnOp ret) {
           rewriter.modifyOpInPlace(ret, [&] { ret->setOperands({}); });
         });
-      else
+      else if (mode == "changed-dominance")
         getOperation().walk(
             [&](func::FuncOp func) { useLaterValue(func, rewriter); });
+      else
+        getOperation().walk([&](func::FuncOp func) {
+          rewriter.setInsertionPointToStart(&func.getBody().front());
+          func::CallOp::create(rewriter, func.getLoc(), "gacc_test_missing",
+                               TypeRange{}, ValueRange{});
+        });
     } else if (mode == "region-site" || mode == "region-body") {
       GACC_VERIFY_PASS_RESULT_WITH(gacc::verifyByRegionForm);
       breakThirdRegion();

@@ -11,8 +11,10 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -212,6 +214,87 @@ LogicalResult mlir::gacc::verifyNotMicroBatched(func::FuncOp func) {
 }
 
 //===----------------------------------------------------------------------===//
+// Local verification
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+mlir::gacc::verifyUse(Operation *user, Value value, DominanceInfo &dominance,
+                      llvm::function_ref<InFlightDiagnostic()> emitError) {
+  if (Operation *isolated =
+          user->getParentWithTrait<OpTrait::IsIsolatedFromAbove>()) {
+    Region *region = value.getParentRegion();
+    if (!region || !isolated->isAncestor(region->getParentOp()))
+      return emitError() << "is defined outside the isolated-from-above '"
+                         << isolated->getName() << "'";
+  }
+  if (user->getBlock() && dominance.isReachableFromEntry(user->getBlock()) &&
+      !dominance.properlyDominates(value, user))
+    return emitError() << "does not dominate this use";
+  return success();
+}
+
+LogicalResult mlir::gacc::verifyOperandUses(Operation *op,
+                                            DominanceInfo &dominance) {
+  for (OpOperand &operand : op->getOpOperands())
+    if (failed(verifyUse(op, operand.get(), dominance, [&] {
+          return op->emitError("operand #")
+                 << operand.getOperandNumber() << " ";
+        })))
+      return failure();
+  return success();
+}
+
+LogicalResult mlir::gacc::verifyOpShallowly(Operation *op, bool symbolUses) {
+  // The isolated-from-above ops whose only region invariants are their
+  // isolation and symbol table.
+  if (!isa<ModuleOp, func::FuncOp>(op))
+    return mlir::verify(op, /*verifyRecursively=*/false);
+  if (failed(op->getName().verifyInvariants(op)))
+    return failure();
+  if (!op->hasTrait<OpTrait::SymbolTable>())
+    return success();
+  if (symbolUses)
+    return mlir::detail::verifySymbolTable(op);
+  DenseMap<StringAttr, Operation *> names;
+  for (Block &block : op->getRegion(0))
+    for (Operation &symbol : block) {
+      auto name =
+          symbol.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
+      if (name && !names.try_emplace(name, &symbol).second)
+        return symbol.emitError("redefinition of symbol named '")
+               << name.getValue() << "'";
+    }
+  return success();
+}
+
+LogicalResult
+mlir::gacc::verifySymbolUsesIn(Operation *op, bool nested,
+                               SymbolTableCollection &symbolTables) {
+  auto check = [&](Operation *o) {
+    auto user = dyn_cast<SymbolUserOpInterface>(o);
+    return user ? user.verifySymbolUses(symbolTables) : success();
+  };
+  if (!nested)
+    return check(op);
+  return failure(op->walk([&](Operation *o) {
+                     return failed(check(o)) ? WalkResult::interrupt()
+                                             : WalkResult::advance();
+                   }).wasInterrupted());
+}
+
+LogicalResult mlir::gacc::verifyTerminators(Operation *op) {
+  if (op->mightHaveTrait<OpTrait::NoTerminator>())
+    return success();
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      if (!block.empty() &&
+          !block.back().mightHaveTrait<OpTrait::IsTerminator>())
+        return block.back().emitError("block with no terminator, has ")
+               << block.back();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ChangedOps
 //===----------------------------------------------------------------------===//
 
@@ -289,7 +372,8 @@ LogicalResult ChangedOps::verify(Operation *root) const {
   };
   SmallVector<Operation *> deep;
   llvm::SetVector<Operation *> shallow;
-  SmallVector<Operation *> rewired;     // created or modified: check dominance
+  SmallVector<Operation *> rewired; // created or modified: check dominance
+  SmallVector<Operation *> modified;
   SmallVector<Operation *> onlyRewired; // same types: dominance only
   SmallVector<Operation *> erasedFrom;
   for (auto [op, change] : changes) {
@@ -303,6 +387,7 @@ LogicalResult ChangedOps::verify(Operation *root) const {
     case Change::Modified:
       shallow.insert(op);
       rewired.push_back(op);
+      modified.push_back(op);
       break;
     case Change::Rewired:
       onlyRewired.push_back(op);
@@ -330,58 +415,34 @@ LogicalResult ChangedOps::verify(Operation *root) const {
     }
 
   for (Operation *op : erasedFrom)
-    for (Region &region : op->getRegions())
-      for (Block &block : region)
-        if (!block.empty() &&
-            !block.back().mightHaveTrait<OpTrait::IsTerminator>() &&
-            !op->mightHaveTrait<OpTrait::NoTerminator>())
-          return block.back().emitError("block with no terminator, has ")
-                 << block.back();
+    if (failed(verifyTerminators(op)))
+      return failure();
   for (Operation *op : deep)
     if (failed(mlir::verify(op, /*verifyRecursively=*/true)))
       return failure();
-  // The ops with a created or modified direct child (a symbol table among
-  // them must be checked for its new or renamed symbols).
-  llvm::SmallPtrSet<Operation *, 8> parentsOfChanged;
+  // A symbol table with a direct child created, modified or erased is
+  // checked with all its symbol uses (a symbol may be gone or renamed).
+  llvm::SmallPtrSet<Operation *, 8> parentsOfChanged(erasedFrom.begin(),
+                                                     erasedFrom.end());
   for (Operation *op : rewired)
     if (Operation *parent = op->getParentOp())
       parentsOfChanged.insert(parent);
-  for (Operation *op : shallow) {
-    if (insideCreated(op))
-      continue;
-    // An isolated-from-above ancestor that is not itself modified (at most
-    // ops were erased from it), typically the function: its region
-    // invariant is its isolation, a walk of everything it holds, which the
-    // operand check below covers for the changed ops. Its own invariants are
-    // still checked.
-    auto it = changes.find(op);
-    bool modified = it != changes.end() && it->second == Change::Modified;
-    if (op->hasTrait<OpTrait::IsIsolatedFromAbove>() && !modified &&
-        !(op->hasTrait<OpTrait::SymbolTable>() &&
-          parentsOfChanged.contains(op))) {
-      if (failed(op->getName().verifyInvariants(op)))
-        return failure();
-      continue;
-    }
-    if (failed(mlir::verify(op, /*verifyRecursively=*/false)))
+  for (Operation *op : shallow)
+    if (!insideCreated(op) &&
+        failed(verifyOpShallowly(op, parentsOfChanged.contains(op))))
       return failure();
-  }
   DominanceInfo dominance;
+  SymbolTableCollection symbolTables;
+  for (Operation *op : deep)
+    if (failed(verifySymbolUsesIn(op, /*nested=*/true, symbolTables)))
+      return failure();
+  for (Operation *op : modified)
+    if (failed(verifySymbolUsesIn(op, /*nested=*/false, symbolTables)))
+      return failure();
   llvm::append_range(rewired, onlyRewired);
-  for (Operation *op : rewired) {
-    Operation *isolated =
-        op->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();
-    for (OpOperand &operand : op->getOpOperands()) {
-      if (!dominance.properlyDominates(operand.get(), op))
-        return op->emitError("operand #")
-               << operand.getOperandNumber() << " does not dominate this use";
-      Region *region = operand.get().getParentRegion();
-      if (isolated && (!region || !isolated->isAncestor(region->getParentOp())))
-        return op->emitError("using value defined outside the region of the "
-                             "isolated-from-above '")
-               << isolated->getName() << "'";
-    }
-  }
+  for (Operation *op : rewired)
+    if (failed(verifyOperandUses(op, dominance)))
+      return failure();
   return success();
 }
 

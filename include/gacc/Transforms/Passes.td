@@ -262,8 +262,9 @@ def TestBreakIRPass : Pass<"gacc-test-break-ir", "ModuleOp"> {
   let description = [{
     `mode=plain` (the default) drops the operands of every func.return and
     is checked by the full verifier. `mode=changed-return` does the same
-    through a rewriter and `mode=changed-dominance` makes the first op of a
-    function use a later value of the same type, both checked by ChangedOps
+    through a rewriter, `mode=changed-dominance` makes the first op of a
+    function use a later value of the same type and `mode=changed-symbol`
+    calls a function that does not exist, all checked by ChangedOps
     (the verification of gacc-fuse-accumulation and gacc-sink-all-reduce).
     `mode=region-site` moves a static slice offset of the third
     `gacc.micro_batch` region out of bounds and `mode=region-body` changes
@@ -272,7 +273,8 @@ def TestBreakIRPass : Pass<"gacc-test-break-ir", "ModuleOp"> {
   }];
   let options = [
     Option<"mode", "mode", "std::string", /*default=*/"\"plain\"",
-           "plain, changed-return, changed-dominance, region-site or "
+           "plain, changed-return, changed-dominance, changed-symbol, "
+           "region-site or "
            "region-body">,
   ];
 }

@@ -13,7 +13,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Threading.h"
 
@@ -88,6 +90,38 @@ FailureOr<func::FuncOp> buildStepForBatchSize(func::FuncOp func,
 /// twice), instead of letting the batch analysis reject the region op.
 LogicalResult verifyNotMicroBatched(func::FuncOp func);
 
+//===----------------------------------------------------------------------===//
+// Local verification: the pieces of mlir::verify that ChangedOps and
+// verifyByRegionForm (RegionForms.h) apply to the ops they check.
+//===----------------------------------------------------------------------===//
+
+/// Checks that `user` may use `value` as mlir::verify requires: `value` is
+/// defined inside the closest isolated-from-above ancestor of `user` and, when
+/// `user` is in a block reachable from its region's entry, properly dominates
+/// it. A failure is reported as `emitError()` followed by what is wrong.
+LogicalResult verifyUse(Operation *user, Value value, DominanceInfo &dominance,
+                        llvm::function_ref<InFlightDiagnostic()> emitError);
+
+/// verifyUse for each operand of `op` ("operand #N ...").
+LogicalResult verifyOperandUses(Operation *op, DominanceInfo &dominance);
+
+/// mlir::verify(op, /*verifyRecursively=*/false), except for a module or a
+/// function, whose region invariants walk everything it holds (its
+/// isolation; a symbol table's symbol uses): of those, only a symbol
+/// table's unique names are checked, plus, with `symbolUses`, its symbol uses
+/// (a walk). The callers check isolation (verifyUse) and symbol uses
+/// (verifySymbolUsesIn) on the ops they verify.
+LogicalResult verifyOpShallowly(Operation *op, bool symbolUses = false);
+
+/// Verifies the symbol uses of `op` (and, with `nested`, of the ops it
+/// holds) that implement SymbolUserOpInterface.
+LogicalResult verifySymbolUsesIn(Operation *op, bool nested,
+                                 SymbolTableCollection &symbolTables);
+
+/// Checks that the blocks of `op`'s regions end in a terminator where one is
+/// required.
+LogicalResult verifyTerminators(Operation *op);
+
 /// The ops a pass created, modified, or erased ops from, as reported by the
 /// rewriter it was given to as listener. With it, PassResultVerifier checks
 /// only what changed instead of the whole payload: on a step with m explicit
@@ -98,13 +132,14 @@ LogicalResult verifyNotMicroBatched(func::FuncOp func);
 /// What is checked (see verify): every created op with all it contains; every
 /// modified op without its regions (one whose operands were only replaced by
 /// values of the same types, see ChangeTrackingRewriter, not even that); the
-/// operands of all of these dominate them; the
-/// users of their results (a result type may have changed) and their
-/// ancestors up to the root, each without its regions; the blocks ops were
-/// erased from still end in a terminator. That is what the full verifier
-/// would check of these ops, as long as an op's validity depends only on
-/// itself, its regions, its operands' and results' types and its ancestors,
-/// which is the contract of MLIR op verifiers.
+/// operands of all of these are visible to them (verifyUse) and their symbol
+/// uses valid; the users of their results (a result type may have changed)
+/// and their ancestors up to the root, each without its regions
+/// (verifyOpShallowly; a symbol table whose direct children changed with its
+/// symbol uses); the blocks ops were erased from still end in a terminator.
+/// That is what the full verifier would check of these ops, as long as an op's
+/// validity depends only on itself, its regions, its operands' and results'
+/// types and its ancestors, which is the contract of MLIR op verifiers.
 ///
 /// Every change must go through the rewriter: an op erased behind its back
 /// would leave a dangling entry.
