@@ -10,8 +10,7 @@
 // argument) or else passed as an argument of its own. Values the body uses
 // from outside (invariants, the previous region's accumulators) are
 // arguments too. Each region of a shared form keeps its `gacc.micro_batch`
-// op, whose body becomes one call. The final region stays as it is when a
-// bucket all-reduce overlaps with it (`gacc.overlap`).
+// op, whose body becomes one call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -435,23 +434,18 @@ struct OutlineMicroBatchesPass
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
     for (func::FuncOp func : funcs) {
-      // The regions, and whether a bucket all-reduce overlaps with the
-      // final region: it then starts in the middle of it
-      // (gacc-overlap-all-reduce), so that region stays inline. Neither is
-      // inside a region: the walk does not enter them.
+      // The regions (never nested: the walk does not enter them). The final
+      // region joins its size's loop too; a bucket all-reduce that overlaps
+      // with it starts in the loop's last iteration
+      // (gacc-overlap-all-reduce).
       SmallVector<gacc::MicroBatchOp> regions;
-      bool overlapped = false;
       func.walk<WalkOrder::PreOrder>([&](Operation *op) {
         if (auto region = dyn_cast<gacc::MicroBatchOp>(op)) {
           regions.push_back(region);
           return WalkResult::skip();
         }
-        if (isa<shard::AllReduceOp>(op))
-          overlapped |= op->hasAttr(GaccDialect::kOverlapAttrName);
         return WalkResult::advance();
       });
-      if (overlapped && !regions.empty())
-        regions.pop_back();
       // The first region joins the loop of the regions of its size.
       if (!regions.empty() &&
           llvm::count_if(regions, [&](gacc::MicroBatchOp region) {

@@ -21,6 +21,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -94,6 +96,29 @@ static bool makeAvailable(Value &value, Operation *point) {
   return true;
 }
 
+/// When `loop` (the last op before the all-reduce that accesses `buffer`)
+/// runs at least once (constant bounds), returns the op of its body before
+/// which
+/// the collective may start in the last iteration: the one after the body's
+/// last access of `buffer`. Null otherwise.
+static Operation *getStartPointInLastIteration(scf::ForOp loop, Value buffer) {
+  if (!loop)
+    return nullptr;
+  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (!lower || !upper || !step || *step <= 0 || *upper <= *lower)
+    return nullptr;
+  Block *body = loop.getBody();
+  SmallPtrSet<Operation *, 16> accesses;
+  collectAccesses(getViewRoot(buffer), body, accesses);
+  for (Operation *op = body->getTerminator()->getPrevNode(); op;
+       op = op->getPrevNode())
+    if (accesses.contains(op))
+      return op->getNextNode();
+  return nullptr;
+}
+
 /// Splits the runtime all-reduce `call` into a start after the last access
 /// of its buffer before it and a wait before the next access after it.
 /// Leaves a call of any other form alone.
@@ -122,9 +147,12 @@ static void overlap(func::CallOp call) {
       break;
     }
   Operation *startPoint = &block->front();
+  Operation *lastAccess = nullptr;
   for (Operation *op = call->getPrevNode(); op; op = op->getPrevNode())
     if (accesses.contains(op) || op == buffer.getDefiningOp()) {
       startPoint = op->getNextNode();
+      if (accesses.contains(op))
+        lastAccess = op;
       break;
     }
   // Never start before the buffer exists.
@@ -132,11 +160,19 @@ static void overlap(func::CallOp call) {
       def && def->getBlock() == block && startPoint->isBeforeInBlock(def))
     startPoint = def->getNextNode();
 
+  // The loop of the final region's size: start in its last iteration when
+  // everything the start needs is available before the loop.
+  auto loop = dyn_cast_or_null<scf::ForOp>(lastAccess);
+  Operation *inner = getStartPointInLastIteration(loop, buffer);
   SmallVector<Value> operands(call.getOperands().drop_front());
-  for (Value &operand : operands)
-    if (!makeAvailable(operand, startPoint))
-      return;
-  if (!makeAvailable(buffer, startPoint))
+  auto available = [&](Operation *point) {
+    return llvm::all_of(operands,
+                        [&](Value &v) { return makeAvailable(v, point); }) &&
+           makeAvailable(buffer, point);
+  };
+  if (inner && !available(loop))
+    inner = nullptr;
+  if (!inner && !available(startPoint))
     return;
 
   Location loc = call.getLoc();
@@ -152,12 +188,37 @@ static void overlap(func::CallOp call) {
       builder.getFunctionType({i64, i64, i32, i32, i64}, {i64}));
   func::FuncOp waitFn = getOrDeclareRuntimeFunction(
       call, "gaccrt_all_reduce_wait", builder.getFunctionType({i64, i64}, {}));
-  SmallVector<Value> startOperands = {addressOf(builder)};
-  startOperands.append(operands);
-  auto start = func::CallOp::create(builder, loc, startFn, startOperands);
-  builder.setInsertionPoint(waitPoint);
+  Value handle;
+  if (inner) {
+    // The last write is the loop of the regions of one size (the final
+    // region among them): start in its last iteration, right after the
+    // body's last access, and pass the handle out through a stack slot.
+    builder.setInsertionPoint(loop);
+    auto slot =
+        memref::AllocaOp::create(builder, loc, MemRefType::get({}, i64));
+    builder.setInsertionPoint(inner);
+    Value next = arith::AddIOp::create(builder, loc, loop.getInductionVar(),
+                                       loop.getStep());
+    Value isLast = arith::CmpIOp::create(
+        builder, loc, arith::CmpIPredicate::sge, next, loop.getUpperBound());
+    auto ifLast = scf::IfOp::create(builder, loc, isLast);
+    builder.setInsertionPointToStart(ifLast.thenBlock());
+    SmallVector<Value> startOperands = {addressOf(builder)};
+    startOperands.append(operands);
+    auto start = func::CallOp::create(builder, loc, startFn, startOperands);
+    memref::StoreOp::create(builder, loc, start.getResult(0), slot,
+                            ValueRange{});
+    builder.setInsertionPoint(waitPoint);
+    handle = memref::LoadOp::create(builder, loc, slot, ValueRange{});
+  } else {
+    SmallVector<Value> startOperands = {addressOf(builder)};
+    startOperands.append(operands);
+    handle =
+        func::CallOp::create(builder, loc, startFn, startOperands).getResult(0);
+    builder.setInsertionPoint(waitPoint);
+  }
   func::CallOp::create(builder, loc, waitFn,
-                       ValueRange{start.getResult(0), addressOf(builder)});
+                       ValueRange{handle, addressOf(builder)});
 
   llvm::SetVector<Operation *> constants;
   for (Value value : call.getOperands().drop_front())

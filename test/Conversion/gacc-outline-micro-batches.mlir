@@ -3,6 +3,7 @@
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8 overlap-all-reduce=false" --gacc-outline-micro-batches="trace-regions" | FileCheck %s --check-prefix=M8
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-outline-micro-batches | FileCheck %s --check-prefix=FINAL
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8 overlap-all-reduce=false" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM-OVERLAP
 
 // One body per micro-batch size (linear-step.mlir, B = 8, sizes 2,2,2,1,1):
 // the identity fills that start the accumulators in region 0 move before it,
@@ -55,15 +56,12 @@
 // Lowered: the step's two GEMMs (forward, weight gradient) appear once each
 // in the code, in the loop body (the weight gradient accumulating with
 // beta = 1 into the zero-filled accumulator), not eight times; one
-// all-reduce. With the bucket all-reduce overlapping the
-// final region (the default), the final region stays inline: the loop
-// covers regions 0-6.
+// all-reduce. The final region joins the loop also when the bucket
+// all-reduce overlaps with it (the default): the loop covers regions 0-7.
 // FINAL-LABEL: func.func @linear
 // FINAL-NOT:     gacc.micro_batch
-// FINAL:         %[[C7:.*]] = arith.constant 7 : index
-// FINAL:         %[[L:.*]]:3 = scf.for %{{.*}} = %{{.*}} to %[[C7]]
-// FINAL:         gacc.micro_batch 7 offset 7 size 1
-// FINAL-NEXT:      tensor.extract_slice %{{.*}}[7, 0] [1, 3] [1, 1]
+// FINAL:         %[[C8:.*]] = arith.constant 8 : index
+// FINAL:         %[[L:.*]]:3 = scf.for %{{.*}} = %{{.*}} to %[[C8]]
 // FINAL-NOT:     gacc.micro_batch
 
 // LLVM-LABEL: llvm.func @linear
@@ -71,3 +69,13 @@
 // LLVM-NOT:     llvm.call @gaccrt_sgemm
 // LLVM:         llvm.call @gaccrt_all_reduce
 // LLVM-NOT:     llvm.call @gaccrt_all_reduce
+
+// With the overlapped all-reduce (the default) the code has one body too:
+// the start is in the loop, the wait after it.
+// LLVM-OVERLAP-LABEL: llvm.func @linear
+// LLVM-OVERLAP-COUNT-2: llvm.call @gaccrt_sgemm
+// LLVM-OVERLAP-NOT:     llvm.call @gaccrt_sgemm
+// LLVM-OVERLAP:         llvm.call @gaccrt_all_reduce_start
+// LLVM-OVERLAP-NOT:     llvm.call @gaccrt_sgemm
+// LLVM-OVERLAP:         llvm.call @gaccrt_all_reduce_wait
+// LLVM-OVERLAP-NOT:     llvm.call @gaccrt_all_reduce

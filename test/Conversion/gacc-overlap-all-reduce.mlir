@@ -3,26 +3,45 @@
 // RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=4 bucket-bytes=128 overlap-all-reduce=false" --gacc-lower-to-cpu="bufferize-only" | FileCheck %s --check-prefix=OFF
 
 // The MLP step (examples/mlp.mlir, m = 4, three buckets: W2 and b2, W1, b1).
-// Regions 1-2 are a loop, the final region 3 is inline. Its backward
+// All four regions are one loop (gacc-outline-micro-batches); the buckets
+// start in its last iteration, guarded by `iv + step >= ub`, with the
+// handles passed out through stack slots. The final region's backward
 // finishes W2's and b2's gradients first: bucket 0 starts right after W2's
 // weight-gradient GEMM, while the two GEMMs of the first layer's backward
 // still run; W1's and b1's buckets start when their gradients are final,
-// all inside the final region. The SGD epilogue then waits for each bucket
+// at the end of the iteration. The SGD epilogue then waits for each bucket
 // where it first reads it (W1 first, as the graph updates W1 first).
 // MLP-LABEL: func.func @train_step
-// MLP:         scf.for
-// MLP:         call @gaccrt_trace_region_begin(%c3_i64)
-// MLP-NOT:     gaccrt_all_reduce
-// MLP:         %[[H0:.*]] = call @gaccrt_all_reduce_start(%{{.*}}, %c27_i64, %{{.*}}, %{{.*}}, %c0_i64) : (i64, i64, i32, i32, i64) -> i64
-// MLP-COUNT-2: call @gaccrt_sgemm
-// MLP-NOT:     gaccrt_all_reduce
-// MLP:         %[[H1:.*]] = call @gaccrt_all_reduce_start(%{{.*}}, %c32_i64, %{{.*}}, %{{.*}}, %c1_i64)
-// MLP:         %[[H2:.*]] = call @gaccrt_all_reduce_start(%{{.*}}, %c8_i64, %{{.*}}, %{{.*}}, %c2_i64)
-// MLP-NEXT:    call @gaccrt_trace_region_end(%c3_i64)
+// MLP:         %[[S1:.*]] = memref.alloca() : memref<i64>
+// MLP-NEXT:    %[[S2:.*]] = memref.alloca() : memref<i64>
+// MLP-NEXT:    %[[S0:.*]] = memref.alloca() : memref<i64>
+// MLP-NEXT:    scf.for %[[IV:.*]] = %{{.*}} to %[[UB:[^ ]*]] step %[[STEP:[^ ]*]] {
+// MLP:           call @gaccrt_trace_region_begin
+// MLP-NOT:       gaccrt_all_reduce
+// MLP:           %[[NEXT0:.*]] = arith.addi %[[IV]], %[[STEP]] : index
+// MLP-NEXT:      %[[LAST0:.*]] = arith.cmpi sge, %[[NEXT0]], %[[UB]] : index
+// MLP-NEXT:      scf.if %[[LAST0]] {
+// MLP:             %[[H0:.*]] = func.call @gaccrt_all_reduce_start(%{{.*}}, %c27_i64, %{{.*}}, %{{.*}}, %c0_i64) : (i64, i64, i32, i32, i64) -> i64
+// MLP-NEXT:        memref.store %[[H0]], %[[S0]][] : memref<i64>
+// MLP-NEXT:      }
+// MLP-COUNT-2:   call @gaccrt_sgemm
+// MLP-NOT:       gaccrt_all_reduce
+// MLP:           scf.if
+// MLP:             %[[H1:.*]] = func.call @gaccrt_all_reduce_start(%{{.*}}, %c32_i64, %{{.*}}, %{{.*}}, %c1_i64)
+// MLP-NEXT:        memref.store %[[H1]], %[[S1]][] : memref<i64>
+// MLP:           scf.if
+// MLP:             %[[H2:.*]] = func.call @gaccrt_all_reduce_start(%{{.*}}, %c8_i64, %{{.*}}, %{{.*}}, %c2_i64)
+// MLP-NEXT:        memref.store %[[H2]], %[[S2]][] : memref<i64>
+// MLP-NEXT:      }
+// MLP-NEXT:      call @gaccrt_trace_region_end
+// MLP-NEXT:    }
 // MLP-NOT:     call @gaccrt_sgemm
-// MLP:         call @gaccrt_all_reduce_wait(%[[H1]], %{{.*}}) : (i64, i64) -> ()
-// MLP:         call @gaccrt_all_reduce_wait(%[[H2]], %{{.*}}) : (i64, i64) -> ()
-// MLP:         call @gaccrt_all_reduce_wait(%[[H0]], %{{.*}}) : (i64, i64) -> ()
+// MLP:         %[[W1:.*]] = memref.load %[[S1]][] : memref<i64>
+// MLP:         call @gaccrt_all_reduce_wait(%[[W1]], %{{.*}}) : (i64, i64) -> ()
+// MLP:         %[[W2:.*]] = memref.load %[[S2]][] : memref<i64>
+// MLP:         call @gaccrt_all_reduce_wait(%[[W2]], %{{.*}}) : (i64, i64) -> ()
+// MLP:         %[[W0:.*]] = memref.load %[[S0]][] : memref<i64>
+// MLP:         call @gaccrt_all_reduce_wait(%[[W0]], %{{.*}}) : (i64, i64) -> ()
 // MLP-NOT:     gaccrt_all_reduce
 // MLP:         return
 
@@ -139,6 +158,85 @@ func.func @read_before(%b: memref<4xf32>) {
   %kind = arith.constant 0 : i32
   %id = arith.constant 0 : i64
   %p = memref.extract_aligned_pointer_as_index %b : memref<4xf32> -> index
+  %a = arith.index_cast %p : index to i64
+  call @gaccrt_all_reduce(%a, %n, %dtype, %kind, %id) {gacc.overlap} : (i64, i64, i32, i32, i64) -> ()
+  return
+}
+
+// -----
+
+// The last write of the bucket is a loop (the regions of one size, the final
+// region among them): the all-reduce starts in the loop's last iteration,
+// right after the body's last access of the bucket, and the handle leaves
+// the loop through a stack slot.
+
+// CHECK-LABEL: func.func @in_loop
+// CHECK:         %[[SLOT:.*]] = memref.alloca() : memref<i64>
+// CHECK-NEXT:    scf.for %[[IV:.*]] = %[[LB:.*]] to %[[UB:.*]] step %[[STEP:[^ ]*]] {
+// CHECK-NEXT:      linalg.fill ins(%{{.*}} : f32) outs(%[[BUCKET:.*]] : memref<4xf32>)
+// CHECK-NEXT:      %[[NEXT:.*]] = arith.addi %[[IV]], %[[STEP]] : index
+// CHECK-NEXT:      %[[LAST:.*]] = arith.cmpi sge, %[[NEXT]], %[[UB]] : index
+// CHECK-NEXT:      scf.if %[[LAST]] {
+// CHECK-NEXT:        memref.extract_aligned_pointer_as_index %[[BUCKET]]
+// CHECK-NEXT:        arith.index_cast
+// CHECK-NEXT:        %[[H:.*]] = func.call @gaccrt_all_reduce_start(
+// CHECK-NEXT:        memref.store %[[H]], %[[SLOT]][] : memref<i64>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      func.call @work(%{{.*}})
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[H2:.*]] = memref.load %[[SLOT]][] : memref<i64>
+// CHECK-NEXT:    memref.extract_aligned_pointer_as_index %[[BUCKET]]
+// CHECK-NEXT:    %[[A:.*]] = arith.index_cast
+// CHECK-NEXT:    call @gaccrt_all_reduce_wait(%[[H2]], %[[A]])
+// CHECK-NEXT:    return
+func.func private @gaccrt_all_reduce(i64, i64, i32, i32, i64)
+func.func private @work(memref<8xf32>)
+func.func @in_loop(%bucket: memref<4xf32>, %other: memref<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 4 : i64
+  %dtype = arith.constant 0 : i32
+  %kind = arith.constant 0 : i32
+  %id = arith.constant 0 : i64
+  scf.for %i = %c0 to %c3 step %c1 {
+    linalg.fill ins(%zero : f32) outs(%bucket : memref<4xf32>)
+    func.call @work(%other) : (memref<8xf32>) -> ()
+  }
+  %p = memref.extract_aligned_pointer_as_index %bucket : memref<4xf32> -> index
+  %a = arith.index_cast %p : index to i64
+  call @gaccrt_all_reduce(%a, %n, %dtype, %kind, %id) {gacc.overlap} : (i64, i64, i32, i32, i64) -> ()
+  return
+}
+
+// -----
+
+// A loop whose trip count is not a constant may not run at all: the
+// all-reduce starts after it.
+
+// CHECK-LABEL: func.func @dynamic_loop
+// CHECK-NOT:     memref.alloca
+// CHECK:         scf.for
+// CHECK-NOT:       gaccrt_all_reduce
+// CHECK:         }
+// CHECK-NEXT:    memref.extract_aligned_pointer_as_index
+// CHECK-NEXT:    arith.index_cast
+// CHECK-NEXT:    %[[H:.*]] = call @gaccrt_all_reduce_start(
+// CHECK:         call @gaccrt_all_reduce_wait(%[[H]],
+func.func private @gaccrt_all_reduce(i64, i64, i32, i32, i64)
+func.func @dynamic_loop(%bucket: memref<4xf32>, %ub: index) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 4 : i64
+  %dtype = arith.constant 0 : i32
+  %kind = arith.constant 0 : i32
+  %id = arith.constant 0 : i64
+  scf.for %i = %c0 to %ub step %c1 {
+    linalg.fill ins(%zero : f32) outs(%bucket : memref<4xf32>)
+  }
+  %p = memref.extract_aligned_pointer_as_index %bucket : memref<4xf32> -> index
   %a = arith.index_cast %p : index to i64
   call @gaccrt_all_reduce(%a, %n, %dtype, %kind, %id) {gacc.overlap} : (i64, i64, i32, i32, i64) -> ()
   return
