@@ -97,10 +97,9 @@ static bool makeAvailable(Value &value, Operation *point) {
 }
 
 /// When `loop` (the last op before the all-reduce that accesses `buffer`)
-/// runs at least once (constant bounds), returns the op of its body before
-/// which
-/// the collective may start in the last iteration: the one after the body's
-/// last access of `buffer`. Null otherwise.
+/// runs at least once (constant bounds) and carries no memref, returns the op
+/// of its body before which the collective may start in the last iteration: the
+/// one after the body's last access of `buffer`. Null otherwise.
 static Operation *getStartPointInLastIteration(scf::ForOp loop, Value buffer) {
   if (!loop)
     return nullptr;
@@ -108,6 +107,12 @@ static Operation *getStartPointInLastIteration(scf::ForOp loop, Value buffer) {
   std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
   if (!lower || !upper || !step || *step <= 0 || *upper <= *lower)
+    return nullptr;
+  // A memref carried through the loop reaches the body as a block argument,
+  // which the access collection does not follow: stay after the loop.
+  if (llvm::any_of(loop.getInitArgs(), [](Value init) {
+        return isa<BaseMemRefType>(init.getType());
+      }))
     return nullptr;
   Block *body = loop.getBody();
   SmallPtrSet<Operation *, 16> accesses;

@@ -241,3 +241,37 @@ func.func @dynamic_loop(%bucket: memref<4xf32>, %ub: index) {
   call @gaccrt_all_reduce(%a, %n, %dtype, %kind, %id) {gacc.overlap} : (i64, i64, i32, i32, i64) -> ()
   return
 }
+
+// -----
+
+// A loop that carries a memref (here the bucket itself) may write the bucket
+// through its block argument: the all-reduce starts after the loop.
+
+// CHECK-LABEL: func.func @carried_memref
+// CHECK-NOT:     memref.alloca
+// CHECK:         scf.for
+// CHECK-NOT:       gaccrt_all_reduce
+// CHECK:         }
+// CHECK-NEXT:    memref.extract_aligned_pointer_as_index
+// CHECK-NEXT:    arith.index_cast
+// CHECK-NEXT:    %[[H:.*]] = call @gaccrt_all_reduce_start(
+// CHECK:         call @gaccrt_all_reduce_wait(%[[H]],
+func.func private @gaccrt_all_reduce(i64, i64, i32, i32, i64)
+func.func @carried_memref(%bucket: memref<4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 4 : i64
+  %dtype = arith.constant 0 : i32
+  %kind = arith.constant 0 : i32
+  %id = arith.constant 0 : i64
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%b = %bucket) -> (memref<4xf32>) {
+    linalg.fill ins(%zero : f32) outs(%b : memref<4xf32>)
+    scf.yield %b : memref<4xf32>
+  }
+  %p = memref.extract_aligned_pointer_as_index %bucket : memref<4xf32> -> index
+  %a = arith.index_cast %p : index to i64
+  call @gaccrt_all_reduce(%a, %n, %dtype, %kind, %id) {gacc.overlap} : (i64, i64, i32, i32, i64) -> ()
+  return
+}
