@@ -24,6 +24,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -198,7 +199,12 @@ static void overlap(func::CallOp call) {
     // The last write is the loop of the regions of one size (the final
     // region among them): start in its last iteration, right after the
     // body's last access, and pass the handle out through a stack slot.
-    builder.setInsertionPoint(loop);
+    // The slot at the function's entry: one stack slot per call, also when
+    // the loop is nested in another.
+    if (auto function = loop->getParentOfType<FunctionOpInterface>())
+      builder.setInsertionPointToStart(&function.getFunctionBody().front());
+    else
+      builder.setInsertionPoint(loop);
     auto slot =
         memref::AllocaOp::create(builder, loc, MemRefType::get({}, i64));
     builder.setInsertionPoint(inner);

@@ -12,10 +12,10 @@
 // at the end of the iteration. The SGD epilogue then waits for each bucket
 // where it first reads it (W1 first, as the graph updates W1 first).
 // MLP-LABEL: func.func @train_step
-// MLP:         %[[S1:.*]] = memref.alloca() : memref<i64>
-// MLP-NEXT:    %[[S2:.*]] = memref.alloca() : memref<i64>
 // MLP-NEXT:    %[[S0:.*]] = memref.alloca() : memref<i64>
-// MLP-NEXT:    scf.for %[[IV:.*]] = %{{.*}} to %[[UB:[^ ]*]] step %[[STEP:[^ ]*]] {
+// MLP-NEXT:    %[[S2:.*]] = memref.alloca() : memref<i64>
+// MLP-NEXT:    %[[S1:.*]] = memref.alloca() : memref<i64>
+// MLP:         scf.for %[[IV:.*]] = %{{.*}} to %[[UB:[^ ]*]] step %[[STEP:[^ ]*]] {
 // MLP:           call @gaccrt_trace_region_begin
 // MLP-NOT:       gaccrt_all_reduce
 // MLP:           %[[NEXT0:.*]] = arith.addi %[[IV]], %[[STEP]] : index
@@ -171,8 +171,8 @@ func.func @read_before(%b: memref<4xf32>) {
 // the loop through a stack slot.
 
 // CHECK-LABEL: func.func @in_loop
-// CHECK:         %[[SLOT:.*]] = memref.alloca() : memref<i64>
-// CHECK-NEXT:    scf.for %[[IV:.*]] = %[[LB:.*]] to %[[UB:.*]] step %[[STEP:[^ ]*]] {
+// CHECK-NEXT:    %[[SLOT:.*]] = memref.alloca() : memref<i64>
+// CHECK:         scf.for %[[IV:.*]] = %[[LB:.*]] to %[[UB:.*]] step %[[STEP:[^ ]*]] {
 // CHECK-NEXT:      linalg.fill ins(%{{.*}} : f32) outs(%[[BUCKET:.*]] : memref<4xf32>)
 // CHECK-NEXT:      %[[NEXT:.*]] = arith.addi %[[IV]], %[[STEP]] : index
 // CHECK-NEXT:      %[[LAST:.*]] = arith.cmpi sge, %[[NEXT]], %[[UB]] : index
