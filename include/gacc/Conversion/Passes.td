@@ -130,8 +130,11 @@ def OutlineMicroBatchesPass : Pass<"gacc-outline-micro-batches", "ModuleOp"> {
     `min-regions` regions share its size, those fills move before it, so
     that it has their form and joins their loop (its GEMMs then accumulate
     into the zero-filled buffers). A region without a twin (a tail of
-    another size) stays as it is. Compile time and code size of the
-    lowering then no longer grow with the number of micro-batches.
+    another size) stays as it is. The final region joins its size's loop
+    too, also when a bucket all-reduce overlaps with it
+    (gacc-overlap-all-reduce starts it in the loop's last iteration).
+    Compile time and code size of the lowering then no longer grow with the
+    number of micro-batches.
   }];
   let options = [
     Option<"minRegions", "min-regions", "int64_t", /*default=*/"2",
