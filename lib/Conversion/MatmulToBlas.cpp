@@ -22,6 +22,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
+#include "llvm/ADT/SetVector.h"
+
 #define DEBUG_TYPE "gacc-matmul-to-blas"
 
 namespace mlir::gacc {
@@ -145,37 +147,86 @@ private:
 };
 } // namespace
 
-/// Returns the zero fill of `output` that is the last op of `op`'s block
-/// before `op` touching (a view of) `output`'s buffer, if any: no op in
-/// between reads or writes the buffer, so the matmul may overwrite the
-/// output (beta = 0) instead. This is how the first micro-batch
-/// initializes an accumulator and how a reused buffer is cleared. A user
-/// outside the block (e.g. before an enclosing loop) cannot run between the
-/// fill and the matmul when the fill is in the block.
-static linalg::FillOp getZeroFillBefore(linalg::MatmulOp op, Value output,
-                                        BufferTouchers &touchers) {
+/// Whether `fill` writes zeros into all of `buffer`.
+static bool isZeroFillOf(Operation *op, Value buffer) {
+  auto fill = dyn_cast_or_null<linalg::FillOp>(op);
+  if (!fill || fill.getOutputs()[0] != buffer)
+    return false;
+  FloatAttr value;
+  return matchPattern(fill.getInputs()[0], m_Constant(&value)) &&
+         value.getValue().isZero();
+}
+
+/// The ops of `block` before `op` (in order) that touch `buffer`'s memory,
+/// when `touchers` can tell.
+static std::optional<ArrayRef<Operation *>>
+getTouchersBefore(Operation *op, Value buffer, BufferTouchers &touchers) {
+  std::optional<ArrayRef<Operation *>> inBlock =
+      touchers.get(getViewRoot(buffer), op->getBlock());
+  if (!inBlock)
+    return std::nullopt;
+  auto end = llvm::lower_bound(*inBlock, op, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  return inBlock->take_front(std::distance(inBlock->begin(), end));
+}
+
+/// Whether the memref.copy `copy` copies zeros: the last op of its block
+/// before it that writes the source's buffer is a zero fill of the whole
+/// source; in between, only copies out of that buffer touch it.
+static bool copiesZeros(memref::CopyOp copy, BufferTouchers &touchers) {
+  Value source = copy.getSource();
+  Value root = getViewRoot(source);
+  if (getViewRoot(copy.getTarget()) == root)
+    return false;
+  std::optional<ArrayRef<Operation *>> before =
+      getTouchersBefore(copy, source, touchers);
+  if (!before)
+    return false;
+  for (Operation *toucher : llvm::reverse(*before)) {
+    auto reader = dyn_cast<memref::CopyOp>(toucher);
+    if (reader && getViewRoot(reader.getSource()) == root &&
+        getViewRoot(reader.getTarget()) != root)
+      continue;
+    return isZeroFillOf(toucher, source);
+  }
+  return false;
+}
+
+/// Returns the op that makes `output` zero right before `op`, if any: the
+/// last op of `op`'s block before `op` touching (a view of) `output`'s
+/// buffer is a zero fill of `output`, or a copy of zeros into `output` (a
+/// zero-filled tensor shared by several matmuls bufferizes to one fill and
+/// a copy per matmul). No op in between reads or writes the buffer, so the
+/// matmul may overwrite the output (beta = 0) and the op goes away. This is
+/// how the first micro-batch initializes an accumulator and how a reused
+/// buffer is cleared. A user outside the block (e.g. before an enclosing
+/// loop) cannot run between that op and the matmul when it is in the block.
+/// The ops in `erasedCopies` are taken as gone.
+static Operation *getZeroInitBefore(linalg::MatmulOp op, Value output,
+                                    BufferTouchers &touchers,
+                                    const DenseSet<Operation *> &erasedCopies) {
   Value root = getViewRoot(output);
   if (llvm::any_of(op.getInputs(),
                    [&](Value in) { return getViewRoot(in) == root; }))
-    return {};
-  std::optional<ArrayRef<Operation *>> inBlock =
-      touchers.get(root, op->getBlock());
-  if (!inBlock)
-    return {};
-  // The touching ops of the block before `op`; the last one is the candidate.
-  auto end = llvm::lower_bound(
-      *inBlock, op.getOperation(),
-      [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  if (end == inBlock->begin())
-    return {};
-  auto fill = dyn_cast<linalg::FillOp>(*std::prev(end));
-  if (!fill || fill.getOutputs()[0] != output)
-    return {};
-  FloatAttr value;
-  if (!matchPattern(fill.getInputs()[0], m_Constant(&value)) ||
-      !value.getValue().isZero())
-    return {};
-  return fill;
+    return nullptr;
+  std::optional<ArrayRef<Operation *>> before =
+      getTouchersBefore(op, output, touchers);
+  if (!before)
+    return nullptr;
+  // Copies that go away (each another matmul's zero init) are not there.
+  ArrayRef<Operation *> remaining = *before;
+  while (!remaining.empty() && erasedCopies.contains(remaining.back()))
+    remaining = remaining.drop_back();
+  if (remaining.empty())
+    return nullptr;
+  Operation *candidate = remaining.back();
+  if (isZeroFillOf(candidate, output))
+    return candidate;
+  auto copy = dyn_cast<memref::CopyOp>(candidate);
+  if (copy && copy.getTarget() == output && copiesZeros(copy, touchers))
+    return copy;
+  return nullptr;
 }
 
 /// When `operand` is a buffer that only a 2-D linalg.transpose of `source`
@@ -261,14 +312,28 @@ struct MatmulToBlasPass
     // The zero fills each matmul overwrites (beta = 0), decided before any
     // matmul is rewritten: a rewritten matmul is a call at the same place
     // that touches the same buffers, so no later decision would differ.
-    DenseMap<Operation *, linalg::FillOp> zeroFills;
+    // Second round: a fill whose zeros only such copies read before the
+    // matmul (the shared zero tensor's last user, written in place).
+    DenseMap<Operation *, Operation *> zeroInits;
     {
       BufferTouchers touchers;
+      DenseSet<Operation *> erasedCopies;
       for (linalg::MatmulOp op : matmuls)
-        if (linalg::FillOp fill =
-                getZeroFillBefore(op, op.getOutputs()[0], touchers))
-          zeroFills[op] = fill;
+        if (Operation *init = getZeroInitBefore(op, op.getOutputs()[0],
+                                                touchers, erasedCopies))
+          zeroInits[op] = init;
+      for (auto &[op, init] : zeroInits)
+        if (isa<memref::CopyOp>(init))
+          erasedCopies.insert(init);
+      if (!erasedCopies.empty())
+        for (linalg::MatmulOp op : matmuls)
+          if (!zeroInits.count(op))
+            if (Operation *init = getZeroInitBefore(op, op.getOutputs()[0],
+                                                    touchers, erasedCopies))
+              zeroInits[op] = init;
     }
+    // The sources of the copies of zeros that go away.
+    llvm::SetVector<Value> zeroSources;
     for (linalg::MatmulOp op : matmuls) {
       OpBuilder builder(op);
       Location loc = op.getLoc();
@@ -285,9 +350,11 @@ struct MatmulToBlasPass
         transB = 1;
       }
       float beta = 1.0f;
-      if (linalg::FillOp fill = zeroFills.lookup(op)) {
+      if (Operation *init = zeroInits.lookup(op)) {
         beta = 0.0f;
-        dead.push_back(fill);
+        dead.push_back(init);
+        if (auto copy = dyn_cast<memref::CopyOp>(init))
+          zeroSources.insert(getViewRoot(copy.getSource()));
       }
       func::FuncOp function = getOrDeclareRuntimeFunction(
           op, callee,
@@ -314,6 +381,18 @@ struct MatmulToBlasPass
       op.erase();
       for (Operation *d : dead)
         d->erase();
+    }
+    // A zero-filled buffer nobody copies from any more goes away with its
+    // fills and its deallocation.
+    for (Value buffer : zeroSources) {
+      if (!buffer.getDefiningOp<memref::AllocOp>() ||
+          !llvm::all_of(buffer.getUsers(), [&](Operation *u) {
+            return isZeroFillOf(u, buffer) || isa<memref::DeallocOp>(u);
+          }))
+        continue;
+      for (Operation *u : llvm::make_early_inc_range(buffer.getUsers()))
+        u->erase();
+      buffer.getDefiningOp()->erase();
     }
     // A transpose buffer nobody reads any more goes away with the transpose
     // and its deallocation.

@@ -177,8 +177,110 @@ func.func @address_escapes(%b: memref<4x2xf32>) {
 // Not f32: left alone.
 // CHECK-LABEL: func.func @f64
 // CHECK:         linalg.matmul
-// CHECK-NOT:     gaccrt_sgemm
+// CHECK-NOT:     call @gaccrt_sgemm
 func.func @f64(%a: memref<4x3xf64>, %b: memref<3x2xf64>, %c: memref<4x2xf64>) {
   linalg.matmul ins(%a, %b : memref<4x3xf64>, memref<3x2xf64>) outs(%c : memref<4x2xf64>)
+  return
+}
+
+// -----
+
+// A zero-filled tensor shared by several matmuls bufferizes to one fill, a
+// copy of it into each matmul's own output and, for its last user, the fill
+// itself: every matmul overwrites (beta = 0), the copies and the fill go
+// away.
+// CHECK-LABEL: func.func @shared_zeros
+// CHECK-NOT:     linalg.fill
+// CHECK-NOT:     memref.copy
+// CHECK:         arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[B0:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[B0]],
+// CHECK-NOT:     memref.copy
+// CHECK:         arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[B1:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[B1]],
+// CHECK-NOT:     linalg.fill
+// CHECK:         arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[B2:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[B2]],
+// CHECK-NEXT:    memref.copy %{{.*}}, %arg3
+// CHECK-NEXT:    memref.copy %{{.*}}, %arg4
+// CHECK-NEXT:    memref.copy %{{.*}}, %arg5
+func.func @shared_zeros(%a: memref<4x3xf32>, %b: memref<3x2xf32>, %u: memref<4x2xf32>, %x: memref<4x2xf32>, %y: memref<4x2xf32>, %w: memref<4x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %z = memref.alloc() : memref<4x2xf32>
+  linalg.fill ins(%zero : f32) outs(%z : memref<4x2xf32>)
+  %c1 = memref.alloc() : memref<4x2xf32>
+  memref.copy %z, %c1 : memref<4x2xf32> to memref<4x2xf32>
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%c1 : memref<4x2xf32>)
+  %c2 = memref.alloc() : memref<4x2xf32>
+  memref.copy %z, %c2 : memref<4x2xf32> to memref<4x2xf32>
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%c2 : memref<4x2xf32>)
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%z : memref<4x2xf32>)
+  memref.copy %c1, %x : memref<4x2xf32> to memref<4x2xf32>
+  memref.copy %c2, %y : memref<4x2xf32> to memref<4x2xf32>
+  memref.copy %z, %w : memref<4x2xf32> to memref<4x2xf32>
+  memref.dealloc %c1 : memref<4x2xf32>
+  memref.dealloc %c2 : memref<4x2xf32>
+  memref.dealloc %z : memref<4x2xf32>
+  return
+}
+
+// -----
+
+// The copied buffer is not all zeros (written between the fill and the
+// copy): the copy and the fill stay, both matmuls accumulate (beta = 1).
+// CHECK-LABEL: func.func @copy_not_zeros
+// CHECK:         linalg.fill
+// CHECK-NEXT:    linalg.copy
+// CHECK:         memref.copy
+// CHECK:         arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[B0:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[B0]],
+// CHECK:         arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[B1:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[B1]],
+func.func @copy_not_zeros(%a: memref<4x3xf32>, %b: memref<3x2xf32>, %x: memref<4x2xf32>, %v: memref<4x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %z = memref.alloc() : memref<4x2xf32>
+  linalg.fill ins(%zero : f32) outs(%z : memref<4x2xf32>)
+  linalg.copy ins(%v : memref<4x2xf32>) outs(%z : memref<4x2xf32>)
+  %c1 = memref.alloc() : memref<4x2xf32>
+  memref.copy %z, %c1 : memref<4x2xf32> to memref<4x2xf32>
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%c1 : memref<4x2xf32>)
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%z : memref<4x2xf32>)
+  memref.copy %c1, %x : memref<4x2xf32> to memref<4x2xf32>
+  memref.dealloc %c1 : memref<4x2xf32>
+  memref.dealloc %z : memref<4x2xf32>
+  return
+}
+
+// -----
+
+// Zeros copied into a matmul's output, and also read by an op that stays
+// (a linalg.copy) before the last user of the zero buffer: the copy goes
+// (beta = 0), the fill stays for that reader, the last matmul accumulates.
+// CHECK-LABEL: func.func @zeros_read_elsewhere
+// CHECK:         linalg.fill
+// CHECK-NOT:     memref.copy
+// CHECK:         arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[B0:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[B0]],
+// CHECK-NEXT:    linalg.copy
+// CHECK:         arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[B1:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[B1]],
+func.func @zeros_read_elsewhere(%a: memref<4x3xf32>, %b: memref<3x2xf32>, %x: memref<4x2xf32>, %v: memref<4x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %z = memref.alloc() : memref<4x2xf32>
+  linalg.fill ins(%zero : f32) outs(%z : memref<4x2xf32>)
+  %c1 = memref.alloc() : memref<4x2xf32>
+  memref.copy %z, %c1 : memref<4x2xf32> to memref<4x2xf32>
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%c1 : memref<4x2xf32>)
+  linalg.copy ins(%z : memref<4x2xf32>) outs(%v : memref<4x2xf32>)
+  linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%z : memref<4x2xf32>)
+  memref.copy %c1, %x : memref<4x2xf32> to memref<4x2xf32>
+  memref.dealloc %c1 : memref<4x2xf32>
+  memref.dealloc %z : memref<4x2xf32>
   return
 }

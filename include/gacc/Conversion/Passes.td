@@ -15,8 +15,11 @@ def MatmulToBlasPass : Pass<"gacc-matmul-to-blas", "ModuleOp"> {
     Runs after bufferization. Each `linalg.matmul` on f32 memrefs becomes a
     call to the runtime's `gaccrt_sgemm` (OpenBLAS `cblas_sgemm`): with
     beta = 0 when the op directly follows a zero `linalg.fill` of its output
-    (the first region initializing an accumulator; the fill is dropped), with
-    beta = 1 otherwise (accumulating in place). An operand that is the
+    (the first region initializing an accumulator; the fill is dropped) or a
+    `memref.copy` of a zero-filled buffer into its output (a zero tensor
+    shared by several matmuls; the copy is dropped, and the shared buffer's
+    fill too once only dropped copies read it), with beta = 1 otherwise
+    (accumulating in place). An operand that is the
     private result of a 2-D `linalg.transpose` is read through the transpose
     flag instead of the copy.
   }];
