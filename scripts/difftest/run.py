@@ -23,10 +23,12 @@ Usage:
   run.py --gacc-bin=build/bin [--count=N] [--seed=S] [--seeds=a,b] [--gather]
          [--no-keepdim] [--work=DIR] [--timeout=SECONDS] [--verbose]
 
-A step with keepdim (d0, 0) maps, which gacc-check cannot evaluate yet, is
-checked through its twin: the same step generated without keepdim maps (the
-same computation on the same inputs) must pass gacc-check, and the keepdim
-step's compiled results (gacc-run) must equal the twin's.
+gacc-check evaluates keepdim (d0, 0) maps. Should it report that it cannot
+evaluate a step with keepdim maps, the step is checked through its twin
+instead: the same step generated without keepdim maps (the same computation
+on the same inputs) must pass gacc-check, and the keepdim step's compiled
+results (gacc-run) must equal the twin's; such steps are counted as "passed
+via twin" in the summary.
 
 Environment (for the opt-in long sweep through lit): GACC_DIFFTEST_COUNT
 overrides --count, GACC_DIFFTEST_SEED --seed, GACC_DIFFTEST_GATHER=1 sets
@@ -104,7 +106,7 @@ def run_compiled(gacc_run, step, path, indir, outdir, timeout):
 
 
 def compare_twins(args, step, twin, path, indir):
-    """For a step gacc-check cannot evaluate (keepdim maps): checks its twin
+    """For a step gacc-check reports it cannot evaluate (keepdim maps): checks its twin
     without keepdim maps (the same computation, the same inputs) against
     LibTorch, then the step's compiled results against the twin's. Returns
     (verdict, detail)."""
@@ -240,8 +242,8 @@ def main():
             verdict = "UNEVALUATED"   # gacc-check's LibTorch evaluator
             twin = gen_step.generate(seed, args.gather, False)
             if not args.no_keepdim and twin.mlir != step.mlir:
-                # keepdim maps gacc-check cannot evaluate yet: compare with
-                # the twin step without them
+                # gacc-check could not evaluate the step with keepdim maps:
+                # compare with the twin step without them
                 verdict, detail = compare_twins(args, step, twin, path, indir)
                 if verdict == "PASS":
                     counts["passed"] += 1
@@ -273,8 +275,8 @@ def main():
     print(summary)
     print(summary, file=sys.stderr)  # visible in lit -a under FileCheck
     if counts["passed via twin"]:
-        print("passed via twin: %d (steps with keepdim maps, which "
-              "gacc-check cannot evaluate, compared with the same step "
+        print("passed via twin: %d (steps with keepdim maps that "
+              "gacc-check could not evaluate, compared with the same step "
               "without them)" % counts["passed via twin"])
     if families:
         print("families checked: " + ", ".join(
