@@ -194,13 +194,17 @@ static void overlap(func::CallOp call) {
       builder.getFunctionType({i64, i64, i32, i32, i64}, {i64}));
   func::FuncOp waitFn = getOrDeclareRuntimeFunction(
       call, "gaccrt_all_reduce_wait", builder.getFunctionType({i64, i64}, {}));
+  auto createStart = [&](OpBuilder &b) {
+    SmallVector<Value> startOperands = {addressOf(b)};
+    startOperands.append(operands);
+    return func::CallOp::create(b, loc, startFn, startOperands).getResult(0);
+  };
   Value handle;
   if (inner) {
     // The last write is the loop of the regions of one size (the final
     // region among them): start in its last iteration, right after the
-    // body's last access, and pass the handle out through a stack slot.
-    // The slot at the function's entry: one stack slot per call, also when
-    // the loop is nested in another.
+    // body's last access, and pass the handle out through a stack slot at
+    // the function's entry (one slot, also when the loop is nested).
     if (auto function = loop->getParentOfType<FunctionOpInterface>())
       builder.setInsertionPointToStart(&function.getFunctionBody().front());
     else
@@ -214,18 +218,12 @@ static void overlap(func::CallOp call) {
         builder, loc, arith::CmpIPredicate::sge, next, loop.getUpperBound());
     auto ifLast = scf::IfOp::create(builder, loc, isLast);
     builder.setInsertionPointToStart(ifLast.thenBlock());
-    SmallVector<Value> startOperands = {addressOf(builder)};
-    startOperands.append(operands);
-    auto start = func::CallOp::create(builder, loc, startFn, startOperands);
-    memref::StoreOp::create(builder, loc, start.getResult(0), slot,
+    memref::StoreOp::create(builder, loc, createStart(builder), slot,
                             ValueRange{});
     builder.setInsertionPoint(waitPoint);
     handle = memref::LoadOp::create(builder, loc, slot, ValueRange{});
   } else {
-    SmallVector<Value> startOperands = {addressOf(builder)};
-    startOperands.append(operands);
-    handle =
-        func::CallOp::create(builder, loc, startFn, startOperands).getResult(0);
+    handle = createStart(builder);
     builder.setInsertionPoint(waitPoint);
   }
   func::CallOp::create(builder, loc, waitFn,
