@@ -67,11 +67,13 @@ static cl::opt<bool>
 
 /// Prints an error (with the rank under MPI) and returns exit code 1.
 static int fail(const std::string &message) {
-  if (gaccrt_world_size() > 1)
-    llvm::errs() << "gacc-run: error (rank " << gaccrt_rank()
-                 << "): " << message << "\n";
-  else
-    llvm::errs() << "gacc-run: error: " << message << "\n";
+  // One write: under mpirun the ranks' lines must not interleave.
+  std::string line = gaccrt_world_size() > 1
+                         ? "gacc-run: error (rank " +
+                               std::to_string(gaccrt_rank()) + "): " + message +
+                               "\n"
+                         : "gacc-run: error: " + message + "\n";
+  llvm::errs() << line;
   llvm::errs().flush();
   if (gaccrt_world_size() > 1)
     gaccrt_abort(message.c_str());
