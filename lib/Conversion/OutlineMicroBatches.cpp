@@ -434,16 +434,21 @@ struct OutlineMicroBatchesPass
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
     for (func::FuncOp func : funcs) {
-      // The regions (never nested: the walk does not enter them). The final
-      // region joins its size's loop too; a bucket all-reduce that overlaps
-      // with it starts in the loop's last iteration
-      // (gacc-overlap-all-reduce).
+      // The regions (never nested: the walk does not enter them), and
+      // whether a bucket all-reduce overlaps with the final region. The
+      // final region joins its size's loop too: gacc-overlap-all-reduce
+      // starts the bucket in the loop's last iteration. It stays inline
+      // rather than become a call of a shared function, after which the
+      // all-reduce could only start.
       SmallVector<gacc::MicroBatchOp> regions;
+      bool overlapped = false;
       func.walk<WalkOrder::PreOrder>([&](Operation *op) {
         if (auto region = dyn_cast<gacc::MicroBatchOp>(op)) {
           regions.push_back(region);
           return WalkResult::skip();
         }
+        if (isa<shard::AllReduceOp>(op))
+          overlapped |= op->hasAttr(GaccDialect::kOverlapAttrName);
         return WalkResult::advance();
       });
       // The first region joins the loop of the regions of its size.
@@ -456,12 +461,22 @@ struct OutlineMicroBatchesPass
           groupRegionsByForm(regions);
       // Last form first: a loop replaces its regions, and only later forms
       // refer to the results of earlier ones.
-      for (auto &form : llvm::reverse(forms))
-        if (static_cast<int64_t>(form->instances.size()) >=
-                std::max<int64_t>(minRegions, 2) &&
-            !form->instances.front().region.getBody().front().empty())
-          if (!buildLoop(*form, module, traceRegions))
-            outline(*form, module, symbols, func);
+      auto enough = [&](const RegionForm &form) {
+        return static_cast<int64_t>(form.instances.size()) >=
+               std::max<int64_t>(minRegions, 2);
+      };
+      for (auto &form : llvm::reverse(forms)) {
+        if (!enough(*form) ||
+            form->instances.front().region.getBody().front().empty() ||
+            buildLoop(*form, module, traceRegions))
+          continue;
+        if (overlapped && form->instances.back().region == regions.back()) {
+          form->instances.pop_back();
+          if (!enough(*form))
+            continue;
+        }
+        outline(*form, module, symbols, func);
+      }
     }
   }
 };

@@ -4,6 +4,7 @@
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-outline-micro-batches | FileCheck %s --check-prefix=FINAL
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8 overlap-all-reduce=false" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM-OVERLAP
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batch-sizes=2,1,2,1,2" --gacc-outline-micro-batches | FileCheck %s --check-prefix=INTERLEAVED
 
 // One body per micro-batch size (linear-step.mlir, B = 8, sizes 2,2,2,1,1):
 // the identity fills that start the accumulators in region 0 move before it,
@@ -79,3 +80,23 @@
 // LLVM-OVERLAP-NOT:     llvm.call @gaccrt_sgemm
 // LLVM-OVERLAP:         llvm.call @gaccrt_all_reduce_wait
 // LLVM-OVERLAP-NOT:     llvm.call @gaccrt_all_reduce
+
+// Sizes 2,1,2,1,2: the regions of one size do not follow each other, so
+// each size shares a function called once per region. With the bucket
+// all-reduce overlapping the final region (the default), the final region
+// stays inline: after a call the all-reduce could only start once the whole
+// region is done.
+// INTERLEAVED-LABEL: func.func @linear
+// INTERLEAVED:         gacc.micro_batch 0 offset 0 size 2
+// INTERLEAVED-NEXT:      arith.constant 0 : index
+// INTERLEAVED-NEXT:      func.call @linear_micro_batch_2(
+// INTERLEAVED:         gacc.micro_batch 1 offset 2 size 1
+// INTERLEAVED:           func.call @linear_micro_batch_1(
+// INTERLEAVED:         gacc.micro_batch 2 offset 3 size 2
+// INTERLEAVED:           func.call @linear_micro_batch_2(
+// INTERLEAVED:         gacc.micro_batch 3 offset 5 size 1
+// INTERLEAVED:           func.call @linear_micro_batch_1(
+// INTERLEAVED:         gacc.micro_batch 4 offset 6 size 2
+// INTERLEAVED-NEXT:      tensor.extract_slice %{{.*}}[6, 0] [2, 3] [1, 1]
+// INTERLEAVED-NOT:       func.call @linear_micro_batch
+// INTERLEAVED:       func.func private @linear_micro_batch_2(

@@ -135,7 +135,9 @@ def OutlineMicroBatchesPass : Pass<"gacc-outline-micro-batches", "ModuleOp"> {
     into the zero-filled buffers). A region without a twin (a tail of
     another size) stays as it is. The final region joins its size's loop
     too, also when a bucket all-reduce overlaps with it
-    (gacc-overlap-all-reduce starts it in the loop's last iteration).
+    (gacc-overlap-all-reduce starts it in the loop's last iteration); with
+    such an all-reduce it does not become a call of a shared function (the
+    all-reduce could only start after the call), it stays inline.
     Compile time and code size of the lowering then no longer grow with the
     number of micro-batches.
   }];
