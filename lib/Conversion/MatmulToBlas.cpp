@@ -147,7 +147,7 @@ private:
 };
 } // namespace
 
-/// Whether `fill` writes zeros into all of `buffer`.
+/// Whether `op` is a linalg.fill of zeros into all of `buffer`.
 static bool isZeroFillOf(Operation *op, Value buffer) {
   auto fill = dyn_cast_or_null<linalg::FillOp>(op);
   if (!fill || fill.getOutputs()[0] != buffer)
@@ -227,6 +227,20 @@ static Operation *getZeroInitBefore(linalg::MatmulOp op, Value output,
   if (copy && copy.getTarget() == output && copiesZeros(copy, touchers))
     return copy;
   return nullptr;
+}
+
+/// Erases the buffer `buffer` (defined by its allocation) with all its users
+/// when each of them is a deallocation or an op `isWriter` accepts: nothing
+/// reads what those ops write.
+static void eraseIfOnlyWritten(Value buffer,
+                               function_ref<bool(Operation *)> isWriter) {
+  if (!llvm::all_of(buffer.getUsers(), [&](Operation *u) {
+        return isWriter(u) || isa<memref::DeallocOp>(u);
+      }))
+    return;
+  for (Operation *u : llvm::make_early_inc_range(buffer.getUsers()))
+    u->erase();
+  buffer.getDefiningOp()->erase();
 }
 
 /// When `operand` is a buffer that only a 2-D linalg.transpose of `source`
@@ -384,27 +398,14 @@ struct MatmulToBlasPass
     }
     // A zero-filled buffer nobody copies from any more goes away with its
     // fills and its deallocation.
-    for (Value buffer : zeroSources) {
-      if (!buffer.getDefiningOp<memref::AllocOp>() ||
-          !llvm::all_of(buffer.getUsers(), [&](Operation *u) {
-            return isZeroFillOf(u, buffer) || isa<memref::DeallocOp>(u);
-          }))
-        continue;
-      for (Operation *u : llvm::make_early_inc_range(buffer.getUsers()))
-        u->erase();
-      buffer.getDefiningOp()->erase();
-    }
+    for (Value buffer : zeroSources)
+      if (buffer.getDefiningOp<memref::AllocOp>())
+        eraseIfOnlyWritten(
+            buffer, [&](Operation *u) { return isZeroFillOf(u, buffer); });
     // A transpose buffer nobody reads any more goes away with the transpose
     // and its deallocation.
-    for (auto &[buffer, transpose] : transposes) {
-      if (!llvm::all_of(buffer.getUsers(), [&](Operation *u) {
-            return u == transpose || isa<memref::DeallocOp>(u);
-          }))
-        continue;
-      for (Operation *u : llvm::make_early_inc_range(buffer.getUsers()))
-        u->erase();
-      buffer.getDefiningOp()->erase();
-    }
+    for (auto &[buffer, transpose] : transposes)
+      eraseIfOnlyWritten(buffer, [&](Operation *u) { return u == transpose; });
   }
 };
 } // namespace

@@ -22,7 +22,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -104,10 +103,8 @@ static bool makeAvailable(Value &value, Operation *point) {
 static Operation *getStartPointInLastIteration(scf::ForOp loop, Value buffer) {
   if (!loop)
     return nullptr;
-  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
-  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
-  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-  if (!lower || !upper || !step || *step <= 0 || *upper <= *lower)
+  std::optional<APInt> trips = loop.getStaticTripCount();
+  if (!trips || trips->isZero())
     return nullptr;
   // A memref carried through the loop reaches the body as a block argument,
   // which the access collection does not follow: stay after the loop.

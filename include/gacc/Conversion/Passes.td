@@ -84,10 +84,11 @@ def OverlapAllReducePass : Pass<"gacc-overlap-all-reduce", "ModuleOp"> {
     `gaccrt_all_reduce_wait` on the returned handle placed right before the
     first op after it that accesses the bucket (or the block's terminator).
     When that last accessing op is an `scf.for` with a constant, non-zero
-    trip count and no memref iteration arguments (the loop of gacc-outline-micro-batches, the final region
-    among its iterations), the start goes into the loop body instead, right
-    after the body's last access, under `scf.if` on `iv + step >= ub`, and
-    the handle reaches the wait through a `memref.alloca` slot.
+    trip count and no memref iteration arguments (the loop of
+    gacc-outline-micro-batches, the final region among its iterations), the
+    start goes into the loop body instead, right after the body's last
+    access, under `scf.if` on `iv + step >= ub`, and the handle reaches the
+    wait through a `memref.alloca` slot.
     Any op that uses the bucket or a view of it, other than the views
     themselves, counts as an access, so the bucket is never touched while
     the runtime reduces it.
