@@ -1,6 +1,9 @@
-// GEMM libraries at the shapes of a micro-batched MLP step: OpenBLAS, BLIS
-// and oneDNN (each loaded with dlopen, so none is a build dependency), single
-// precision, row-major, for each layer's three GEMMs at micro-batch b:
+// GEMM libraries at the shapes of a micro-batched MLP step: OpenBLAS, BLIS,
+// oneDNN's BLAS-like dnnl_sgemm, and gaccrt_sgemm as compiled steps call it
+// (oneDNN's matmul primitive or OpenBLAS per GEMM; libgaccrt.so from the
+// path in GACCRT_LIB), each loaded with dlopen, so none is a build
+// dependency; single precision, row-major, for each layer's three GEMMs at
+// micro-batch b:
 //   forward   Y[b,n]  = X[b,k] W[k,n]
 //   backward  dX[b,k] = dY[b,n] W[k,n]^T
 //   weights   dW[k,n] += X[b,k]^T dY[b,n]      (K = b: the small one)
@@ -22,6 +25,11 @@ typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float,
 typedef int (*dnnl_sgemm_fn)(char, char, int64_t, int64_t, int64_t, float,
                              const float *, int64_t, const float *, int64_t,
                              float, float *, int64_t);
+typedef void (*gaccrt_sgemm_fn)(int32_t, int32_t, float, float, float *,
+                                float *, int64_t, int64_t, int64_t, int64_t,
+                                int64_t, float *, float *, int64_t, int64_t,
+                                int64_t, int64_t, int64_t, float *, float *,
+                                int64_t, int64_t, int64_t, int64_t, int64_t);
 
 enum { RowMajor = 101, NoTrans = 111, Trans = 112 };
 
@@ -30,13 +38,19 @@ struct Lib {
   const char *path;
   cblas_sgemm_fn cblas;
   dnnl_sgemm_fn dnnl;
+  gaccrt_sgemm_fn gaccrt;
 };
 
 // C[M,N] = alpha op(A) op(B) + beta C, row-major.
 static void gemm(const struct Lib *lib, int ta, int tb, int M, int N, int K,
                  const float *A, int lda, const float *B, int ldb, float beta,
                  float *C, int ldc) {
-  if (lib->cblas)
+  if (lib->gaccrt)
+    // Memref descriptors of the stored matrices (op(X) = X^T when transX).
+    lib->gaccrt(ta, tb, 1.0f, beta, (float *)A, (float *)A, 0, ta ? K : M,
+                ta ? M : K, lda, 1, (float *)B, (float *)B, 0, tb ? N : K,
+                tb ? K : N, ldb, 1, C, C, 0, M, N, ldc, 1);
+  else if (lib->cblas)
     lib->cblas(RowMajor, ta ? Trans : NoTrans, tb ? Trans : NoTrans, M, N, K,
                1.0f, A, lda, B, ldb, beta, C, ldc);
   else
@@ -62,9 +76,12 @@ int main(int argc, char **argv) {
   }
   int n = atoi(argv[1]);
   struct Lib libs[] = {
-      {"OpenBLAS", "libopenblas.so.0", 0, 0},
-      {"BLIS", "/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3", 0, 0},
-      {"oneDNN", "libdnnl.so.2", 0, 0},
+      {"OpenBLAS", "libopenblas.so.0", 0, 0, 0},
+      {"BLIS", "/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3", 0, 0,
+       0},
+      {"oneDNN", "libdnnl.so.2", 0, 0, 0},
+      {"gaccrt", getenv("GACCRT_LIB") ? getenv("GACCRT_LIB") : "libgaccrt.so",
+       0, 0, 0},
   };
   printf("| library | b | forward us | backward us | weights us | step "
          "GFLOP/s |\n|---|---|---|---|---|---|\n");
@@ -77,9 +94,11 @@ int main(int argc, char **argv) {
     }
     if (l == 2)
       lib->dnnl = (dnnl_sgemm_fn)dlsym(handle, "dnnl_sgemm");
+    else if (l == 3)
+      lib->gaccrt = (gaccrt_sgemm_fn)dlsym(handle, "gaccrt_sgemm");
     else
       lib->cblas = (cblas_sgemm_fn)dlsym(handle, "cblas_sgemm");
-    if (!lib->cblas && !lib->dnnl) {
+    if (!lib->cblas && !lib->dnnl && !lib->gaccrt) {
       printf("| %s | no sgemm symbol | | | | |\n", lib->name);
       continue;
     }

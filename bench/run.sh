@@ -36,7 +36,8 @@ python3 bench/gen_mlp.py --batch "$BATCH" --dims "$DIMS" > "$tmp/mlp.mlir"
 export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
 
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || echo unknown)
-echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas, gacc runner: $RUNNER"
+gemm=${GACCRT_GEMM:-onednn}
+echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas, gacc runner: $RUNNER, gacc GEMMs: GACCRT_GEMM=$gemm (LibTorch: the BLAS)"
 echo "best of $ROUNDS alternating runs of the median of $STEPS steps after $WARMUP warm-up steps; RSS = peak resident set of the whole process (/usr/bin/time -v)"
 echo
 echo "| m | b | gacc ms/step | torch ms/step | gacc / torch | gacc peak RSS | torch peak RSS | gacc accounted peak |"

@@ -72,6 +72,12 @@ if os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-device")
 if config.gacc_build_check:
     config.available_features.add("gacc-check")
+# gaccrt built with oneDNN's header and libdnnl.so.2 present to load.
+if config.gacc_have_onednn and any(
+        os.path.exists(os.path.join(d, "libdnnl.so.2"))
+        for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu",
+                  "/usr/local/lib", "/usr/lib")):
+    config.available_features.add("onednn")
 
 tools = ["gacc-opt", "gacc-run", "gacc-check", "gacc-compile", "gacc-run-aot", "mlir-opt", "mlir-runner",
          "mlir-translate", "not",

@@ -1,23 +1,29 @@
 //===- Blas.cpp - GEMM for compiled code through OpenBLAS -----------------===//
 //
 // gaccrt_sgemm: C = alpha * op(A) * op(B) + beta * C on 2-D f32 memrefs in
-// MLIR's expanded descriptor form, by one cblas_sgemm call. Strided views are
-// passed to BLAS in place when BLAS can describe them (a row stride with unit
-// column stride, or the transposed, column-major layout); anything else goes
-// through a contiguous copy. The compiled accumulation `acc += x^T g` is the
-// beta = 1 case and is traced as "accumulate".
+// MLIR's expanded descriptor form, by one oneDNN matmul (OnednnGemm.cpp) or
+// one cblas_sgemm call. Strided views are passed in place when the library
+// can describe them (a row stride with unit column stride, or the
+// transposed, column-major layout); anything else goes through a contiguous
+// copy. The compiled accumulation `acc += x^T g` is the beta = 1 case and is
+// traced as "accumulate". The library is chosen by gaccrt_set_gemm_library
+// or GACCRT_GEMM (default: oneDNN when libdnnl.so.2 can be loaded).
 //
 //===----------------------------------------------------------------------===//
 
 #include "gaccrt/gaccrt.h"
 
+#include "Gemm.h"
 #include "GemmShapes.h"
 #include "Internal.h"
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -90,7 +96,113 @@ void scale(float *c, int64_t rows, int64_t cols, int64_t stride0,
     }
 }
 
+enum class Library { Unset, Onednn, Openblas };
+
+std::atomic<Library> chosenLibrary{Library::Unset};
+
+/// Parses a library name; Unset for an unknown one or oneDNN when it is not
+/// built in.
+Library parseLibrary(const char *name) {
+  if (std::strcmp(name, "openblas") == 0)
+    return Library::Openblas;
+  if (std::strcmp(name, "onednn") == 0 && onednnAvailable())
+    return Library::Onednn;
+  return Library::Unset;
+}
+
 } // namespace
+
+std::string gaccrt::checkGemmLibraryEnv() {
+  const char *env = std::getenv("GACCRT_GEMM");
+  if (!env || !*env || parseLibrary(env) != Library::Unset)
+    return "";
+  return std::string("GACCRT_GEMM must be ") +
+         (onednnAvailable()
+              ? "'onednn' or 'openblas'"
+              : "'openblas' (oneDNN's libdnnl.so.2 is not available)") +
+         ", got '" + env + "'";
+}
+
+namespace {
+
+Library library() {
+  Library current = chosenLibrary.load(std::memory_order_relaxed);
+  if (current != Library::Unset)
+    return current;
+  Library initial = onednnAvailable() ? Library::Onednn : Library::Openblas;
+  if (const char *env = std::getenv("GACCRT_GEMM"); env && *env) {
+    initial = parseLibrary(env);
+    if (initial == Library::Unset)
+      fatal(checkGemmLibraryEnv());
+  }
+  chosenLibrary.compare_exchange_strong(current, initial);
+  return chosenLibrary.load(std::memory_order_relaxed);
+}
+
+/// Whether oneDNN is the faster library for C = op(A) * op(B) with n columns,
+/// as measured in a training step on AVX-512 (bench/README.md): its brgemm
+/// kernels win 1.1-1.3x when op(A) is A itself (the forward and the
+/// backward-data GEMMs, b x N x K), but lose when op(A) = A^T (the
+/// weight-gradient GEMMs, which transpose a whole activation per call) or
+/// when C has few columns (the logits layer). Without brgemm (no AVX-512)
+/// onednnSgemm declines and OpenBLAS runs everything.
+bool prefersOnednn(const Operand &a, int64_t n) {
+  return !a.transposed && n >= 64;
+}
+
+/// The library of the calling thread's last gaccrt_sgemm (its trace event
+/// and gaccrt_internal_last_gemm_library).
+thread_local const char *lastLibrary = "none";
+
+/// One GEMM on row-major-describable operands: oneDNN when chosen, faster
+/// and able, else OpenBLAS. `cColStride` is 1 (row-major C).
+void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
+                   int64_t k, float alpha, float beta, float *c,
+                   int64_t cRowStride) {
+  if (library() == Library::Onednn && prefersOnednn(a, n)) {
+    GemmArgs args;
+    args.m = m;
+    args.n = n;
+    args.k = k;
+    args.alpha = alpha;
+    args.beta = beta;
+    args.a = a.data;
+    args.aRowStride = a.transposed ? 1 : a.ld;
+    args.aColStride = a.transposed ? a.ld : 1;
+    args.b = b.data;
+    args.bRowStride = b.transposed ? 1 : b.ld;
+    args.bColStride = b.transposed ? b.ld : 1;
+    args.c = c;
+    args.cRowStride = cRowStride;
+    args.cColStride = 1;
+    if (onednnSgemm(args)) {
+      lastLibrary = "onednn";
+      return;
+    }
+  }
+  lastLibrary = "openblas";
+  cblas_sgemm(CblasRowMajor, toBlas(a.transposed), toBlas(b.transposed), int(m),
+              int(n), int(k), alpha, a.data, int(a.ld), b.data, int(b.ld), beta,
+              c, int(cRowStride));
+}
+
+} // namespace
+
+int gaccrt::gemmThreads() { return std::max(1, openblas_get_num_threads()); }
+
+int32_t gaccrt_set_gemm_library(const char *name) {
+  Library parsed = name ? parseLibrary(name) : Library::Unset;
+  if (parsed == Library::Unset)
+    return -1;
+  chosenLibrary.store(parsed, std::memory_order_relaxed);
+  return 0;
+}
+
+const char *gaccrt_internal_last_gemm_library(void) { return lastLibrary; }
+
+const char *gaccrt_gemm_library(void) {
+  return library() == Library::Onednn ? "onednn" : "openblas";
+}
 
 void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
                   float *aAlloc, float *aAligned, int64_t aOffset,
@@ -104,6 +216,7 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
   (void)bAlloc;
   (void)cAlloc;
   bool ta = transA != 0, tb = transB != 0;
+  lastLibrary = "none";
   GemmSizes sizes;
   std::string mismatch = checkGemmShapes(ta, tb, aSize0, aSize1, bSize0, bSize1,
                                          cSize0, cSize1, sizes);
@@ -134,14 +247,12 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
     int64_t cColMajorRowStride = m <= 1 ? 1 : cStride0;
     int64_t cColMajorColStride = n <= 1 ? std::max<int64_t>(m, 1) : cStride1;
     if (cColStride == 1 && cRowStride >= n) {
-      cblas_sgemm(CblasRowMajor, toBlas(a.transposed), toBlas(b.transposed),
-                  int(m), int(n), int(k), alpha, a.data, int(a.ld), b.data,
-                  int(b.ld), beta, c, int(cRowStride));
+      rowMajorSgemm(a, b, m, n, k, alpha, beta, c, cRowStride);
     } else if (cColMajorRowStride == 1 && cColMajorColStride >= m) {
       // Column-major C: compute C^T = op(B)^T * op(A)^T in row-major terms.
-      cblas_sgemm(CblasRowMajor, toBlas(!b.transposed), toBlas(!a.transposed),
-                  int(n), int(m), int(k), alpha, b.data, int(b.ld), a.data,
-                  int(a.ld), beta, c, int(cColMajorColStride));
+      Operand bT = {b.data, b.rows, b.cols, b.ld, !b.transposed, {}};
+      Operand aT = {a.data, a.rows, a.cols, a.ld, !a.transposed, {}};
+      rowMajorSgemm(bT, aT, n, m, k, alpha, beta, c, cColMajorColStride);
     } else {
       if ((m > 1 && cStride0 == 0) || (n > 1 && cStride1 == 0))
         fatal("gaccrt_sgemm: C (" + shapeText(m, n) + ", strides " +
@@ -152,9 +263,7 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < n; ++j)
             temporary[i * n + j] = c[i * cStride0 + j * cStride1];
-      cblas_sgemm(CblasRowMajor, toBlas(a.transposed), toBlas(b.transposed),
-                  int(m), int(n), int(k), alpha, a.data, int(a.ld), b.data,
-                  int(b.ld), beta, temporary.data(), int(n));
+      rowMajorSgemm(a, b, m, n, k, alpha, beta, temporary.data(), n);
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j)
           c[i * cStride0 + j * cStride1] = temporary[i * n + j];
@@ -166,8 +275,8 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
     traceComplete("sgemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                       std::to_string(k),
                   beta != 0.0f ? "accumulate" : "gemm", start, end - start,
-                  "{\"m\": " + std::to_string(m) +
-                      ", \"n\": " + std::to_string(n) +
-                      ", \"k\": " + std::to_string(k) + "}");
+                  "{\"m\": " + std::to_string(m) + ", \"n\": " +
+                      std::to_string(n) + ", \"k\": " + std::to_string(k) +
+                      ", \"library\": \"" + lastLibrary + "\"}");
   }
 }

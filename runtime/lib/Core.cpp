@@ -14,6 +14,7 @@
 #include "gaccrt/half.h"
 
 #include "DTypes.h"
+#include "Gemm.h"
 #include "Internal.h"
 
 #include <algorithm>
@@ -180,6 +181,11 @@ int gaccrt_init(void) {
                    forced);
       return 1;
     }
+  }
+
+  if (std::string gemmError = checkGemmLibraryEnv(); !gemmError.empty()) {
+    std::fprintf(stderr, "gaccrt: error: %s\n", gemmError.c_str());
+    return 1;
   }
 
   std::unique_ptr<Backend> backend =

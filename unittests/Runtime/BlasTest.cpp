@@ -2,9 +2,12 @@
 
 #include "gaccrt/gaccrt.h"
 
+#include "Internal.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -146,16 +149,84 @@ void runCase(const Case &test, int64_t m, int64_t n, int64_t k) {
   }
 }
 
-TEST(Sgemm, AllTransposesBetasAndLayoutsMatchNaiveLoop) {
+/// The GEMM libraries this gaccrt has: "openblas", and "onednn" when built
+/// with it. Each test that uses it restores the default choice.
+std::vector<std::string> libraries() {
+  std::vector<std::string> names = {"openblas"};
+  std::string initial = gaccrt_gemm_library();
+  if (gaccrt_set_gemm_library("onednn") == 0)
+    names.push_back("onednn");
+  EXPECT_EQ(gaccrt_set_gemm_library(initial.c_str()), 0);
+  return names;
+}
+
+void runLayoutMatrix(int64_t m, int64_t n, int64_t k) {
   const Layout layouts[] = {Layout::Contiguous, Layout::SubView,
                             Layout::ColMajor, Layout::Strided};
   for (bool ta : {false, true})
     for (bool tb : {false, true})
-      for (float beta : {0.0f, 1.0f})
+      for (float beta : {0.0f, 1.0f, 0.5f})
         for (Layout layoutA : layouts)
           for (Layout layoutB : layouts)
             for (Layout layoutC : layouts)
-              runCase({ta, tb, beta, layoutA, layoutB, layoutC}, 5, 3, 7);
+              runCase({ta, tb, beta, layoutA, layoutB, layoutC}, m, n, k);
+}
+
+TEST(Sgemm, AllTransposesBetasAndLayoutsMatchNaiveLoop) {
+  std::string initial = gaccrt_gemm_library();
+  for (const std::string &library : libraries()) {
+    SCOPED_TRACE(library);
+    ASSERT_EQ(gaccrt_set_gemm_library(library.c_str()), 0);
+    // Small: OpenBLAS either way. n >= 64: where oneDNN is preferred.
+    runLayoutMatrix(5, 3, 7);
+    runLayoutMatrix(9, 70, 13);
+  }
+  gaccrt_set_gemm_library(initial.c_str());
+}
+
+TEST(Sgemm, LibraryChoice) {
+  std::string initial = gaccrt_gemm_library();
+  EXPECT_EQ(gaccrt_set_gemm_library("mkl"), -1);
+  EXPECT_EQ(gaccrt_set_gemm_library(nullptr), -1);
+  EXPECT_EQ(std::string(gaccrt_gemm_library()), initial);
+  ASSERT_EQ(gaccrt_set_gemm_library("openblas"), 0);
+  EXPECT_STREQ(gaccrt_gemm_library(), "openblas");
+  Case plain{false,
+             false,
+             0.0f,
+             Layout::Contiguous,
+             Layout::Contiguous,
+             Layout::Contiguous};
+  Case transposedA{true,
+                   false,
+                   1.0f,
+                   Layout::Contiguous,
+                   Layout::Contiguous,
+                   Layout::Contiguous};
+  runCase(plain, 16, 96, 32);
+  EXPECT_STREQ(gaccrt_internal_last_gemm_library(), "openblas");
+  if (gaccrt_set_gemm_library("onednn") == 0) {
+    EXPECT_STREQ(gaccrt_gemm_library(), "onednn");
+    // The forward / backward-data shape goes to oneDNN where it has its
+    // brgemm kernels (AVX-512); the weight-gradient shape (op(A) = A^T) and a
+    // narrow C stay with OpenBLAS.
+    bool brgemm = __builtin_cpu_supports("avx512f") &&
+                  __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl") &&
+                  __builtin_cpu_supports("avx512dq");
+    runCase(plain, 16, 96, 32);
+    // (oneDNN's ISA limit can take brgemm away on an AVX-512 CPU.)
+    if (!std::getenv("ONEDNN_MAX_CPU_ISA") &&
+        !std::getenv("DNNL_MAX_CPU_ISA")) {
+      EXPECT_STREQ(gaccrt_internal_last_gemm_library(),
+                   brgemm ? "onednn" : "openblas");
+    }
+    runCase(transposedA, 16, 96, 32);
+    EXPECT_STREQ(gaccrt_internal_last_gemm_library(), "openblas");
+    runCase(plain, 16, 10, 32);
+    EXPECT_STREQ(gaccrt_internal_last_gemm_library(), "openblas");
+  }
+  gaccrt_set_gemm_library(initial.c_str());
 }
 
 TEST(Sgemm, DegenerateSizes) {
@@ -174,11 +245,29 @@ TEST(Sgemm, DegenerateSizes) {
 }
 
 TEST(Sgemm, BetaZeroIgnoresNaNInC) {
-  std::vector<float> a = {1, 2, 3, 4}, b = {1, 0, 0, 1};
-  std::vector<float> c(4, std::nanf(""));
-  gaccrt_sgemm(0, 0, 1.0f, 0.0f, a.data(), a.data(), 0, 2, 2, 2, 1, b.data(),
-               b.data(), 0, 2, 2, 2, 1, c.data(), c.data(), 0, 2, 2, 2, 1);
-  EXPECT_EQ(c, a);
+  std::string initial = gaccrt_gemm_library();
+  for (const std::string &library : libraries()) {
+    SCOPED_TRACE(library);
+    ASSERT_EQ(gaccrt_set_gemm_library(library.c_str()), 0);
+    std::vector<float> a = {1, 2, 3, 4}, b = {1, 0, 0, 1};
+    std::vector<float> c(4, std::nanf(""));
+    gaccrt_sgemm(0, 0, 1.0f, 0.0f, a.data(), a.data(), 0, 2, 2, 2, 1, b.data(),
+                 b.data(), 0, 2, 2, 2, 1, c.data(), c.data(), 0, 2, 2, 2, 1);
+    EXPECT_EQ(c, a);
+    // The same with n >= 64, where oneDNN runs it: C = A * I.
+    const int64_t size = 64;
+    std::vector<float> wide(size * size), identity(size * size, 0.0f);
+    for (int64_t i = 0; i < size * size; ++i)
+      wide[size_t(i)] = float(i % 97);
+    for (int64_t i = 0; i < size; ++i)
+      identity[size_t(i * size + i)] = 1.0f;
+    std::vector<float> out(size * size, std::nanf(""));
+    gaccrt_sgemm(0, 0, 1.0f, 0.0f, wide.data(), wide.data(), 0, size, size,
+                 size, 1, identity.data(), identity.data(), 0, size, size, size,
+                 1, out.data(), out.data(), 0, size, size, size, 1);
+    EXPECT_EQ(out, wide);
+  }
+  gaccrt_set_gemm_library(initial.c_str());
 }
 
 TEST(Sgemm, EmptyInnerDimensionScalesC) {

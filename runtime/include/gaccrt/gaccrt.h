@@ -199,7 +199,8 @@ GACCRT_API int gaccrt_trace_write(void);
 
 /*===--- GEMM -------------------------------------------------------------===*/
 
-/** C = alpha * op(A) * op(B) + beta * C through cblas_sgemm, with A, B, C 2-D
+/** C = alpha * op(A) * op(B) + beta * C through oneDNN's matmul or OpenBLAS's
+ *  cblas_sgemm (see gaccrt_set_gemm_library), with A, B, C 2-D
  *  f32 memrefs in MLIR's expanded descriptor form. op(X) = X^T when transX is
  *  non-zero; the sizes passed are those of the stored X. Any row stride with
  *  unit column stride is used in place, as is a column-major layout (unit row
@@ -214,6 +215,18 @@ GACCRT_API void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha,
                              float *cAlloc, float *cAligned, int64_t cOffset,
                              int64_t cSize0, int64_t cSize1, int64_t cStride0,
                              int64_t cStride1);
+
+/** Chooses the library of gaccrt_sgemm: "onednn" (oneDNN's matmul
+ *  primitive, the default when gaccrt was built with oneDNN) or "openblas".
+ *  The environment variable GACCRT_GEMM sets the initial choice (an unknown
+ *  name there aborts at the first GEMM). Returns 0, or -1 and changes
+ *  nothing for an unknown name or "onednn" when it is not built in. Both
+ *  libraries use OpenBLAS's thread count (OPENBLAS_NUM_THREADS, then
+ *  OMP_NUM_THREADS, then the number of cores). */
+GACCRT_API int32_t gaccrt_set_gemm_library(const char *name);
+/** The library gaccrt_sgemm uses: "onednn" or "openblas". Layouts for which
+ *  oneDNN has no optimized implementation go to OpenBLAS either way. */
+GACCRT_API const char *gaccrt_gemm_library(void);
 
 #ifdef __cplusplus
 }

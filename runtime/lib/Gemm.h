@@ -1,0 +1,50 @@
+//===- Gemm.h - gaccrt_sgemm's libraries ----------------------------------===//
+//
+// gaccrt_sgemm runs a GEMM through oneDNN's matmul primitive when oneDNN can
+// be loaded and is the chosen library (the default), and through OpenBLAS
+// otherwise, for shapes where OpenBLAS is faster, or when oneDNN has no fast
+// implementation for the layout. Blas.cpp owns the choice; OnednnGemm.cpp
+// loads oneDNN and calls it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GACCRT_LIB_GEMM_H
+#define GACCRT_LIB_GEMM_H
+
+#include <cstdint>
+#include <string>
+
+namespace gaccrt {
+
+/// C = alpha * op(A) * op(B) + beta * C with op(A) m x k, op(B) k x n and C
+/// m x n given by element strides (any may be 1 for a transposed view).
+struct GemmArgs {
+  int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  const float *a = nullptr;
+  int64_t aRowStride = 0, aColStride = 0;
+  const float *b = nullptr;
+  int64_t bRowStride = 0, bColStride = 0;
+  float *c = nullptr;
+  int64_t cRowStride = 0, cColStride = 0;
+};
+
+/// Runs `args` through oneDNN; false (nothing written) when oneDNN is not
+/// available or has no brgemm kernel (AVX-512) for the layout.
+bool onednnSgemm(const GemmArgs &args);
+
+/// Whether gaccrt was built with oneDNN's header and libdnnl.so.2 loads
+/// (loaded at the first call).
+bool onednnAvailable();
+
+/// The thread count of the GEMM libraries: OpenBLAS's
+/// (OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS, then the core count).
+int gemmThreads();
+
+/// The error message for an unknown GACCRT_GEMM, or "" when it is unset or
+/// names a library this gaccrt has (gaccrt_init reports it).
+std::string checkGemmLibraryEnv();
+
+} // namespace gaccrt
+
+#endif // GACCRT_LIB_GEMM_H
