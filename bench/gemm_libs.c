@@ -77,8 +77,7 @@ int main(int argc, char **argv) {
   int n = atoi(argv[1]);
   struct Lib libs[] = {
       {"OpenBLAS", "libopenblas.so.0", 0, 0, 0},
-      {"BLIS", "/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3", 0, 0,
-       0},
+      {"BLIS", "/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3", 0, 0, 0},
       {"oneDNN", "libdnnl.so.2", 0, 0, 0},
       {"gaccrt", getenv("GACCRT_LIB") ? getenv("GACCRT_LIB") : "libgaccrt.so",
        0, 0, 0},
