@@ -36,8 +36,14 @@ python3 bench/gen_mlp.py --batch "$BATCH" --dims "$DIMS" > "$tmp/mlp.mlir"
 export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
 
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || echo unknown)
-gemm=${GACCRT_GEMM:-onednn}
-echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas, gacc runner: $RUNNER, gacc GEMMs: GACCRT_GEMM=$gemm (LibTorch: the BLAS)"
+# gaccrt's GEMM libraries (runtime/README.md#gemm): oneDNN for the forward
+# and backward-data GEMMs with one thread on AVX-512, OpenBLAS otherwise.
+gemm="OpenBLAS"
+if [ "${GACCRT_GEMM:-onednn}" = onednn ] && [ "$THREADS" = 1 ] &&
+  grep -qw avx512bw /proc/cpuinfo && [ -e /usr/include/oneapi/dnnl/dnnl.h ]; then
+  gemm="oneDNN (forward, backward-data) + OpenBLAS (weight gradients)"
+fi
+echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas, gacc runner: $RUNNER, gacc GEMMs: $gemm, LibTorch GEMMs: the BLAS"
 echo "best of $ROUNDS alternating runs of the median of $STEPS steps after $WARMUP warm-up steps; RSS = peak resident set of the whole process (/usr/bin/time -v)"
 echo
 echo "| m | b | gacc ms/step | torch ms/step | gacc / torch | gacc peak RSS | torch peak RSS | gacc accounted peak |"

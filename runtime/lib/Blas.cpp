@@ -144,10 +144,13 @@ Library library() {
 /// kernels win 1.1-1.3x when op(A) is A itself (the forward and the
 /// backward-data GEMMs, b x N x K), but lose when op(A) = A^T (the
 /// weight-gradient GEMMs, which transpose a whole activation per call) or
-/// when C has few columns (the logits layer). Without brgemm (no AVX-512)
-/// onednnSgemm declines and OpenBLAS runs everything.
+/// when C has few columns (the logits layer). Only with one GEMM thread:
+/// with more, OpenMP's threads (oneDNN) and OpenBLAS's spin against each
+/// other between calls and the step gets 1.2-2x slower than with OpenBLAS
+/// alone. Without brgemm (no AVX-512) onednnSgemm declines and OpenBLAS
+/// runs everything.
 bool prefersOnednn(const Operand &a, int64_t n) {
-  return !a.transposed && n >= 64;
+  return !a.transposed && n >= 64 && gemmThreads() == 1;
 }
 
 /// The library of the calling thread's last gaccrt_sgemm (its trace event

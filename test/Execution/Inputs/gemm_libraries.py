@@ -2,7 +2,8 @@
 OpenBLAS (GACCRT_GEMM=openblas): the losses of every step agree, and the
 traces show which library ran each GEMM (oneDNN for the forward and
 backward-data GEMMs with n >= 64 on CPUs with AVX-512, OpenBLAS for the
-weight gradients and the logits layer; only OpenBLAS when it is chosen).
+weight gradients and the logits layer; only OpenBLAS when it is chosen or
+when GEMMs run on two threads).
 
   gemm_libraries.py GACC_RUN GEN_MLP WORKDIR
 """
@@ -19,11 +20,12 @@ with open(graph, "w") as out:
                     "96,128,128,10"], stdout=out, check=True)
 
 
-def run(library):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+def run(library, threads="1"):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=threads)
     if library:
         env["GACCRT_GEMM"] = library
-    trace = os.path.join(work, "trace-%s.json" % (library or "default"))
+    trace = os.path.join(work, "trace-%s-%s.json" % (library or "default",
+                                                      threads))
     text = subprocess.run([gacc_run, graph, "--micro-batches=2", "--steps=4",
                            "--seed=3", "--trace=" + trace], env=env,
                           check=True, capture_output=True, text=True).stdout
@@ -64,4 +66,10 @@ print("default: weight gradients:",
 print("default: n < 64:",
       libraries(default_events, lambda e: e["args"]["n"] < 64))
 print("GACCRT_GEMM=openblas: all:", libraries(blas_events, lambda e: True))
+# With two GEMM threads OpenBLAS runs everything (oneDNN's OpenMP threads and
+# OpenBLAS's would compete for the cores).
+two_losses, two_events = run(None, threads="2")
+for a, b in zip(two_losses, blas_losses):
+    assert abs(a - b) <= 1e-4 * max(1.0, abs(b)), (two_losses, blas_losses)
+print("2 threads: all:", libraries(two_events, lambda e: True))
 print("PASS")
