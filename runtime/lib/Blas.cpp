@@ -162,7 +162,9 @@ thread_local const char *lastLibrary = "none";
 void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
                    int64_t k, float alpha, float beta, float *c,
                    int64_t cRowStride) {
-  if (library() == Library::Onednn && prefersOnednn(a, n)) {
+  // The shape rule first: where it says OpenBLAS (e.g. several threads),
+  // libdnnl.so.2 is never loaded.
+  if (prefersOnednn(a, n) && library() == Library::Onednn) {
     GemmArgs args;
     args.m = m;
     args.n = n;
