@@ -579,97 +579,112 @@ void copyFromDevice(void *host, const void *device, int64_t bytes) {
 // Calling a step
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// Host memory for one memref argument, aligned for vector code.
-struct Buffer {
-  void *data = nullptr;
-  int64_t bytes = 0;
-  std::vector<int64_t> shape;
-  ~Buffer() { std::free(data); }
-};
-} // namespace
+PackedStep::PackedStep(const StepSignature &signature, bool cuda)
+    : signature(signature), cuda(cuda) {
+  auto addBuffer = [&](const TensorInfo &info) {
+    Buffer buffer;
+    buffer.shape = info.shape;
+    int64_t count = 1;
+    for (int64_t d : info.shape)
+      count *= d;
+    buffer.bytes = count * dtypeSize(info.dtype);
+    int64_t allocated = std::max<int64_t>(64, (buffer.bytes + 63) / 64 * 64);
+    buffer.data =
+        cuda ? cudaApi.alloc(allocated) : std::aligned_alloc(64, allocated);
+    // Touch the host pages now, not inside the first timed call.
+    if (!cuda && buffer.data)
+      std::memset(buffer.data, 0, allocated);
+    buffers.push_back(std::move(buffer));
+  };
+  for (const TensorInfo &arg : signature.args)
+    addBuffer(arg);
+  for (const TensorInfo &result : signature.results)
+    addBuffer(result);
+  // Descriptor fields: allocated, aligned, offset, sizes, strides; `packed`
+  // points at them, so `fields` is sized before any pointer is taken.
+  size_t fieldCount = 0;
+  for (const Buffer &buffer : buffers)
+    fieldCount += 1 + 2 * buffer.shape.size();
+  fields.reserve(fieldCount);
+  for (Buffer &buffer : buffers) {
+    packed.push_back(&buffer.data);
+    packed.push_back(&buffer.data);
+    size_t first = fields.size();
+    fields.push_back(0);
+    for (int64_t d : buffer.shape)
+      fields.push_back(d);
+    std::vector<int64_t> strides(buffer.shape.size());
+    int64_t stride = 1;
+    for (size_t d = buffer.shape.size(); d-- > 0;) {
+      strides[d] = stride;
+      stride *= buffer.shape[d];
+    }
+    for (int64_t value : strides)
+      fields.push_back(value);
+    for (size_t k = first; k < fields.size(); ++k)
+      packed.push_back(&fields[k]);
+  }
+}
 
-bool runPackedStep(
-    const StepSignature &signature, bool cuda,
+PackedStep::~PackedStep() {
+  for (Buffer &buffer : buffers) {
+    if (cuda)
+      cudaApi.free(buffer.data);
+    else
+      std::free(buffer.data);
+  }
+}
+
+bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
+                           std::string &error) {
+  const std::vector<TensorInfo> &args = signature.args;
+  if (inputs.size() != args.size()) {
+    error = "expected " + std::to_string(args.size()) + " inputs, got " +
+            std::to_string(inputs.size());
+    return false;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    Buffer &buffer = buffers[i];
+    if (!buffer.data) {
+      error = "cannot allocate " + std::to_string(buffer.bytes) +
+              " bytes for argument #" + std::to_string(i);
+      return false;
+    }
+    if (static_cast<int64_t>(inputs[i].data.size()) != buffer.bytes) {
+      error = "input #" + std::to_string(i) + " has " +
+              std::to_string(inputs[i].data.size()) + " bytes, expected " +
+              std::to_string(buffer.bytes);
+      return false;
+    }
+    if (cuda)
+      cudaApi.h2d(buffer.data, inputs[i].data.data(), buffer.bytes);
+    else
+      std::memcpy(buffer.data, inputs[i].data.data(), buffer.bytes);
+  }
+  pendingFeedback = false;
+  return true;
+}
+
+bool PackedStep::run(
     const std::function<bool(void **, size_t, std::string &)> &invoke,
-    const std::vector<NpyArray> &inputs, std::vector<NpyArray> &outputs,
     std::string &error, double *callMs) {
   const std::vector<TensorInfo> &args = signature.args;
   const std::vector<TensorInfo> &results = signature.results;
-  // Copies of the inputs (the step may update them in place) and the result
-  // buffers, each with its descriptor fields.
-  std::vector<std::unique_ptr<Buffer>> buffers;
-  auto addBuffer = [&](const std::vector<int64_t> &shape, int64_t elemBytes,
-                       const void *init) {
-    auto buffer = std::make_unique<Buffer>();
-    int64_t count = 1;
-    for (int64_t d : shape)
-      count *= d;
-    buffer->bytes = count * elemBytes;
-    buffer->shape = shape;
-    buffer->data = std::aligned_alloc(
-        64, std::max<int64_t>(64, (buffer->bytes + 63) / 64 * 64));
-    if (init)
-      std::memcpy(buffer->data, init, buffer->bytes);
-    buffers.push_back(std::move(buffer));
-  };
-  for (size_t i = 0; i < args.size(); ++i)
-    addBuffer(args[i].shape, dtypeSize(args[i].dtype), inputs[i].data.data());
-  for (const TensorInfo &result : results)
-    addBuffer(result.shape, dtypeSize(result.dtype), nullptr);
-  // On the GPU the step takes device buffers: copy the host ones over.
-  std::vector<void *> hostData;
-  if (cuda)
-    for (auto &buffer : buffers) {
-      hostData.push_back(buffer->data);
-      void *device = cudaApi.alloc(std::max<int64_t>(buffer->bytes, 1));
-      cudaApi.h2d(device, buffer->data, buffer->bytes);
-      buffer->data = device;
+  for (size_t j = args.size(); j < buffers.size(); ++j)
+    if (!buffers[j].data) {
+      error = "cannot allocate " + std::to_string(buffers[j].bytes) +
+              " bytes for result #" + std::to_string(j - args.size());
+      return false;
     }
-  // Device buffers go back to the device allocator and the host ones are
-  // restored for ~Buffer, on every path out.
-  struct RestoreHost {
-    bool cuda;
-    std::vector<std::unique_ptr<Buffer>> &buffers;
-    std::vector<void *> &hostData;
-    ~RestoreHost() {
-      if (!cuda)
-        return;
-      for (size_t k = 0; k < buffers.size(); ++k) {
-        cudaApi.free(buffers[k]->data);
-        buffers[k]->data = hostData[k];
-      }
-    }
-  } restore{cuda, buffers, hostData};
-
-  // Descriptor fields: allocated, aligned, offset, sizes, strides.
-  std::vector<int64_t> fields;
-  std::vector<void *> pointers;
-  fields.reserve(buffers.size() * 16);
-  for (auto &buffer : buffers) {
-    pointers.push_back(&buffer->data);
-    pointers.push_back(&buffer->data);
-    fields.push_back(0);
-    for (int64_t d : buffer->shape)
-      fields.push_back(d);
-    int64_t stride = 1;
-    std::vector<int64_t> strides(buffer->shape.size());
-    for (size_t d = buffer->shape.size(); d-- > 0;) {
-      strides[d] = stride;
-      stride *= buffer->shape[d];
-    }
-    for (int64_t s : strides)
-      fields.push_back(s);
-  }
-  // Point at the fields now that the vector no longer grows.
-  std::vector<void *> packed;
-  size_t next = 0, p = 0;
-  for (auto &buffer : buffers) {
-    packed.push_back(pointers[p++]);
-    packed.push_back(pointers[p++]);
-    size_t n = 1 + 2 * buffer->shape.size();
-    for (size_t k = 0; k < n; ++k)
-      packed.push_back(&fields[next++]);
+  // Updated parameters and state feed the next step: swap their buffers
+  // (same shape and type) instead of copying.
+  if (pendingFeedback) {
+    for (size_t j = 0; j < results.size(); ++j)
+      if (results[j].role == Role::ParamOut ||
+          results[j].role == Role::StateOut)
+        std::swap(buffers[results[j].index].data,
+                  buffers[args.size() + j].data);
+    pendingFeedback = false;
   }
   gaccrt_index_errors_reset();
   double start = 0;
@@ -681,6 +696,7 @@ bool runPackedStep(
     return false;
   if (callMs)
     *callMs = cuda ? deviceElapsedMs() : (gaccrt_now_us() - start) / 1000.0;
+  pendingFeedback = true;
   int64_t badIndex = 0, bound = 0, site = 0;
   if (int64_t count = gaccrt_index_errors(&badIndex, &bound, &site)) {
     const std::vector<std::string> &sites = signature.gatherSites;
@@ -693,17 +709,25 @@ bool runPackedStep(
             " out-of-range reads in this step; they read a clamped index)";
     return false;
   }
-  outputs.clear();
-  for (size_t j = 0; j < results.size(); ++j) {
-    const Buffer &buffer = *buffers[args.size() + j];
-    NpyArray out = makeArray(results[j].dtype, results[j].shape);
-    if (cuda)
-      cudaApi.d2h(out.data.data(), buffer.data, buffer.bytes);
-    else
-      std::memcpy(out.data.data(), buffer.data, buffer.bytes);
-    outputs.push_back(std::move(out));
-  }
   return true;
+}
+
+NpyArray PackedStep::getOutput(size_t j) const {
+  const Buffer &buffer = buffers[signature.args.size() + j];
+  NpyArray out =
+      makeArray(signature.results[j].dtype, signature.results[j].shape);
+  if (cuda)
+    cudaApi.d2h(out.data.data(), buffer.data, buffer.bytes);
+  else
+    std::memcpy(out.data.data(), buffer.data, buffer.bytes);
+  return out;
+}
+
+std::vector<NpyArray> PackedStep::getOutputs() const {
+  std::vector<NpyArray> outputs;
+  for (size_t j = 0; j < signature.results.size(); ++j)
+    outputs.push_back(getOutput(j));
+  return outputs;
 }
 
 //===----------------------------------------------------------------------===//

@@ -10,8 +10,11 @@
 // conventions of gacc-run (inputs DIR/arg<i>.npy or drawn from --seed,
 // param_out/state_out feed the next step, outputs DIR/result<j>.npy, the
 // same loss lines and summary). Links no LLVM or MLIR: only gaccrt, and
-// libgaccrt_cuda through dlopen for CUDA steps. Step times are those of the
-// call alone (CUDA events for CUDA steps), without copying inputs and results.
+// libgaccrt_cuda through dlopen for CUDA steps. The argument and result
+// buffers are allocated once and kept across steps (PackedStep: updated
+// parameters swap into the arguments, as in gacc-run), so step times are
+// those of the call alone (CUDA events for CUDA steps), without copies or
+// first-touch page faults of fresh buffers.
 // --save-inputs writes the first step's inputs as DIR/arg<i>.npy (for
 // --input-dir of another run).
 //
@@ -297,7 +300,9 @@ int main(int argc, char **argv) {
     entry(packed);
     return true;
   };
-  std::vector<NpyArray> outputs;
+  PackedStep step(signature, cuda);
+  if (!step.setInputs(inputs, error))
+    return fail(error);
   std::vector<double> stepMs;
   int64_t peak = 0, collectives = 0, bytesReduced = 0;
   for (int64_t k = 0; k < flags.steps; ++k) {
@@ -305,7 +310,7 @@ int main(int argc, char **argv) {
     deviceResetPeak(cuda);
     int64_t base = deviceCurrentBytes(cuda);
     double ms = 0;
-    if (!runPackedStep(signature, cuda, invoke, inputs, outputs, error, &ms))
+    if (!step.run(invoke, error, &ms))
       return fail(error);
     if (k >= flags.warmup)
       stepMs.push_back(ms);
@@ -317,14 +322,10 @@ int main(int argc, char **argv) {
     bytesReduced = gaccrt_bytes_reduced();
     if (print && lossIndex >= 0)
       std::printf("step %lld: loss = %.6g%s\n", static_cast<long long>(k + 1),
-                  scalarValue(outputs[lossIndex]),
+                  scalarValue(step.getOutput(lossIndex)),
                   world > 1 ? " (rank 0)" : "");
-    // Updated parameters and state feed the next step.
-    for (size_t j = 0; j < results.size(); ++j)
-      if (results[j].role == Role::ParamOut ||
-          results[j].role == Role::StateOut)
-        inputs[results[j].index] = outputs[j];
   }
+  std::vector<NpyArray> outputs = step.getOutputs();
 
   if (!flags.outputDir.empty()) {
     std::string dir = flags.outputDir;

@@ -164,18 +164,45 @@ void deviceFree(void *data);
 void copyToDevice(void *device, const void *host, int64_t bytes);
 void copyFromDevice(void *host, const void *device, int64_t bytes);
 
-/// Runs one step through `invoke`, which calls the step's packed wrapper
-/// (`void (void **)`): copies the prepared `inputs` into fresh buffers (on
-/// the device for CUDA), passes them and result buffers, reads back the
-/// results. An out-of-range gather index fails the step with a message
-/// naming the index, the bound and the site. With `callMs`, sets it to the
-/// time of the call alone, without the copies (device time by CUDA events
-/// for CUDA).
-bool runPackedStep(
-    const StepSignature &signature, bool cuda,
-    const std::function<bool(void **, size_t, std::string &)> &invoke,
-    const std::vector<NpyArray> &inputs, std::vector<NpyArray> &outputs,
-    std::string &error, double *callMs = nullptr);
+/// A step called through its packed wrapper (`void (void **)`, the calling
+/// convention of a lowered step), with its argument and result buffers
+/// allocated once (on the device for CUDA; host pages touched at
+/// construction) and kept across steps, as a training loop keeps its
+/// parameters: what gacc-run-aot times. After each step the param_out and
+/// state_out results become the next step's arguments by swapping buffers.
+class PackedStep {
+public:
+  PackedStep(const StepSignature &signature, bool cuda);
+  ~PackedStep();
+  PackedStep(const PackedStep &) = delete;
+  PackedStep &operator=(const PackedStep &) = delete;
+
+  /// Copies the prepared `inputs` into the argument buffers (outside any
+  /// timing); the next run uses them as they are.
+  bool setInputs(const std::vector<NpyArray> &inputs, std::string &error);
+  /// Runs one step through `invoke`. An out-of-range gather index fails the
+  /// step with a message naming the index, the bound and the site. With
+  /// `callMs`, sets it to the time of the call alone (device time by CUDA
+  /// events for CUDA).
+  bool run(const std::function<bool(void **, size_t, std::string &)> &invoke,
+           std::string &error, double *callMs = nullptr);
+  /// Result `j` of the last step, copied to the host.
+  NpyArray getOutput(size_t j) const;
+  std::vector<NpyArray> getOutputs() const;
+
+private:
+  struct Buffer {
+    void *data = nullptr;
+    int64_t bytes = 0;
+    std::vector<int64_t> shape;
+  };
+  const StepSignature &signature;
+  bool cuda;
+  std::vector<Buffer> buffers; // the arguments, then the results
+  std::vector<int64_t> fields;
+  std::vector<void *> packed;
+  bool pendingFeedback = false;
+};
 
 /// Formats a byte count ("1.50 MiB").
 std::string formatBytes(int64_t bytes);
