@@ -139,18 +139,20 @@ Library library() {
   return chosenLibrary.load(std::memory_order_relaxed);
 }
 
-/// Whether oneDNN is the faster library for C = op(A) * op(B) with n columns,
-/// as measured in a training step on AVX-512 (bench/README.md): its brgemm
-/// kernels win 1.1-1.3x when op(A) is A itself (the forward and the
-/// backward-data GEMMs, b x N x K), but lose when op(A) = A^T (the
-/// weight-gradient GEMMs, which transpose a whole activation per call) or
-/// when C has few columns (the logits layer). Only with one GEMM thread:
+/// Whether oneDNN is the faster library for C = op(A) * op(B) with n columns
+/// and inner size k, as measured in a training step on AVX-512
+/// (bench/README.md): its brgemm kernels win 1.1-1.3x when op(A) is A
+/// itself (the forward and the backward-data GEMMs, b x N x K) and about
+/// 1.05x for the weight-gradient GEMMs (op(A) = A^T) of large micro-batches
+/// (k >= 512), but lose for those of smaller ones (k <= 256: oneDNN
+/// transposes the activation in every call) and when C has few columns (the
+/// logits layer). Only with one GEMM thread:
 /// with more, OpenMP's threads (oneDNN) and OpenBLAS's spin against each
 /// other between calls and the step gets 1.2-2x slower than with OpenBLAS
 /// alone. Without brgemm (no AVX-512) onednnSgemm declines and OpenBLAS
 /// runs everything.
-bool prefersOnednn(const Operand &a, int64_t n) {
-  return !a.transposed && n >= 64 && gemmThreads() == 1;
+bool prefersOnednn(const Operand &a, int64_t n, int64_t k) {
+  return n >= 64 && (!a.transposed || k >= 512) && gemmThreads() == 1;
 }
 
 /// The library of the calling thread's last gaccrt_sgemm (its trace event
@@ -164,7 +166,7 @@ void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
                    int64_t cRowStride) {
   // The shape rule first: where it says OpenBLAS (e.g. several threads),
   // libdnnl.so.2 is never loaded.
-  if (prefersOnednn(a, n) && library() == Library::Onednn) {
+  if (prefersOnednn(a, n, k) && library() == Library::Onednn) {
     GemmArgs args;
     args.m = m;
     args.n = n;
