@@ -37,11 +37,12 @@ export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
 
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || echo unknown)
 # gaccrt's GEMM libraries (runtime/README.md#gemm): oneDNN for the forward
-# and backward-data GEMMs with one thread on AVX-512, OpenBLAS otherwise.
+# and backward-data GEMMs (and the weight gradients of micro-batches of 512
+# or more) with one thread on AVX-512, OpenBLAS otherwise.
 gemm="OpenBLAS"
 if [ "${GACCRT_GEMM:-onednn}" = onednn ] && [ "$THREADS" = 1 ] &&
   grep -qw avx512bw /proc/cpuinfo && [ -e /usr/include/oneapi/dnnl/dnnl.h ]; then
-  gemm="oneDNN (forward, backward-data) + OpenBLAS (weight gradients)"
+  gemm="oneDNN (forward, backward-data; weight gradients with b >= 512) + OpenBLAS (the rest)"
 fi
 echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas, gacc runner: $RUNNER, gacc GEMMs: $gemm, LibTorch GEMMs: the BLAS"
 echo "best of $ROUNDS alternating runs of the median of $STEPS steps after $WARMUP warm-up steps; RSS = peak resident set of the whole process (/usr/bin/time -v)"
