@@ -563,18 +563,6 @@ bool takeDeviceCounts(gaccrt_cuda_counts &counts) {
   return true;
 }
 
-void *deviceAlloc(int64_t bytes) { return cudaApi.alloc(bytes); }
-
-void deviceFree(void *data) { cudaApi.free(data); }
-
-void copyToDevice(void *device, const void *host, int64_t bytes) {
-  cudaApi.h2d(device, host, bytes);
-}
-
-void copyFromDevice(void *host, const void *device, int64_t bytes) {
-  cudaApi.d2h(host, device, bytes);
-}
-
 //===----------------------------------------------------------------------===//
 // Calling a step
 //===----------------------------------------------------------------------===//
@@ -653,7 +641,7 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
     if (static_cast<int64_t>(inputs[i].data.size()) != buffer.bytes) {
       error = "input #" + std::to_string(i) + " has " +
               std::to_string(inputs[i].data.size()) + " bytes, expected " +
-              std::to_string(buffer.bytes);
+              std::to_string(buffer.bytes) + " (prepare the inputs first)";
       return false;
     }
     if (cuda)
@@ -721,6 +709,13 @@ NpyArray PackedStep::getOutput(size_t j) const {
   else
     std::memcpy(out.data.data(), buffer.data, buffer.bytes);
   return out;
+}
+
+int64_t PackedStep::getBufferBytes() const {
+  int64_t bytes = 0;
+  for (const Buffer &buffer : buffers)
+    bytes += buffer.bytes;
+  return bytes;
 }
 
 std::vector<NpyArray> PackedStep::getOutputs() const {

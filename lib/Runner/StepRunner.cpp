@@ -39,6 +39,7 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -55,73 +56,16 @@ const char *const kCudaSymbols[] = {
 };
 } // namespace
 
-namespace {
-/// Memory for one memref argument (host memory aligned for vector code, or
-/// device memory on CUDA) with its descriptor fields.
-struct Buffer {
-  void *data = nullptr;
-  int64_t bytes = 0;
-  std::vector<int64_t> shape;
-  bool onDevice = false;
-  /// offset, sizes..., strides... of the memref descriptor.
-  std::vector<int64_t> fields;
-
-  Buffer(const std::vector<int64_t> &shape, int64_t elemBytes, bool onDevice)
-      : shape(shape), onDevice(onDevice) {
-    int64_t count = 1;
-    for (int64_t d : shape)
-      count *= d;
-    bytes = count * elemBytes;
-    if (onDevice)
-      data = deviceAlloc(std::max<int64_t>(bytes, 1));
-    else
-      data =
-          std::aligned_alloc(64, std::max<int64_t>(64, (bytes + 63) / 64 * 64));
-    fields.push_back(0);
-    fields.insert(fields.end(), shape.begin(), shape.end());
-    std::vector<int64_t> strides(shape.size());
-    int64_t stride = 1;
-    for (size_t d = shape.size(); d-- > 0;) {
-      strides[d] = stride;
-      stride *= shape[d];
-    }
-    fields.insert(fields.end(), strides.begin(), strides.end());
-  }
-  Buffer(const Buffer &) = delete;
-  Buffer &operator=(const Buffer &) = delete;
-  ~Buffer() {
-    if (onDevice)
-      deviceFree(data);
-    else
-      std::free(data);
-  }
-};
-} // namespace
-
 struct CompiledStep::Impl {
   MLIRContext context;
   OwningOpRef<ModuleOp> module;
   /// The host CPU, for LLVM's optimization pipeline (vectorization).
   std::unique_ptr<llvm::TargetMachine> targetMachine;
   std::unique_ptr<ExecutionEngine> engine;
-  /// The argument buffers, then the result buffers (setInputs).
-  std::vector<std::unique_ptr<Buffer>> buffers;
-  /// The packed arguments of the step: for each buffer, pointers to its
-  /// allocated and aligned pointer and to each descriptor field.
-  std::vector<void *> packed;
+  /// The argument and result buffers, kept across steps (setInputs).
+  std::unique_ptr<PackedStep> io;
 
   explicit Impl(DialectRegistry &registry) : context(registry) {}
-
-  /// Points `packed` at the fields of `buffers`.
-  void pack() {
-    packed.clear();
-    for (auto &buffer : buffers) {
-      packed.push_back(&buffer->data);
-      packed.push_back(&buffer->data);
-      for (int64_t &field : buffer->fields)
-        packed.push_back(&field);
-    }
-  }
 };
 
 CompiledStep::CompiledStep() = default;
@@ -504,103 +448,43 @@ bool CompiledStep::prepareInputs(std::vector<NpyArray> &inputs,
 
 bool CompiledStep::setInputs(const std::vector<NpyArray> &inputs,
                              std::string &error) {
-  if (inputs.size() != signature.args.size()) {
-    error = "expected " + std::to_string(signature.args.size()) +
-            " inputs, got " + std::to_string(inputs.size());
-    return false;
-  }
-  auto &buffers = impl->buffers;
-  if (buffers.empty()) {
-    for (const TensorInfo &arg : signature.args)
-      buffers.push_back(
-          std::make_unique<Buffer>(arg.shape, dtypeSize(arg.dtype), cuda));
-    for (const TensorInfo &result : signature.results)
-      buffers.push_back(std::make_unique<Buffer>(
-          result.shape, dtypeSize(result.dtype), cuda));
-    impl->pack();
-  }
-  for (size_t i = 0; i < signature.args.size(); ++i) {
-    Buffer &buffer = *buffers[i];
-    if (static_cast<int64_t>(inputs[i].data.size()) != buffer.bytes) {
-      error = "input #" + std::to_string(i) + " has " +
-              std::to_string(inputs[i].data.size()) + " bytes, expected " +
-              std::to_string(buffer.bytes) + " (prepare the inputs first)";
-      return false;
-    }
-    if (cuda)
-      copyToDevice(buffer.data, inputs[i].data.data(), buffer.bytes);
-    else
-      std::memcpy(buffer.data, inputs[i].data.data(), buffer.bytes);
-  }
-  pendingFeedback = false;
-  return true;
+  if (!impl->io)
+    impl->io = std::make_unique<PackedStep>(signature, cuda);
+  return impl->io->setInputs(inputs, error);
 }
 
 bool CompiledStep::runSteps(int64_t count, std::string &error) {
-  auto &buffers = impl->buffers;
-  if (buffers.empty()) {
+  if (!impl->io) {
     error = "no inputs: call setInputs before running '" + signature.name + "'";
     return false;
   }
-  for (int64_t k = 0; k < count; ++k) {
-    // Updated parameters and state feed the next step: swap their buffers
-    // (same shape and type) instead of copying.
-    if (pendingFeedback) {
-      for (size_t j = 0; j < signature.results.size(); ++j)
-        if (signature.results[j].role == Role::ParamOut ||
-            signature.results[j].role == Role::StateOut)
-          std::swap(buffers[signature.results[j].index]->data,
-                    buffers[signature.args.size() + j]->data);
-      pendingFeedback = false;
-    }
-    gaccrt_index_errors_reset();
-    llvm::Error status =
-        impl->engine->invokePacked(signature.name, impl->packed);
-    if (status) {
-      error = "running '" + signature.name +
+  auto invoke = [&](void **packed, size_t size, std::string &message) {
+    llvm::Error status = impl->engine->invokePacked(
+        signature.name, llvm::MutableArrayRef<void *>(packed, size));
+    if (!status)
+      return true;
+    message = "running '" + signature.name +
               "' failed: " + llvm::toString(std::move(status));
+    return false;
+  };
+  for (int64_t k = 0; k < count; ++k)
+    if (!impl->io->run(invoke, error))
       return false;
-    }
-    pendingFeedback = true;
-    int64_t badIndex = 0, bound = 0, site = 0;
-    if (int64_t errors = gaccrt_index_errors(&badIndex, &bound, &site)) {
-      error = "index " + std::to_string(badIndex) + " out of range [0, " +
-              std::to_string(bound) + ") in gather at " +
-              (site >= 0 &&
-                       site < static_cast<int64_t>(signature.gatherSites.size())
-                   ? signature.gatherSites[site]
-                   : "site #" + std::to_string(site)) +
-              " (" + std::to_string(errors) +
-              " out-of-range reads in this step; they read a clamped index)";
-      return false;
-    }
-  }
   return true;
 }
 
 NpyArray CompiledStep::getOutput(size_t j) const {
-  const Buffer &buffer = *impl->buffers[signature.args.size() + j];
-  NpyArray out =
-      makeArray(signature.results[j].dtype, signature.results[j].shape);
-  if (cuda)
-    copyFromDevice(out.data.data(), buffer.data, buffer.bytes);
-  else
-    std::memcpy(out.data.data(), buffer.data, buffer.bytes);
-  return out;
+  assert(impl->io && "getOutput before setInputs");
+  return impl->io->getOutput(j);
 }
 
 std::vector<NpyArray> CompiledStep::getOutputs() const {
-  std::vector<NpyArray> outputs;
-  for (size_t j = 0; j < signature.results.size(); ++j)
-    outputs.push_back(getOutput(j));
-  return outputs;
+  assert(impl->io && "getOutputs before setInputs");
+  return impl->io->getOutputs();
 }
 
 int64_t CompiledStep::getBufferBytes() const {
-  int64_t bytes = 0;
-  for (const auto &buffer : impl->buffers)
-    bytes += buffer->bytes;
-  return bytes;
+  return impl->io ? impl->io->getBufferBytes() : 0;
 }
 
 bool CompiledStep::run(const std::vector<NpyArray> &inputs,

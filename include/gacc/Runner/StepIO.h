@@ -158,18 +158,13 @@ double deviceElapsedMs();
 /// CUDA runtime is not loaded.
 bool takeDeviceCounts(gaccrt_cuda_counts &counts);
 
-/// Device memory through the CUDA runtime (after initCudaRuntime).
-void *deviceAlloc(int64_t bytes);
-void deviceFree(void *data);
-void copyToDevice(void *device, const void *host, int64_t bytes);
-void copyFromDevice(void *host, const void *device, int64_t bytes);
-
 /// A step called through its packed wrapper (`void (void **)`, the calling
 /// convention of a lowered step), with its argument and result buffers
 /// allocated once (on the device for CUDA; host pages touched at
 /// construction) and kept across steps, as a training loop keeps its
-/// parameters: what gacc-run-aot times. After each step the param_out and
-/// state_out results become the next step's arguments by swapping buffers.
+/// parameters: what gacc-run-aot and CompiledStep (gacc-run, gacc-check)
+/// run. After each step the param_out and state_out results become the next
+/// step's arguments by swapping buffers.
 class PackedStep {
 public:
   PackedStep(const StepSignature &signature, bool cuda);
@@ -189,6 +184,8 @@ public:
   /// Result `j` of the last step, copied to the host.
   NpyArray getOutput(size_t j) const;
   std::vector<NpyArray> getOutputs() const;
+  /// Bytes of the argument and result buffers.
+  int64_t getBufferBytes() const;
 
 private:
   struct Buffer {

@@ -118,7 +118,6 @@ private:
   StepSignature signature;
   /// Whether the buffers hold the results of a step whose param_out and
   /// state_out results have not been fed back yet.
-  bool pendingFeedback = false;
 };
 
 /// Reads the inputs of `rank` (of `world` ranks) from `dir`: `arg<i>.npy`,
