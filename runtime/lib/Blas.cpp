@@ -100,8 +100,8 @@ enum class Library { Unset, Onednn, Openblas };
 
 std::atomic<Library> chosenLibrary{Library::Unset};
 
-/// Parses a library name; Unset for an unknown one or oneDNN when it is not
-/// built in.
+/// Parses a library name; Unset for an unknown one, and for oneDNN when it
+/// is not available (no header at build time or no libdnnl.so.2).
 Library parseLibrary(const char *name) {
   if (std::strcmp(name, "openblas") == 0)
     return Library::Openblas;
@@ -146,11 +146,10 @@ Library library() {
 /// 1.05x for the weight-gradient GEMMs (op(A) = A^T) of large micro-batches
 /// (k >= 512), but lose for those of smaller ones (k <= 256: oneDNN
 /// transposes the activation in every call) and when C has few columns (the
-/// logits layer). Only with one GEMM thread:
-/// with more, OpenMP's threads (oneDNN) and OpenBLAS's spin against each
-/// other between calls and the step gets 1.2-2x slower than with OpenBLAS
-/// alone. Without brgemm (no AVX-512) onednnSgemm declines and OpenBLAS
-/// runs everything.
+/// logits layer). Only with one GEMM thread: with more, OpenMP's threads
+/// (oneDNN) and OpenBLAS's spin against each other between calls and the
+/// step gets 1.2-2x slower than with OpenBLAS alone. Without brgemm (no
+/// AVX-512) onednnSgemm declines and OpenBLAS runs everything.
 bool prefersOnednn(const Operand &a, int64_t n, int64_t k) {
   return n >= 64 && (!a.transposed || k >= 512) && gemmThreads() == 1;
 }
