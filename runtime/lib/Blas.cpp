@@ -1,4 +1,4 @@
-//===- Blas.cpp - GEMM for compiled code through OpenBLAS -----------------===//
+//===- Blas.cpp - GEMM for compiled code through oneDNN or OpenBLAS -------===//
 //
 // gaccrt_sgemm: C = alpha * op(A) * op(B) + beta * C on 2-D f32 memrefs in
 // MLIR's expanded descriptor form, by one oneDNN matmul (OnednnGemm.cpp) or

@@ -22,13 +22,13 @@ extern "C" {
 /// gaccrt_bytes_reduced: how libgaccrt_cuda's device all-reduce shares the
 /// statistics. Exported (gaccrt_* prefix) but not part of the public API.
 GACCRT_API void gaccrt_internal_count_collective(int64_t bytes);
-/// gaccrt_trace_complete on track (trace tid) `track`: how libgaccrt_cuda
-/// puts the communication stream's collectives on track 1, "communication".
-/// Exported (gaccrt_* prefix) but not part of the public API.
 /// The library ("onednn", "openblas"; "none" when no GEMM ran or k = 0)
 /// of the calling thread's last gaccrt_sgemm: how the unit tests see which
 /// library a layout went to. Exported but not part of the public API.
 GACCRT_API const char *gaccrt_internal_last_gemm_library(void);
+/// gaccrt_trace_complete on track (trace tid) `track`: how libgaccrt_cuda
+/// puts the communication stream's collectives on track 1, "communication".
+/// Exported (gaccrt_* prefix) but not part of the public API.
 GACCRT_API void
 gaccrt_internal_trace_complete_on_track(const char *name, const char *category,
                                         double ts_us, double dur_us,

@@ -116,8 +116,6 @@ private:
   std::unique_ptr<Impl> impl;
   bool cuda = false;
   StepSignature signature;
-  /// Whether the buffers hold the results of a step whose param_out and
-  /// state_out results have not been fed back yet.
 };
 
 /// Reads the inputs of `rank` (of `world` ranks) from `dir`: `arg<i>.npy`,

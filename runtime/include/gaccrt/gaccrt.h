@@ -217,15 +217,17 @@ GACCRT_API void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha,
                              int64_t cStride1);
 
 /** Chooses the library of gaccrt_sgemm: "onednn" (oneDNN's matmul
- *  primitive, the default when gaccrt was built with oneDNN) or "openblas".
- *  The environment variable GACCRT_GEMM sets the initial choice (an unknown
- *  name there aborts at the first GEMM). Returns 0, or -1 and changes
- *  nothing for an unknown name or "onednn" when it is not built in. Both
- *  libraries use OpenBLAS's thread count (OPENBLAS_NUM_THREADS, then
- *  OMP_NUM_THREADS, then the number of cores). */
+ *  primitive, the default when gaccrt was built with oneDNN's header and
+ *  libdnnl.so.2 loads) or "openblas". The environment variable GACCRT_GEMM
+ *  sets the initial choice (gaccrt_init rejects an unknown name there).
+ *  Returns 0, or -1 and changes nothing for an unknown name or "onednn"
+ *  when oneDNN is not available. GEMMs use OpenBLAS's thread count
+ *  (OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS, then the number of cores). */
 GACCRT_API int32_t gaccrt_set_gemm_library(const char *name);
-/** The library gaccrt_sgemm uses: "onednn" or "openblas". Layouts for which
- *  oneDNN has no optimized implementation go to OpenBLAS either way. */
+/** The library chosen for gaccrt_sgemm: "onednn" or "openblas". With
+ *  "onednn", GEMMs where oneDNN was measured slower (narrow outputs, the
+ *  weight gradients of small micro-batches, more than one thread) or that
+ *  it has no brgemm kernel for (no AVX-512) still go to OpenBLAS. */
 GACCRT_API const char *gaccrt_gemm_library(void);
 
 #ifdef __cplusplus
