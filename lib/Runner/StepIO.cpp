@@ -631,13 +631,16 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
             std::to_string(inputs.size());
     return false;
   }
-  for (size_t i = 0; i < args.size(); ++i) {
-    Buffer &buffer = buffers[i];
-    if (!buffer.data) {
-      error = "cannot allocate " + std::to_string(buffer.bytes) +
-              " bytes for argument #" + std::to_string(i);
+  for (size_t j = 0; j < buffers.size(); ++j)
+    if (!buffers[j].data) {
+      error = "cannot allocate " + std::to_string(buffers[j].bytes) +
+              " bytes for " +
+              (j < args.size() ? "argument #" + std::to_string(j)
+                               : "result #" + std::to_string(j - args.size()));
       return false;
     }
+  for (size_t i = 0; i < args.size(); ++i) {
+    Buffer &buffer = buffers[i];
     if (static_cast<int64_t>(inputs[i].data.size()) != buffer.bytes) {
       error = "input #" + std::to_string(i) + " has " +
               std::to_string(inputs[i].data.size()) + " bytes, expected " +
@@ -658,12 +661,6 @@ bool PackedStep::run(
     std::string &error, double *callMs) {
   const std::vector<TensorInfo> &args = signature.args;
   const std::vector<TensorInfo> &results = signature.results;
-  for (size_t j = args.size(); j < buffers.size(); ++j)
-    if (!buffers[j].data) {
-      error = "cannot allocate " + std::to_string(buffers[j].bytes) +
-              " bytes for result #" + std::to_string(j - args.size());
-      return false;
-    }
   // Updated parameters and state feed the next step: swap their buffers
   // (same shape and type) instead of copying.
   if (pendingFeedback) {

@@ -173,7 +173,8 @@ public:
   PackedStep &operator=(const PackedStep &) = delete;
 
   /// Copies the prepared `inputs` into the argument buffers (outside any
-  /// timing); the next run uses them as they are.
+  /// timing); the next run uses them as they are. Fails with a message when
+  /// a buffer could not be allocated. Call before `run`.
   bool setInputs(const std::vector<NpyArray> &inputs, std::string &error);
   /// Runs one step through `invoke`. An out-of-range gather index fails the
   /// step with a message naming the index, the bound and the site. With
