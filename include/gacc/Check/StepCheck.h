@@ -88,6 +88,9 @@ struct NormwiseError {
 NormwiseError compareWithReference(const torch::Tensor &value,
                                    const torch::Tensor &reference);
 
+/// The largest finite magnitude in `t` (0 when it has none).
+double largestFinite(const torch::Tensor &t);
+
 /// The smallest relative step of an element type (0 for integers).
 double getRelativeEpsilon(::gacc::DType dtype);
 
@@ -161,10 +164,14 @@ struct BackwardCheck {
     Checked,
   };
   Status status = Status::NoGradResults;
-  /// The largest relative error of a gacc.grad result.
+  /// The largest relative error of a gacc.grad result: its normwise error
+  /// over max(its largest magnitude, 1e-6 times the largest magnitude of
+  /// all gradients), so that a gradient that is zero in exact arithmetic is
+  /// not judged by its rounding noise. NaN when one side is NaN and the
+  /// other is not.
   double maxRelError = 0;
-  /// maxRelError > 1e-6: the input graph's backward does not match its
-  /// forward.
+  /// maxRelError > 1e-6 (or NaN): the input graph's backward does not match
+  /// its forward.
   bool wrong = false;
 };
 /// A step compiled with runtime-batch-size runs `samples` real samples (its
