@@ -241,7 +241,10 @@ static void outline(RegionForm &form, ModuleOp module, SymbolTable &symbols,
 /// is affine in the offset, and each region uses from the regions of the
 /// form only the previous one's results (its accumulators, which become
 /// iteration arguments). Returns false, changing nothing, otherwise.
-static bool buildLoop(RegionForm &form, ModuleOp module, bool traceRegions) {
+/// Records in `replaced` each result of the last region that the loop's
+/// result replaces.
+static bool buildLoop(RegionForm &form, ModuleOp module, bool traceRegions,
+                      DenseMap<Value, Value> &replaced) {
   gacc::MicroBatchOp tmpl = form.templateRegion;
   MutableArrayRef<RegionInstance> instances = form.instances;
   int64_t size = tmpl.getSize(), n = instances.size();
@@ -363,13 +366,33 @@ static bool buildLoop(RegionForm &form, ModuleOp module, bool traceRegions) {
   scf::YieldOp::create(builder, loc, yielded);
   rewriteSites(form, siteValues, mapping);
 
-  for (auto [i, j] : llvm::enumerate(carried))
+  for (auto [i, j] : llvm::enumerate(carried)) {
     last->getResult(j).replaceAllUsesWith(loop.getResult(i));
+    replaced[last->getResult(j)] = loop.getResult(i);
+  }
   for (RegionInstance &instance : llvm::reverse(instances)) {
     instance.region->dropAllUses();
     instance.region->erase();
   }
   return true;
+}
+
+/// Brings the captures `form` recorded up to date with the loops built since:
+/// a region of one form may use the results of another form's region that a
+/// loop has replaced (sizes 2, 1, 1, 2: the second size-2 region uses the
+/// last size-1 region's accumulators).
+static void remapCaptures(RegionForm &form,
+                          const DenseMap<Value, Value> &replaced) {
+  auto remap = [&](Value &value) {
+    for (auto it = replaced.find(value); it != replaced.end();
+         it = replaced.find(value))
+      value = it->second;
+  };
+  for (Value &capture : form.captures)
+    remap(capture);
+  for (RegionInstance &instance : form.instances)
+    for (Value &capture : instance.captures)
+      remap(capture);
 }
 
 /// Returns `value` as computed before `region`: itself when defined outside,
@@ -459,16 +482,20 @@ struct OutlineMicroBatchesPass
         hoistAccumulatorStarts(regions.front());
       SmallVector<std::unique_ptr<RegionForm>> forms =
           groupRegionsByForm(regions);
-      // Last form first: a loop replaces its regions, and only later forms
-      // refer to the results of earlier ones.
+      // Last form first: a loop replaces its regions, and mostly only later
+      // forms refer to the results of earlier ones. Where forms interleave,
+      // an earlier form's region uses a later form's results, which the
+      // captures are remapped for.
       auto enough = [&](const RegionForm &form) {
         return static_cast<int64_t>(form.instances.size()) >=
                std::max<int64_t>(minRegions, 2);
       };
+      DenseMap<Value, Value> replaced;
       for (auto &form : llvm::reverse(forms)) {
+        remapCaptures(*form, replaced);
         if (!enough(*form) ||
             form->instances.front().region.getBody().front().empty() ||
-            buildLoop(*form, module, traceRegions))
+            buildLoop(*form, module, traceRegions, replaced))
           continue;
         if (overlapped && form->instances.back().region == regions.back()) {
           form->instances.pop_back();

@@ -5,6 +5,7 @@
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8 overlap-all-reduce=false" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM-OVERLAP
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batch-sizes=2,1,2,1,2" --gacc-outline-micro-batches | FileCheck %s --check-prefix=INTERLEAVED
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batch-sizes=2,1,1,2,2" --gacc-outline-micro-batches | FileCheck %s --check-prefix=LOOP-BETWEEN
 
 // One body per micro-batch size (linear-step.mlir, B = 8, sizes 2,2,2,1,1):
 // the identity fills that start the accumulators in region 0 move before it,
@@ -100,3 +101,18 @@
 // INTERLEAVED-NEXT:      tensor.extract_slice %{{.*}}[6, 0] [2, 3] [1, 1]
 // INTERLEAVED-NOT:       func.call @linear_micro_batch
 // INTERLEAVED:       func.func private @linear_micro_batch_2(
+
+// Sizes 2,1,1,2,2: the size-1 regions 1-2 become a loop (built first, the
+// last form first), and the size-2 region after it, outlined with the other
+// size-2 regions, calls its function with the loop's results, not with the
+// erased region 2's (this crashed in the pass's result verification).
+// LOOP-BETWEEN-LABEL: func.func @linear
+// LOOP-BETWEEN:         %[[R0:.*]]:3 = gacc.micro_batch 0 offset 0 size 2
+// LOOP-BETWEEN-NEXT:      arith.constant 0 : index
+// LOOP-BETWEEN-NEXT:      func.call @linear_micro_batch_2(
+// LOOP-BETWEEN:         %[[LOOP:.*]]:3 = scf.for {{.*}} iter_args({{.*}} = %[[R0]]#0, {{.*}} = %[[R0]]#1, {{.*}} = %[[R0]]#2)
+// LOOP-BETWEEN:         gacc.micro_batch 3 offset 4 size 2
+// LOOP-BETWEEN-NEXT:      arith.constant 4 : index
+// LOOP-BETWEEN-NEXT:      func.call @linear_micro_batch_2({{.*}}, %[[LOOP]]#0, %[[LOOP]]#1, %[[LOOP]]#2)
+// LOOP-BETWEEN:         gacc.micro_batch 4 offset 6 size 2
+// LOOP-BETWEEN:       func.func private @linear_micro_batch_2(
