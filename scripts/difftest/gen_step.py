@@ -10,8 +10,10 @@ in the step. The IR follows what torch-mlir's TorchToLinalg emits: named
 elementwise generics with broadcast maps, keepdim reductions with `(d0, 0)`
 output maps (softmax, log_softmax, layer norm), `tensor.collapse_shape` /
 `expand_shape` over the sample dimension, `linalg.index` position-dependent
-code, and gathers through `tensor.extract` in linalg bodies (embeddings from a
-parameter table; with --gather, nll_loss from a captured per-sample tensor).
+code, gathers through `tensor.extract` in linalg bodies (embeddings from a
+parameter table; with --gather, nll_loss from a captured per-sample tensor),
+`tensor.concat` / `tensor.pad` / `extract_slice` / `insert_slice` on the
+features, `linalg.batch_matmul` token mixing and `linalg.conv_1d_ncw_fcw`.
 
 Only the Python standard library is needed (the inputs are written as .npy
 files by a small writer here).
@@ -269,6 +271,89 @@ class Builder:
         return self.generic(lst, out_shape, ids[:-1] + kept,
                             ["parallel"] * (nd - 1) + ["reduction"], body,
                             init=init)
+
+    def transpose_last2(self, a):
+        """[B, T, D] -> [B, D, T] (linalg.transpose, permutation [0, 2, 1])."""
+        shape = (a.shape[0], a.shape[2], a.shape[1])
+        e = self.empty(shape)
+        n = self.fresh("tr")
+        self.emit("%s = linalg.transpose ins(%s : %s) outs(%s : %s) "
+                  "permutation = [0, 2, 1]" % (n, a.name, a.type, e.name,
+                                               e.type))
+        return V(n, shape)
+
+    def batch_matmul(self, a, b):
+        """[B, M, K] x [B, K, N] (aten.bmm: linalg.batch_matmul)."""
+        out = self.fill((a.shape[0], a.shape[1], b.shape[2]), 0.0)
+        n = self.fresh("bmm")
+        self.emit("%s = linalg.batch_matmul ins(%s, %s : %s, %s) outs(%s : %s)"
+                  " -> %s" % (n, a.name, b.name, a.type, b.type, out.name,
+                              out.type, out.type))
+        return V(n, out.shape)
+
+    def concat_last(self, parts):
+        """torch.cat(parts, dim=-1): tensor.concat."""
+        dim = len(parts[0].shape) - 1
+        shape = parts[0].shape[:-1] + (sum(p.shape[-1] for p in parts),)
+        n = self.fresh("cat")
+        self.emit("%s = tensor.concat dim(%d) %s : (%s) -> %s" % (
+            n, dim, ", ".join(p.name for p in parts),
+            ", ".join(p.type for p in parts), ttype(shape)))
+        return V(n, shape)
+
+    def slice_last(self, a, start, size, stride=1):
+        """a[..., start : start + stride * size : stride] (aten.slice:
+        tensor.extract_slice)."""
+        nd = len(a.shape)
+        shape = a.shape[:-1] + (size,)
+        n = self.fresh("sl")
+        self.emit("%s = tensor.extract_slice %s[%s] [%s] [%s] : %s to %s" % (
+            n, a.name, ", ".join(["0"] * (nd - 1) + [str(start)]),
+            ", ".join(str(x) for x in shape),
+            ", ".join(["1"] * (nd - 1) + [str(stride)]), a.type,
+            ttype(shape)))
+        return V(n, shape)
+
+    def unslice_last(self, a, width, start, stride=1):
+        """slice_backward: a inserted into zeros of width `width` at
+        start::stride along the last dim (tensor.insert_slice)."""
+        nd = len(a.shape)
+        z = self.fill(a.shape[:-1] + (width,), 0.0)
+        n = self.fresh("us")
+        self.emit("%s = tensor.insert_slice %s into %s[%s] [%s] [%s] : %s "
+                  "into %s" % (
+                      n, a.name, z.name,
+                      ", ".join(["0"] * (nd - 1) + [str(start)]),
+                      ", ".join(str(x) for x in a.shape),
+                      ", ".join(["1"] * (nd - 1) + [str(stride)]), a.type,
+                      z.type))
+        return V(n, z.shape)
+
+    def pad_last(self, a, lo, hi, value=0.0):
+        """F.pad(a, (lo, hi), value=value): tensor.pad of the last dim."""
+        nd = len(a.shape)
+        shape = a.shape[:-1] + (a.shape[-1] + lo + hi,)
+        c = self.scalar_const(value)
+        n = self.fresh("pad")
+        self.emit("%s = tensor.pad %s low[%s] high[%s] {" % (
+            n, a.name, ", ".join(["0"] * (nd - 1) + [str(lo)]),
+            ", ".join(["0"] * (nd - 1) + [str(hi)])))
+        self.emit("^bb0(%s):" % ", ".join(
+            "%s: index" % self.fresh("i") for _ in range(nd)))
+        self.emit("  tensor.yield %s : f32" % c)
+        self.emit("} : %s to %s" % (a.type, ttype(shape)))
+        return V(n, shape)
+
+    def conv1d(self, xp, w, init):
+        """aten.convolution, 1-D: linalg.conv_1d_ncw_fcw on the padded
+        input."""
+        n = self.fresh("conv")
+        self.emit("%s = linalg.conv_1d_ncw_fcw {dilations = dense<1> : "
+                  "vector<1xi64>, strides = dense<1> : vector<1xi64>} "
+                  "ins(%s, %s : %s, %s) outs(%s : %s) -> %s" % (
+                      n, xp.name, w.name, xp.type, w.type, init.name,
+                      init.type, init.type))
+        return V(n, init.shape)
 
     def tensor_op(self, opname, a, b=None):
         n = self.fresh("t")
@@ -716,6 +801,162 @@ class Roll(Layer):
         return self.shifted(g, dy, dy.shape[dim] - self.s)
 
 
+class Concat(Layer):
+    """y = torch.cat([x, tanh(x)], dim=-1) (tensor.concat); the VJP splits dy
+    with tensor.extract_slice (aten.slice)."""
+
+    def fwd(self, g, x):
+        g.families.add("concat")
+        self.d = x.shape[-1]
+        self.h = g.ew([(x, "id")], lambda ar, o: g.op("math.tanh %s" % ar[0]))
+        return g.concat_last([x, self.h])
+
+    def bwd(self, g, dy):
+        d1 = g.slice_last(dy, 0, self.d)
+        d2 = g.slice_last(dy, self.d, self.d)
+        one = g.scalar_const(1.0)
+
+        def body(ar, o):
+            sq = g.op("arith.mulf %s, %s" % (ar[1], ar[1]))
+            return g.op("arith.mulf %s, %s" % (
+                ar[0], g.op("arith.subf %s, %s" % (one, sq))))
+        dh = g.ew([(d2, "id"), (self.h, "id")], body)
+        return g.add(d1, dh)
+
+
+class PadSlice(Layer):
+    """Feature-dimension data movement as torch-mlir lowers it:
+      "pad":    F.pad(x, (lo, hi), value=v)  tensor.pad; VJP extract_slice
+      "narrow": x[..., a : a + w]            extract_slice; VJP slice_backward
+                                             (insert_slice into zeros)
+      "step":   x[..., a::2]                 strided extract_slice; VJP a
+                                             strided insert_slice"""
+
+    def __init__(self, g, d):
+        kinds = ["pad"] + (["narrow", "step"] if d >= 2 else [])
+        self.kind = g.rng.choice(kinds)
+        self.d = d
+        if self.kind == "pad":
+            self.lo = g.rng.randint(0, 2)
+            self.hi = g.rng.randint(0 if self.lo else 1, 2)
+            self.value = g.rng.choice([0.0, 0.0, 0.5])
+            self.out = d + self.lo + self.hi
+        elif self.kind == "narrow":
+            self.w = g.rng.randint(1, d - 1)
+            self.a = g.rng.randint(0, d - self.w)
+            self.out = self.w
+        else:
+            self.a = g.rng.randint(0, 1)
+            self.out = (d - self.a + 1) // 2
+
+    def fwd(self, g, x):
+        g.families.add("slice-" + self.kind)
+        if self.kind == "pad":
+            return g.pad_last(x, self.lo, self.hi, self.value)
+        if self.kind == "narrow":
+            return g.slice_last(x, self.a, self.w)
+        return g.slice_last(x, self.a, self.out, 2)
+
+    def bwd(self, g, dy):
+        if self.kind == "pad":
+            return g.slice_last(dy, self.lo, self.d)
+        if self.kind == "narrow":
+            return g.unslice_last(dy, self.d, self.a)
+        return g.unslice_last(dy, self.d, self.a, 2)
+
+
+class TokenMix(Layer):
+    """Attention-like mixing of a sample's tokens with aten.bmm
+    (linalg.batch_matmul) and aten.transpose(-1, -2) (linalg.transpose
+    [0, 2, 1]) on [B, T, D]: A = c x x^T, y = A x. VJP: dA = dy x^T,
+    dx = A^T dy + c (dA + dA^T) x."""
+
+    C = 0.25
+
+    def fwd(self, g, x):
+        g.families.add("bmm")
+        self.x = x
+        a0 = g.batch_matmul(x, g.transpose_last2(x))
+        c = g.scalar_const(self.C)
+        self.a = g.ew([(a0, "id")], lambda ar, o: g.op(
+            "arith.mulf %s, %s" % (ar[0], c)))
+        return g.batch_matmul(self.a, x)
+
+    def bwd(self, g, dy):
+        x = self.x
+        da = g.batch_matmul(dy, g.transpose_last2(x))
+        dx1 = g.batch_matmul(g.transpose_last2(self.a), dy)
+        dat = g.transpose_last2(da)
+        c = g.scalar_const(self.C)
+        s = g.ew([(da, "id"), (dat, "id")], lambda ar, o: g.op(
+            "arith.mulf %s, %s" % (g.op("arith.addf %s, %s" % tuple(ar)), c)))
+        return g.add(dx1, g.batch_matmul(s, x))
+
+
+class Conv1d(Layer):
+    """nn.Conv1d(T, T, 3, padding=1) on [B, T, D] read as NCW (channels =
+    tokens), as torch-mlir lowers aten.convolution: tensor.pad of the input,
+    the bias broadcast into the init, linalg.conv_1d_ncw_fcw. VJP
+    (aten.convolution_backward): the weight gradient as a generic with the
+    input map (n, c, k + w), the input gradient as a convolution of the
+    padded output gradient with the flipped, transposed weight (a generic
+    reading the weight through tensor.extract), the bias gradient a sum over
+    (n, w)."""
+
+    K = 3
+
+    def __init__(self, g, t):
+        self.t = t
+        self.w = Param(g.arg("Wc", (t, t, self.K), "{gacc.param}", {
+            "kind": "param", "init": "weight", "fan_in": t * self.K}),
+            "weight")
+        self.params = [self.w]
+        self.bias = g.rng.random() < 0.6
+        if self.bias:
+            self.b = Param(g.arg("bc", (t,), "{gacc.param}",
+                                 {"kind": "param", "init": "bias"}), "bias")
+            self.params.append(self.b)
+
+    def fwd(self, g, x):
+        g.families.add("conv1d")
+        self.xp = g.pad_last(x, 1, 1)
+        if self.bias:
+            init = g.generic([(self.b.v, ["d1"])], x.shape, ["d0", "d1", "d2"],
+                             ["parallel"] * 3, lambda ar, o: ar[0])
+        else:
+            init = g.fill(x.shape, 0.0)
+        return g.conv1d(self.xp, self.w.v, init)
+
+    def bwd(self, g, dy):
+        if self.bias:
+            self.b.grads.append(g.reduce_sum(dy, [0, 2]))
+        dw = g.generic([(self.xp, ["d3", "d1", "d2 + d4"]),
+                        (dy, ["d3", "d0", "d4"])],
+                       self.w.v.shape, ["d0", "d1", "d2"],
+                       ["parallel"] * 3 + ["reduction"] * 2,
+                       lambda ar, acc: g.op("arith.addf %s, %s" % (
+                           g.op("arith.mulf %s, %s" % tuple(ar)), acc)),
+                       init=g.fill(self.w.v.shape, 0.0))
+        self.w.grads.append(dw)
+        gp = g.pad_last(dy, self.K - 2, self.K - 2)
+        w = self.w.v
+
+        def flip(ar, o):
+            idx = []
+            for k in range(3):
+                i = g.fresh("ix")
+                g.emit("%s = linalg.index %d : index" % (i, k))
+                idx.append(i)
+            r = g.op("arith.subi %s, %s" % (
+                g.scalar_const(self.K - 1, "index"), idx[2]), "index")
+            v = g.fresh("s")
+            g.emit("%s = tensor.extract %s[%s, %s, %s] : %s" % (
+                v, w.name, idx[1], idx[0], r, w.type))
+            return v
+        wf = g.generic([], w.shape, ["d0", "d1", "d2"], ["parallel"] * 3, flip)
+        return g.conv1d(gp, wf, g.fill(dy.shape, 0.0))
+
+
 class Collapse(Layer):
     """[B, T, D] -> [B*T, D] (the sample dimension merged with tokens)."""
 
@@ -861,8 +1102,11 @@ def generate(seed, gather=False, keepdim=True):
                    "layernorm", "residual"]
         if gather:
             choices += ["roll"]
+        if d <= 4:
+            choices += ["concat"]
+        choices += ["padslice"]
         if seq and not collapsed:
-            choices += ["collapse", "posembed"]
+            choices += ["collapse", "posembed", "bmm", "conv1d"]
         if seq and collapsed:
             choices += ["expand"]
         kind = rng.choice(choices)
@@ -902,6 +1146,16 @@ def generate(seed, gather=False, keepdim=True):
             collapsed = False
         elif kind == "posembed":
             layers.append(PosEmbed(g, T, d))
+        elif kind == "concat":
+            layers.append(Concat())
+            d *= 2
+        elif kind == "padslice":
+            layers.append(PadSlice(g, d))
+            d = layers[-1].out
+        elif kind == "bmm":
+            layers.append(TokenMix())
+        elif kind == "conv1d":
+            layers.append(Conv1d(g, T))
     if not any(l.params for l in layers):
         layers.append(Linear(g, d, C))
         d = C
