@@ -1192,6 +1192,14 @@ def generate(seed, gather=False, keepdim=True):
         cfg["micro_batch_sizes"] = sizes_split(rng, B, m)
     else:
         cfg["micro_batches"] = m
+    # Interleaved sizes a, b, b, a: the b regions become a loop between
+    # regions of the other size (gacc-outline-micro-batches). Drawn from a
+    # generator of its own, so that the other draws stay as they were.
+    alt = random.Random(seed * 31 + 7)
+    if B in (6, 8) and alt.random() < 0.15:
+        edge = alt.choice([1, B // 2 - 1])
+        cfg.pop("micro_batches", None)
+        cfg["micro_batch_sizes"] = [edge, B // 2 - edge, B // 2 - edge, edge]
 
     # -- emit the forward ---------------------------------------------------------
     g.comment("================= forward =================")
