@@ -13,7 +13,8 @@ output maps (softmax, log_softmax, layer norm), `tensor.collapse_shape` /
 code, gathers through `tensor.extract` in linalg bodies (embeddings from a
 parameter table; with --gather, nll_loss from a captured per-sample tensor),
 `tensor.concat` / `tensor.pad` / `extract_slice` / `insert_slice` on the
-features, `linalg.batch_matmul` token mixing and `linalg.conv_1d_ncw_fcw`.
+features, `linalg.batch_matmul` token mixing and 3-D x broadcast-weight
+matmuls, and `linalg.conv_1d_ncw_fcw`.
 
 Only the Python standard library is needed (the inputs are written as .npy
 files by a small writer here).
@@ -282,6 +283,13 @@ class Builder:
                                                e.type))
         return V(n, shape)
 
+    def broadcast_batch(self, a, n):
+        """[K, N] -> [n, K, N]: torch-mlir's broadcastToGivenShape (a
+        generic) before a batch_matmul of a 3-D by a 2-D operand."""
+        shape = (n,) + a.shape
+        return self.generic([(a, ["d1", "d2"])], shape, ["d0", "d1", "d2"],
+                            ["parallel"] * 3, lambda ar, o: ar[0], hint="bc")
+
     def batch_matmul(self, a, b):
         """[B, M, K] x [B, K, N] (aten.bmm: linalg.batch_matmul)."""
         out = self.fill((a.shape[0], a.shape[1], b.shape[2]), 0.0)
@@ -388,11 +396,17 @@ class Layer:
 
 
 class Linear(Layer):
-    def __init__(self, g, din, dout, tied=None):
+    def __init__(self, g, din, dout, tied=None, rank3=False):
         """tied: an existing [dout, din] parameter (an embedding table used
-        as the output projection) instead of a new weight."""
+        as the output projection) instead of a new weight. rank3: the input
+        is [B, T, din], which allows the "bmm" form: aten.matmul of a 3-D
+        input with a 2-D weight as TorchToLinalg lowers it (the weight
+        broadcast over the samples by a generic, linalg.batch_matmul), the
+        weight gradient a batch_matmul summed over the samples."""
         self.din, self.dout = din, dout
         self.form = g.rng.choice(["mm", "mmT", "gen"])
+        if rank3 and tied is None and g.alt.random() < 0.3:
+            self.form = "bmm"
         self.bias = g.rng.random() < 0.6
         if tied is not None:
             self.form = "mmT"
@@ -412,7 +426,9 @@ class Linear(Layer):
         g.families.add("linear-" + self.form)
         self.x = x
         lead = x.shape[:-1]
-        if self.form == "gen":
+        if self.form == "bmm":
+            y = g.batch_matmul(x, g.broadcast_batch(self.w.v, lead[0]))
+        elif self.form == "gen":
             nl = len(lead)
             ids = ["d%d" % i for i in range(nl + 2)]
             o, k = ids[nl], ids[nl + 1]
@@ -466,6 +482,13 @@ class Linear(Layer):
                              lambda ar, acc: g.op("arith.addf %s, %s" % (
                                  acc, g.op("arith.mulf %s, %s" % tuple(ar)))),
                              init=init)
+        if self.form == "bmm":
+            # autograd of matmul: grad_other = self^T @ grad summed to the
+            # weight's shape, grad_self = grad @ other^T (broadcast again)
+            dwb = g.batch_matmul(g.transpose_last2(x), dy)
+            self.w.grads.append(g.reduce_sum(dwb, [0]))
+            return g.batch_matmul(
+                dy, g.broadcast_batch(g.transpose(self.w.v), lead[0]))
         x2 = g.collapse(x) if nl == 2 else x
         dy2 = g.collapse(dy) if nl == 2 else dy
         if self.form == "mm":
@@ -1051,6 +1074,9 @@ def sizes_split(rng, b, m):
 def generate(seed, gather=False, keepdim=True):
     rng = random.Random(seed)
     g = Builder(rng, keepdim)
+    # Draws added after the generator's first release come from a generator
+    # of their own, so that the steps of existing seeds stay as they were.
+    g.alt = random.Random(seed * 131 + 3)
     B = rng.choice([2, 3, 4, 4, 6, 8])
     seq = rng.random() < 0.4
     T = rng.choice([2, 3]) if seq else None
@@ -1115,7 +1141,7 @@ def generate(seed, gather=False, keepdim=True):
         cur_nd = (1 if collapsed else nl) + 1
         if kind == "linear":
             dout = C if last else rng.choice([2, 3, 4, 5, 6])
-            layers.append(Linear(g, d, dout))
+            layers.append(Linear(g, d, dout, rank3=seq and not collapsed))
             d = dout
         elif kind == "act":
             layers.append(Act(g))
