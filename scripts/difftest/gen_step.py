@@ -508,6 +508,10 @@ class Act(Layer):
 
     def __init__(self, g, kind=None):
         self.kind = kind or g.rng.choice(self.KINDS)
+        if kind is None and g.alt.random() < 0.15:
+            # nn.GELU(): torch-mlir's aten.gelu with approximate="none",
+            # x * 0.5 * (1 + erf(x / sqrt(2)))
+            self.kind = "gelu_erf"
 
     def fwd(self, g, x):
         g.families.add("act-" + self.kind)
@@ -535,6 +539,12 @@ class Act(Layer):
                     one, g.op("arith.addf %s, %s" % (one, e))))
             if k == "exp_tanh":
                 return g.op("math.exp %s" % g.op("math.tanh %s" % a))
+            if k == "gelu_erf":
+                e = g.op("math.erf %s" % g.op("arith.mulf %s, %s" % (
+                    a, g.scalar_const(1.0 / math.sqrt(2.0)))))
+                h = g.op("arith.mulf %s, %s" % (a, g.scalar_const(0.5)))
+                return g.op("arith.mulf %s, %s" % (
+                    h, g.op("arith.addf %s, %s" % (g.scalar_const(1.0), e))))
             raise AssertionError(k)
         self.y = g.ew([(x, "id")], body)
         return self.y
@@ -572,6 +582,24 @@ class Act(Layer):
                 return g.op("arith.mulf %s, %s" % (
                     d, g.op("arith.mulf %s, %s" % (y, om))))
             return g.ew([(dy, "id"), (self.x, "id"), (self.y, "id")], body)
+        if k == "gelu_erf":
+            # d/dx = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)
+            def body(ar, o):
+                d, x = ar
+                e = g.op("math.erf %s" % g.op("arith.mulf %s, %s" % (
+                    x, g.scalar_const(1.0 / math.sqrt(2.0)))))
+                cdf = g.op("arith.mulf %s, %s" % (
+                    g.op("arith.addf %s, %s" % (g.scalar_const(1.0), e)),
+                    g.scalar_const(0.5)))
+                x2 = g.op("arith.mulf %s, %s" % (x, x))
+                pdf = g.op("arith.mulf %s, %s" % (
+                    g.op("math.exp %s" % g.op("arith.mulf %s, %s" % (
+                        x2, g.scalar_const(-0.5)))),
+                    g.scalar_const(1.0 / math.sqrt(2.0 * math.pi))))
+                return g.op("arith.mulf %s, %s" % (d, g.op(
+                    "arith.addf %s, %s" % (cdf, g.op("arith.mulf %s, %s" % (
+                        x, pdf))))))
+            return g.ew([(dy, "id"), (self.x, "id")], body)
         raise AssertionError(k)
 
 
