@@ -265,11 +265,11 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   step->signature.device = options.device;
   {
     // A dynamic sample dimension takes --batch-size (or is diagnosed) before
-    // the signature is read.
+    // the signature is read; canonicalization gives per-sample results
+    // (metrics) their specialized static types.
     PassManager specialize(&context);
     mlir::gacc::PrepareStepPassOptions prepare =
         mlir::gacc::getPrepareStepOptions(options);
-    prepare.canonicalize = false;
     specialize.addPass(mlir::gacc::createPrepareStepPass(prepare));
     if (failed(specialize.run(module))) {
       error = "cannot specialize the batch size of '" + path + "'";

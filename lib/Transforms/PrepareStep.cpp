@@ -17,7 +17,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
 #define DEBUG_TYPE "gacc-prepare-step"
@@ -246,6 +248,9 @@ static void refineResultTypes(func::FuncOp func) {
     auto to = dyn_cast<RankedTensorType>(cast.getType());
     if (from && to && from.hasStaticShape() && !to.hasStaticShape()) {
       operand.set(cast.getSource());
+      // A cast left without uses would still hold a dynamic type.
+      if (cast->use_empty())
+        cast->erase();
       changed = true;
     }
   }
@@ -255,6 +260,118 @@ static void refineResultTypes(func::FuncOp func) {
 }
 
 namespace {
+/// The static type that `a` and `b` (same rank) both refine to: each
+/// dimension static where either is. Null when they disagree.
+RankedTensorType joinShapes(RankedTensorType a, RankedTensorType b) {
+  if (a.getRank() != b.getRank())
+    return {};
+  SmallVector<int64_t> shape;
+  for (auto [x, y] : llvm::zip(a.getShape(), b.getShape())) {
+    if (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y)
+      return {};
+    shape.push_back(ShapedType::isDynamic(x) ? y : x);
+  }
+  return RankedTensorType::get(shape, a.getElementType(), a.getEncoding());
+}
+
+/// An elementwise op on tensors (`arith.addf %a, %b : tensor<?x4xf32>`, as
+/// TorchToLinalg leaves some adds) whose operands are casts from more static
+/// types runs on those types; its result is cast back. After the batch
+/// arguments are specialized, this carries the static sample count through
+/// such ops, which upstream canonicalization does not.
+struct FoldCastsIntoElementwiseOp
+    : public OpTraitRewritePattern<OpTrait::Elementwise> {
+  using OpTraitRewritePattern::OpTraitRewritePattern;
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (op->getNumResults() != 1 || op->getNumRegions() != 0 ||
+        !(op->hasTrait<OpTrait::SameOperandsAndResultShape>() ||
+          op->hasTrait<OpTrait::SameOperandsAndResultType>()))
+      return failure();
+    auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!resultType || resultType.hasStaticShape())
+      return failure();
+    RankedTensorType joined = resultType;
+    bool anyCast = false;
+    for (Value operand : op->getOperands()) {
+      auto type = dyn_cast<RankedTensorType>(operand.getType());
+      if (!type)
+        return failure();
+      auto cast = operand.getDefiningOp<tensor::CastOp>();
+      if (cast && tensor::canFoldIntoConsumerOp(cast)) {
+        type = dyn_cast<RankedTensorType>(cast.getSource().getType());
+        if (!type)
+          return failure();
+        anyCast = true;
+      }
+      joined = joinShapes(joined, type);
+      if (!joined)
+        return failure();
+    }
+    if (!anyCast || joined == resultType)
+      return failure();
+    SmallVector<Value> operands;
+    for (Value operand : op->getOperands()) {
+      auto cast = operand.getDefiningOp<tensor::CastOp>();
+      Value source = cast && tensor::canFoldIntoConsumerOp(cast)
+                         ? cast.getSource()
+                         : operand;
+      auto sourceType = cast_or_null<RankedTensorType>(source.getType());
+      RankedTensorType want =
+          RankedTensorType::get(joined.getShape(), sourceType.getElementType(),
+                                sourceType.getEncoding());
+      if (source.getType() != want)
+        source = tensor::CastOp::create(rewriter, op->getLoc(), want, source);
+      operands.push_back(source);
+    }
+    OperationState state(op->getLoc(), op->getName(), operands,
+                         TypeRange{joined}, op->getAttrs(),
+                         op->getSuccessors());
+    Operation *refined = rewriter.create(state);
+    rewriter.replaceOpWithNewOp<tensor::CastOp>(op, resultType,
+                                                refined->getResult(0));
+    return success();
+  }
+};
+
+/// `tensor.concat` of casts from more static types concatenates the sources;
+/// upstream's InferConcatResultType then refines its result type.
+struct FoldCastsIntoConcat : public OpRewritePattern<tensor::ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::ConcatOp concat,
+                                PatternRewriter &rewriter) const override {
+    SmallVector<Value> inputs;
+    bool changed = false;
+    for (Value input : concat.getInputs()) {
+      auto cast = input.getDefiningOp<tensor::CastOp>();
+      if (cast && tensor::canFoldIntoConsumerOp(cast)) {
+        inputs.push_back(cast.getSource());
+        changed = true;
+      } else {
+        inputs.push_back(input);
+      }
+    }
+    if (!changed)
+      return failure();
+    SmallVector<Type> types = llvm::to_vector(
+        llvm::map_range(inputs, [](Value v) { return v.getType(); }));
+    if (!llvm::all_of(types, llvm::IsaPred<RankedTensorType>))
+      return failure();
+    RankedTensorType inferred =
+        tensor::ConcatOp::inferResultType(concat.getDim(), types);
+    RankedTensorType refined = joinShapes(inferred, concat.getResultType());
+    if (!refined)
+      return failure();
+    auto folded = tensor::ConcatOp::create(rewriter, concat.getLoc(), refined,
+                                           concat.getDim(), inputs);
+    rewriter.replaceOpWithNewOp<tensor::CastOp>(concat, concat.getResultType(),
+                                                folded);
+    return success();
+  }
+};
+
 struct PrepareStepPass
     : public gacc::impl::PrepareStepPassBase<PrepareStepPass> {
   using PrepareStepPassBase::PrepareStepPassBase;
@@ -274,8 +391,19 @@ struct PrepareStepPass
     if (failed(specializeBatchSize(func, batchSize)))
       return signalPassFailure();
     if (canonicalize && !func.isExternal()) {
+      // Upstream's canonicalization, plus the casts of the specialized
+      // arguments carried through the ops it does not refine; then CSE.
+      RewritePatternSet patterns(&getContext());
+      patterns.add<FoldCastsIntoElementwiseOp, FoldCastsIntoConcat>(
+          &getContext());
+      for (Dialect *dialect : getContext().getLoadedDialects())
+        dialect->getCanonicalizationPatterns(patterns);
+      for (RegisteredOperationName op : getContext().getRegisteredOperations())
+        op.getCanonicalizationPatterns(patterns, &getContext());
+      // As the canonicalizer pass: not converging within the iteration
+      // limit is not an error.
+      (void)applyPatternsGreedily(func, std::move(patterns));
       OpPassManager pm(func::FuncOp::getOperationName());
-      pm.addPass(createCanonicalizerPass());
       pm.addPass(createCSEPass());
       if (failed(runPipeline(pm, func)))
         return signalPassFailure();

@@ -14,13 +14,16 @@ code, gathers through `tensor.extract` in linalg bodies (embeddings from a
 parameter table; with --gather, nll_loss from a captured per-sample tensor),
 `tensor.concat` / `tensor.pad` / `extract_slice` / `insert_slice` on the
 features, `linalg.batch_matmul` token mixing and 3-D x broadcast-weight
-matmuls, and `linalg.conv_1d_ncw_fcw`.
+matmuls, and `linalg.conv_1d_ncw_fcw`. A quarter of the steps (all with
+--dynamic) have a dynamic sample dimension: `tensor<?x...>` batch arguments,
+the size read with `tensor.dim`, `tensor.empty(%n)`; they are compiled with
+--batch-size.
 
 Only the Python standard library is needed (the inputs are written as .npy
 files by a small writer here).
 
 Usage:
-  gen_step.py --seed=S [--gather] [-o STEP.mlir] [--inputs=DIR]
+  gen_step.py --seed=S [--gather] [--dynamic] [-o STEP.mlir] [--inputs=DIR]
       prints (or writes) the step; with --inputs writes DIR/arg<i>.npy
       (DIR/rank<r>/arg<i>.npy for batch inputs when the step's config asks
       for 2 ranks) and prints the gacc-check flags to use.
@@ -42,10 +45,28 @@ import sys
 # IR building helpers
 
 
+class Dyn(int):
+    """A dimension that is the batch size B times `factor` and is dynamic in
+    the IR (`?`, sized by tensor.dim of a batch argument) in --dynamic steps,
+    as torch.export with a symbolic batch dimension and TorchToLinalg emit
+    them. Its int value is the size the step is specialized to."""
+
+    def __new__(cls, value, factor=1):
+        dim = int.__new__(cls, value)
+        dim.factor = factor
+        return dim
+
+    def __mul__(self, other):
+        return Dyn(int(self) * int(other), self.factor * int(other))
+
+    __rmul__ = __mul__
+
+
 def ttype(shape, et="f32"):
     if not shape:
         return "tensor<%s>" % et
-    return "tensor<%sx%s>" % ("x".join(str(s) for s in shape), et)
+    return "tensor<%sx%s>" % ("x".join("?" if isinstance(s, Dyn) else str(s)
+                                       for s in shape), et)
 
 
 def amap(nd, exprs):
@@ -81,6 +102,15 @@ class Builder:
         self.results = []   # (V, attr)
         self.uses_grid = False
         self.families = set()
+        self.dyn_factors = set()   # the multiples of B used as sizes
+
+    def size(self, d):
+        """An index operand for dimension `d`: an SSA value for a dynamic
+        one (defined at the function's entry), else the number."""
+        if not isinstance(d, Dyn):
+            return str(d)
+        self.dyn_factors.add(d.factor)
+        return "%nB" if d.factor == 1 else "%%nB_x%d" % d.factor
 
     def fresh(self, hint="v"):
         self.counter += 1
@@ -115,7 +145,8 @@ class Builder:
 
     def empty(self, shape, et="f32"):
         n = self.fresh("e")
-        self.emit("%s = tensor.empty() : %s" % (n, ttype(shape, et)))
+        sizes = ", ".join(self.size(d) for d in shape if isinstance(d, Dyn))
+        self.emit("%s = tensor.empty(%s) : %s" % (n, sizes, ttype(shape, et)))
         return V(n, shape, et)
 
     def fill(self, shape, value, et="f32"):
@@ -198,7 +229,7 @@ class Builder:
                                         for i in range(1, len(a.shape)))
         n = self.fresh("ex")
         self.emit("%s = tensor.expand_shape %s %s output_shape [%s] : %s into %s"
-                  % (n, a.name, groups, ", ".join(str(s) for s in shape),
+                  % (n, a.name, groups, ", ".join(self.size(s) for s in shape),
                      a.type, ttype(shape, a.et)))
         return V(n, shape, a.et)
 
@@ -317,7 +348,7 @@ class Builder:
         n = self.fresh("sl")
         self.emit("%s = tensor.extract_slice %s[%s] [%s] [%s] : %s to %s" % (
             n, a.name, ", ".join(["0"] * (nd - 1) + [str(start)]),
-            ", ".join(str(x) for x in shape),
+            ", ".join(self.size(x) for x in shape),
             ", ".join(["1"] * (nd - 1) + [str(stride)]), a.type,
             ttype(shape)))
         return V(n, shape)
@@ -332,7 +363,7 @@ class Builder:
                   "into %s" % (
                       n, a.name, z.name,
                       ", ".join(["0"] * (nd - 1) + [str(start)]),
-                      ", ".join(str(x) for x in a.shape),
+                      ", ".join(self.size(x) for x in a.shape),
                       ", ".join(["1"] * (nd - 1) + [str(stride)]), a.type,
                       z.type))
         return V(n, z.shape)
@@ -1099,13 +1130,19 @@ def sizes_split(rng, b, m):
     return [e - s for s, e in zip([0] + cuts, cuts + [b])]
 
 
-def generate(seed, gather=False, keepdim=True):
+def generate(seed, gather=False, keepdim=True, dynamic=None):
+    """dynamic: the sample dimension is dynamic (`?`) in the IR and the step
+    is compiled with --batch-size; None draws it (a quarter of the steps)."""
     rng = random.Random(seed)
     g = Builder(rng, keepdim)
-    # Draws added after the generator's first release come from a generator
+    # Draws added after the generator's first release come from generators
     # of their own, so that the steps of existing seeds stay as they were.
     g.alt = random.Random(seed * 131 + 3)
+    if dynamic is None:
+        dynamic = random.Random(seed * 977 + 11).random() < 0.25
     B = rng.choice([2, 3, 4, 4, 6, 8])
+    if dynamic:
+        B = Dyn(B)
     seq = rng.random() < 0.4
     T = rng.choice([2, 3]) if seq else None
     D0 = rng.choice([2, 3, 4, 5])
@@ -1240,7 +1277,7 @@ def generate(seed, gather=False, keepdim=True):
 
     # -- config -------------------------------------------------------------------
     m = 1 if rng.random() < 0.1 else rng.randint(2, min(B, 4))
-    cfg = {"B": B, "ranks": ranks}
+    cfg = {"B": int(B), "ranks": ranks, "dynamic": dynamic}
     r = rng.random()
     if m > 1 and r < 0.3:
         cfg["micro_batch_sizes"] = sizes_split(rng, B, m)
@@ -1595,12 +1632,14 @@ def generate(seed, gather=False, keepdim=True):
     # -- assemble -----------------------------------------------------------------
     out = []
     fam = sorted(g.families)
-    summary = "B=%d%s head=%s norm=%s opt=%s layers=%d families=%s" % (
-        B, " T=%d" % T if seq else "", head, norm, opt, len(layers),
-        ",".join(fam))
-    out.append("// Generated by scripts/difftest/gen_step.py --seed=%d%s%s" %
+    summary = "B=%d%s%s head=%s norm=%s opt=%s layers=%d families=%s" % (
+        B, " (dynamic)" if dynamic else "", " T=%d" % T if seq else "", head,
+        norm, opt, len(layers), ",".join(fam))
+    out.append("// Generated by scripts/difftest/gen_step.py --seed=%d%s%s%s" %
                (seed, " --gather" if gather else "",
-                "" if keepdim else " --no-keepdim"))
+                "" if keepdim else " --no-keepdim",
+                " (dynamic batch: --batch-size=%d)" % int(B) if dynamic
+                else ""))
     out.append("// " + summary)
     if g.uses_grid:
         out.append('shard.grid @dp(shape = ?) {sym_visibility = "private"}')
@@ -1610,6 +1649,16 @@ def generate(seed, gather=False, keepdim=True):
         out.append("    %s: %s %s%s" % (v.name, v.type, attr, sep))
     out.append("    -> (%s) {" % ", ".join("%s %s" % (v.type, a)
                                            for v, a in results))
+    if g.dyn_factors:
+        # The batch size as TorchToLinalg reads it: tensor.dim of a batch
+        # argument, and its multiples for merged [B*T] dimensions.
+        first = next(v for v, _, spec in g.args if spec["kind"] == "batch")
+        out.append("  %c0_dyn = arith.constant 0 : index")
+        out.append("  %%nB = tensor.dim %s, %%c0_dyn : %s" % (first.name,
+                                                            first.type))
+        for f in sorted(g.dyn_factors - {1}):
+            out.append("  %%cB_%d = arith.constant %d : index" % (f, f))
+            out.append("  %%nB_x%d = arith.muli %%nB, %%cB_%d : index" % (f, f))
     out.extend(g.lines)
     out.append("}")
     step = Step()
@@ -1706,15 +1755,18 @@ def check_flags(step):
         flags.append("--micro-batches=%d" % cfg["micro_batches"])
     if cfg["ranks"] > 1:
         flags.append("--ranks=%d" % cfg["ranks"])
+    if cfg.get("dynamic"):
+        flags.append("--batch-size=%d" % cfg["B"])
     return flags
 
 
 def pipeline_options(step):
     cfg = step.config
+    size = "batch-size=%d " % cfg["B"] if cfg.get("dynamic") else ""
     if "micro_batch_sizes" in cfg:
-        return "micro-batch-sizes=" + ",".join(
+        return size + "micro-batch-sizes=" + ",".join(
             str(s) for s in cfg["micro_batch_sizes"])
-    return "micro-batches=%d" % cfg["micro_batches"]
+    return size + "micro-batches=%d" % cfg["micro_batches"]
 
 
 def main():
@@ -1727,10 +1779,14 @@ def main():
                     help="reductions over the features (softmax, layer norm) "
                     "drop the reduced dimension instead of torch-mlir's "
                     "keepdim [..., 1] with (d0, 0) maps")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="make the sample dimension dynamic (otherwise a "
+                    "quarter of the seeds draw it)")
     ap.add_argument("-o", "--output", help="write the step here")
     ap.add_argument("--inputs", help="write the step's inputs to this folder")
     args = ap.parse_args()
-    step = generate(args.seed, args.gather, not args.no_keepdim)
+    step = generate(args.seed, args.gather, not args.no_keepdim,
+                    True if args.dynamic else None)
     if args.output:
         with open(args.output, "w") as f:
             f.write(step.mlir)

@@ -163,6 +163,9 @@ def main():
     ap.add_argument("--no-keepdim", action="store_true",
                     help="softmax / layer-norm reductions without torch-mlir's "
                     "keepdim (d0, 0) maps")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="make every step's sample dimension dynamic (by "
+                    "default a quarter of the steps draw it)")
     ap.add_argument("--work", default="difftest-work")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--verbose", action="store_true")
@@ -191,7 +194,8 @@ def main():
     if args.seeds:
         seeds = [int(x) for x in args.seeds.split(",")]
     for i, seed in enumerate(seeds):
-        step = gen_step.generate(seed, args.gather, not args.no_keepdim)
+        step = gen_step.generate(seed, args.gather, not args.no_keepdim,
+                                 True if args.dynamic else None)
         name = "step%d" % seed
         path = os.path.join(args.work, name + ".mlir")
         indir = os.path.join(args.work, name + ".in")
@@ -245,7 +249,8 @@ def main():
                    3: "ERROR"}.get(rc, "CRASH")
         if rc == 3 and "cannot evaluate" in err:
             verdict = "UNEVALUATED"   # gacc-check's LibTorch evaluator
-            twin = gen_step.generate(seed, args.gather, False)
+            twin = gen_step.generate(seed, args.gather, False,
+                                     True if args.dynamic else None)
             if not args.no_keepdim and twin.mlir != step.mlir:
                 # gacc-check could not evaluate the step with keepdim maps:
                 # compare with the twin step without them

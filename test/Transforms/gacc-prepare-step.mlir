@@ -58,3 +58,44 @@ func.func @static_ok(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {
     }
   return %s : tensor<f32>
 }
+
+// -----
+
+// Ops upstream canonicalization does not refine: a tensor-level `arith.addf`
+// (a residual add as TorchToLinalg leaves it) and `tensor.concat`
+// (torch.cat) of values whose sample dimension became static run on the
+// static types, so no dynamic `tensor.cast` is left for the batch analysis
+// (which refuses dynamic shapes).
+
+// CHECK-LABEL: func.func @elementwise_and_concat
+// CHECK-SAME:    %[[X:.*]]: tensor<4x3xf32> {gacc.batch = 0 : i64}
+// CHECK-SAME:    -> (tensor<f32> {gacc.loss}, tensor<4x6xf32> {gacc.metric})
+// CHECK-NOT:     tensor<?
+// CHECK:         %[[T:.*]] = linalg.generic
+// CHECK:         } -> tensor<4x3xf32>
+// CHECK:         %[[S:.*]] = arith.addf %[[X]], %[[T]] : tensor<4x3xf32>
+// CHECK:         %[[C:.*]] = tensor.concat dim(1) %[[S]], %[[T]] : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x6xf32>
+// CHECK-NOT:     tensor<?
+// CHECK:         return %{{.*}}, %[[C]] : tensor<f32>, tensor<4x6xf32>
+func.func @elementwise_and_concat(%x: tensor<?x3xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}, tensor<?x6xf32> {gacc.metric}) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x3xf32>
+  %e = tensor.empty(%n) : tensor<?x3xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x3xf32>) outs(%e : tensor<?x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.tanh %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<?x3xf32>
+  %s = arith.addf %x, %t : tensor<?x3xf32>
+  %c = tensor.concat dim(1) %s, %t : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x6xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %r = linalg.reduce ins(%c : tensor<?x6xf32>) outs(%f0 : tensor<f32>) dimensions = [0, 1]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  return %r, %c : tensor<f32>, tensor<?x6xf32>
+}
