@@ -175,11 +175,29 @@ mlir::gacc::evaluateReferences(func::FuncOp func, const RankInputs &inputs) {
   unsigned numArgs = func.getNumArguments();
   auto f64 = evaluateWithTorchOnRanks(
       func, getRankTensors(inputs, numArgs, torch::kFloat64), torch::kFloat64);
-  auto f32 = evaluateWithTorchOnRanks(
-      func, getRankTensors(inputs, numArgs, torch::kFloat32), torch::kFloat32);
+  RankTensors f32Inputs = getRankTensors(inputs, numArgs, torch::kFloat32);
+  auto f32 = evaluateWithTorchOnRanks(func, f32Inputs, torch::kFloat32);
   if (failed(f64) || failed(f32))
     return failure();
-  return StepReferences{std::move(*f64), std::move(*f32)};
+  // The same perturbation on every rank (parameters are replicated): a
+  // fixed pattern of signs, x (1 +- 2^-23).
+  for (SmallVector<torch::Tensor> &rankArgs : f32Inputs)
+    for (unsigned i = 0; i < numArgs; ++i) {
+      Role role = getArgumentRole(func, i).role;
+      torch::Tensor &t = rankArgs[i];
+      if ((role != Role::Param && role != Role::State) ||
+          t.scalar_type() != torch::kFloat32 || t.numel() == 0)
+        continue;
+      torch::Tensor pattern =
+          torch::arange(t.numel(), torch::kInt64).mul(7919).remainder(13);
+      torch::Tensor sign =
+          torch::where(pattern < 6, 1.0, -1.0).to(torch::kFloat32);
+      t = t * (1.0f + sign.reshape(t.sizes()) * std::ldexp(1.0f, -23));
+    }
+  auto perturbed = evaluateWithTorchOnRanks(func, f32Inputs, torch::kFloat32);
+  StepReferences refs{std::move(*f64), *f32, {}};
+  refs.f32Perturbed = succeeded(perturbed) ? std::move(*perturbed) : *f32;
+  return refs;
 }
 
 FailureOr<GradScalerOutcome> mlir::gacc::applyGradScalerRecipe(
@@ -265,6 +283,7 @@ FailureOr<GradScalerOutcome> mlir::gacc::applyGradScalerRecipe(
         torch::Tensor old = toDouble(toTensor(inputs[r][results[j].index]));
         references.f64[r][j] = old;
         references.f32[r][j] = old;
+        references.f32Perturbed[r][j] = old;
       } else if (role == Role::Grad) {
         outcome.nonFiniteResults.insert(j);
       }
@@ -278,6 +297,8 @@ FailureOr<GradScalerOutcome> mlir::gacc::applyGradScalerRecipe(
       references.f64[r].push_back(t);
       references.f32[r].push_back(s);
       references.f32[r].push_back(t);
+      references.f32Perturbed[r].push_back(s);
+      references.f32Perturbed[r].push_back(t);
     }
   }
   outcome.scale = scale;

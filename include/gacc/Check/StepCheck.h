@@ -99,6 +99,12 @@ double getRelativeEpsilon(::gacc::DType dtype);
 /// and in the graph's own types (its own float32 rounding error).
 struct StepReferences {
   RankTensors f64, f32;
+  /// float32 again, with every float32 parameter and state element moved by
+  /// about one float32 step: how far a correct float32 computation may land
+  /// from float64 where a result amplifies rounding (a gradient that cancels
+  /// to about zero, a squared gradient in Adam's second moment), which one
+  /// lucky float32 run can hide.
+  RankTensors f32Perturbed;
 };
 /// Evaluates `func` on every rank's inputs. Failure (after diagnostics) when
 /// LibTorch cannot evaluate the graph.
