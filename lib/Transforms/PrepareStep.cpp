@@ -69,9 +69,11 @@ static LogicalResult specializeBatchSize(func::FuncOp func, int64_t batchSize) {
     arg.replaceAllUsesExcept(cast, cast);
     changed = true;
   }
-  if (changed)
+  if (changed) {
     func.setFunctionType(FunctionType::get(
         func.getContext(), entry.getArgumentTypes(), func.getResultTypes()));
+    func->setAttr(kDynamicBatchAttrName, builder.getUnitAttr());
+  }
   return success();
 }
 

@@ -229,6 +229,11 @@ LogicalResult RuntimeBatchSizeRewriter::maskReduction(linalg::LinalgOp op) {
 }
 
 void RuntimeBatchSizeRewriter::replaceSampleCounts() {
+  // A step written with a dynamic sample dimension reads its sample counts
+  // from shapes (gacc-prepare-step rewrote those); its constants are
+  // constants, as when LibTorch runs the graph on B' samples.
+  if (func->hasAttr(kDynamicBatchAttrName))
+    return;
   int64_t batchSize = analysis.getBatchSize();
   SmallVector<arith::ConstantOp> constants;
   func.walk([&](arith::ConstantOp cst) { constants.push_back(cst); });

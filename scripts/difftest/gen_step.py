@@ -1693,9 +1693,11 @@ def save_npy(path, shape, values, dtype):
                 struct.pack("<%d%s" % (len(values), fmt), *values))
 
 
-def write_inputs(step, directory, seed):
+def write_inputs(step, directory, seed, samples=None):
     """Writes DIR/arg<i>.npy (and DIR/rank<r>/arg<i>.npy for batch inputs
-    when the step runs on several ranks)."""
+    when the step runs on several ranks). samples: keep only the first
+    `samples` samples of each batch input (a tail step's batch for
+    --runtime-batch-size); the values are those of the full batch."""
     rng = random.Random(seed * 7919 + 1)
     ranks = step.config["ranks"]
     os.makedirs(directory, exist_ok=True)
@@ -1732,14 +1734,26 @@ def write_inputs(step, directory, seed):
                     for k in range(size)]
         raise AssertionError(init)
 
+    def batch_values(spec):
+        values = make(spec)
+        if samples is None:
+            return spec["shape"], values
+        shape = [samples] + list(spec["shape"][1:])   # sample dim 0
+        return shape, values[:len(values) // spec["shape"][0] * samples]
+
     for i, spec in enumerate(step.args):
         dtype = spec["dtype"]
         if spec["kind"] == "batch" and ranks > 1:
             for r in range(ranks):
                 os.makedirs(os.path.join(directory, "rank%d" % r),
                             exist_ok=True)
+                shape, values = batch_values(spec)
                 save_npy(os.path.join(directory, "rank%d" % r, "arg%d.npy" % i),
-                         spec["shape"], make(spec), dtype)
+                         shape, values, dtype)
+        elif spec["kind"] == "batch":
+            shape, values = batch_values(spec)
+            save_npy(os.path.join(directory, "arg%d.npy" % i), shape, values,
+                     dtype)
         else:
             save_npy(os.path.join(directory, "arg%d.npy" % i), spec["shape"],
                      make(spec), dtype)

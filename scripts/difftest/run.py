@@ -38,6 +38,7 @@ overrides --count, GACC_DIFFTEST_SEED --seed, GACC_DIFFTEST_GATHER=1 sets
 import argparse
 import collections
 import os
+import random
 import re
 import shutil
 import struct
@@ -149,6 +150,40 @@ def compare_twins(args, step, twin, path, indir):
         "(relative difference %.1e)" % worst
 
 
+def tail_check(args, step, seed, path, opt, check, flags):
+    """For some steps (all with --tail) of B >= 3 samples: the same step
+    compiled with runtime-batch-size and run on the first B' < B samples of
+    its inputs (an epoch's incomplete last batch) must match LibTorch on
+    those samples, or the pipeline must refuse runtime-batch-size with a
+    located diagnostic. Returns None when not drawn, else (verdict, detail,
+    B')."""
+    rng = random.Random(seed * 613 + 5)
+    batch = step.config["B"]
+    if batch < 3 or not (args.tail or rng.random() < 0.3):
+        return None
+    samples = rng.randint(1, batch - 1)
+    pipeline = "--gacc-pipeline=%s runtime-batch-size" % \
+        gen_step.pipeline_options(step)
+    rc, out, err, _ = run([opt, path, pipeline, "-o", os.devnull],
+                          args.timeout)
+    if rc != 0:
+        m = LOCATED.search(err)
+        if rc == 1 and m and "internal error" not in err:
+            return "REFUSED", m.group("msg"), samples
+        return ("CRASH" if not isinstance(rc, int) or rc < 0 or rc > 1
+                else "UNDIAGNOSED"), err[-1500:], samples
+    tindir = path.replace(".mlir", ".tail.in")
+    shutil.rmtree(tindir, ignore_errors=True)
+    gen_step.write_inputs(step, tindir, seed, samples=samples)
+    rc, out, err, _ = run([check, path] + flags +
+                          ["--runtime-batch-size", "--input-dir=" + tindir],
+                          args.timeout)
+    if rc == 0:
+        return "PASS", "", samples
+    return ({1: "FAIL", 2: "BACKWARD-WRONG", 3: "ERROR"}.get(rc, "CRASH"),
+            (out[-3000:] + err[-1500:]), samples)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gacc-bin", required=True,
@@ -166,6 +201,10 @@ def main():
     ap.add_argument("--dynamic", action="store_true",
                     help="make every step's sample dimension dynamic (by "
                     "default a quarter of the steps draw it)")
+    ap.add_argument("--tail", action="store_true",
+                    help="also check every step of 3 or more samples as a "
+                    "tail step (runtime-batch-size; by default about a third "
+                    "of them)")
     ap.add_argument("--work", default="difftest-work")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--verbose", action="store_true")
@@ -240,10 +279,28 @@ def main():
         for fam in step.families:
             families[fam] += 1
         if rc == 0:
-            counts["passed"] += 1
-            print(label + "PASS (%.1f s) %s" % (secs, step.summary))
-            if args.verbose:
-                print(out)
+            tail = tail_check(args, step, seed, path, opt, check, flags)
+            if tail is None or tail[0] in ("PASS", "REFUSED"):
+                counts["passed"] += 1
+                note = ""
+                if tail is not None:
+                    counts["tail " + tail[0].lower()] += 1
+                    note = "; tail of %d samples: %s" % (tail[2], tail[0])
+                    if tail[0] == "REFUSED":
+                        msg = re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", tail[1])
+                        refusals["runtime-batch-size: " + msg[:90]] += 1
+                print(label + "PASS (%.1f s)%s %s" % (secs, note,
+                                                     step.summary))
+                if args.verbose:
+                    print(out)
+                continue
+            counts["failed"] += 1
+            verdict = "TAIL-" + tail[0]
+            print(label + "%s (tail of %d samples) %s\n%s" % (
+                verdict, tail[2], step.summary, tail[1]))
+            failures.append((verdict, seed, " ".join(ccmd) +
+                             " --runtime-batch-size (tail inputs)",
+                             step.summary))
             continue
         verdict = {1: "FAIL", 2: "BACKWARD-WRONG",
                    3: "ERROR"}.get(rc, "CRASH")
@@ -284,6 +341,9 @@ def main():
     print()
     print(summary)
     print(summary, file=sys.stderr)  # visible in lit -a under FileCheck
+    if counts["tail pass"] or counts["tail refused"]:
+        print("tail steps (runtime-batch-size on fewer samples): %d passed, "
+              "%d refused" % (counts["tail pass"], counts["tail refused"]))
     if counts["passed via twin"]:
         print("passed via twin: %d (steps with keepdim maps that "
               "gacc-check could not evaluate, compared with the same step "

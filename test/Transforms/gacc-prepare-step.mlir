@@ -8,6 +8,7 @@
 
 // CHECK-LABEL: func.func @dynamic
 // CHECK-SAME:    %{{.*}}: tensor<4x3xf32> {gacc.batch = 0 : i64}
+// CHECK-SAME:    attributes {gacc.dynamic_batch}
 // CHECK:         %[[B:.*]] = arith.constant 4.000000e+00 : f32
 // CHECK-NOT:     tensor.dim
 // CHECK-NOT:     tensor.cast
@@ -47,6 +48,8 @@ func.func @dynamic(%x: tensor<?x3xf32> {gacc.batch = 0 : i64}, %w: tensor<3x2xf3
 
 // A static batch of the same size is left as it is.
 // CHECK-LABEL: func.func @static_ok
+// CHECK-NOT:     gacc.dynamic_batch
+// CHECK:         return
 func.func @static_ok(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
   %zero = arith.constant 0.0 : f32
   %e0 = tensor.empty() : tensor<f32>

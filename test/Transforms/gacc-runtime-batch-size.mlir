@@ -153,3 +153,34 @@ func.func @tiny(%x: tensor<2xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.
   } -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// A step whose sample dimension was dynamic (gacc-prepare-step marks it
+// gacc.dynamic_batch when it specializes the batch) reads its sample counts
+// from tensor.dim, which gacc-prepare-step has rewritten; a float constant
+// equal to 1/B is taken as written (no remark), as LibTorch evaluates the
+// dynamic graph on B' samples. The reduction over samples is still masked.
+
+// CHECK-LABEL: func.func @dynamic_literal
+// CHECK-SAME:    %{{.*}}: tensor<i64> {gacc.sample_count}) -> (tensor<f32> {gacc.loss}) attributes {gacc.dynamic_batch}
+// CHECK:         arith.constant 2.500000e-01 : f32
+// CHECK:         arith.cmpi ult
+// CHECK:         arith.select
+func.func @dynamic_literal(%x: tensor<4xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}) attributes {gacc.dynamic_batch} {
+  %zero = arith.constant 0.0 : f32
+  %quarter = arith.constant 0.25 : f32
+  %e = tensor.empty() : tensor<f32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {
+      indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+      iterator_types = ["reduction"]}
+      ins(%x : tensor<4xf32>) outs(%z : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.mulf %a, %quarter : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -33,6 +33,12 @@ constexpr StringLiteral kPartialAttrName = "gacc.partial";
 /// its runtime call: the element offset of the reduced tensor in its bucket.
 constexpr StringLiteral kBucketOffsetAttrName = "gacc.bucket_offset";
 
+/// On a training step whose sample dimension was dynamic (`tensor<?x...>`)
+/// before gacc-prepare-step specialized it: its sample counts are the
+/// `tensor.dim`s it reads, so gacc-runtime-batch-size takes its float
+/// constants as written rather than recognizing B or 1/B by value.
+constexpr StringLiteral kDynamicBatchAttrName = "gacc.dynamic_batch";
+
 /// On the module (gacc-guard-gathers with `report`): the sites of the
 /// guarded gathers (a location and the arguments involved), by the site
 /// number that gaccrt_index_error reports.
