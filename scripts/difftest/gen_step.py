@@ -1789,9 +1789,9 @@ def pipeline_options(step):
     return size + "micro-batches=%d" % cfg["micro_batches"]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seed", type=int, default=0)
+def add_generation_arguments(ap):
+    """The options that choose what the steps contain (this script's and
+    run.py's)."""
     ap.add_argument("--gather", action="store_true",
                     help="also generate nll_loss gathers via tensor.extract "
                     "of the captured per-sample log-probabilities")
@@ -1802,6 +1802,12 @@ def main():
     ap.add_argument("--dynamic", action="store_true",
                     help="make the sample dimension dynamic (otherwise a "
                     "quarter of the seeds draw it)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seed", type=int, default=0)
+    add_generation_arguments(ap)
     ap.add_argument("-o", "--output", help="write the step here")
     ap.add_argument("--inputs", help="write the step's inputs to this folder")
     args = ap.parse_args()

@@ -13,6 +13,10 @@ checks each one:
    within tolerance of LibTorch). Exit 1 (a compiled result is wrong) is a
    miscompile, exit 2 (the step's backward disagrees with autograd) a
    generator bug, anything else an error; all three are failures.
+3. For about a third of the steps of 3 or more samples (all with --tail):
+   the step compiled with runtime-batch-size (or refused with a located
+   diagnostic) and `gacc-check --runtime-batch-size` on the first B' < B
+   samples of its inputs, an epoch's tail step.
 
 Prints one line per step and a summary
 `difftest: tried N graphs: P passed, R refused, F failed` and exits 1 when
@@ -21,7 +25,8 @@ that reproduces them to WORK/failures/.
 
 Usage:
   run.py --gacc-bin=build/bin [--count=N] [--seed=S] [--seeds=a,b] [--gather]
-         [--no-keepdim] [--work=DIR] [--timeout=SECONDS] [--verbose]
+         [--no-keepdim] [--dynamic] [--tail] [--work=DIR]
+         [--timeout=SECONDS] [--verbose]
 
 gacc-check evaluates keepdim (d0, 0) maps. Should it report that it cannot
 evaluate a step with keepdim maps, the step is checked through its twin
@@ -192,15 +197,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--seeds", help="comma-separated step seeds to run "
                     "instead of --count steps from --seed")
-    ap.add_argument("--gather", action="store_true",
-                    help="generate nll_loss gathers through tensor.extract "
-                    "of the captured per-sample log-probabilities")
-    ap.add_argument("--no-keepdim", action="store_true",
-                    help="softmax / layer-norm reductions without torch-mlir's "
-                    "keepdim (d0, 0) maps")
-    ap.add_argument("--dynamic", action="store_true",
-                    help="make every step's sample dimension dynamic (by "
-                    "default a quarter of the steps draw it)")
+    gen_step.add_generation_arguments(ap)
     ap.add_argument("--tail", action="store_true",
                     help="also check every step of 3 or more samples as a "
                     "tail step (runtime-batch-size; by default about a third "
