@@ -17,6 +17,9 @@ checks each one:
    the step compiled with runtime-batch-size (or refused with a located
    diagnostic) and `gacc-check --runtime-batch-size` on the first B' < B
    samples of its inputs, an epoch's tail step.
+4. For a tenth of the accepted steps (all with --aot): the step compiled
+   ahead of time (gacc-compile) and run by gacc-run-aot gives gacc-run's
+   results.
 
 Prints one line per step and a summary
 `difftest: tried N graphs: P passed, R refused, F failed` and exits 1 when
@@ -25,7 +28,7 @@ that reproduces them to WORK/failures/.
 
 Usage:
   run.py --gacc-bin=build/bin [--count=N] [--seed=S] [--seeds=a,b] [--gather]
-         [--no-keepdim] [--dynamic] [--tail] [--work=DIR]
+         [--no-keepdim] [--dynamic] [--tail] [--aot] [--work=DIR]
          [--timeout=SECONDS] [--verbose]
 
 gacc-check evaluates keepdim (d0, 0) maps. Should it report that it cannot
@@ -135,24 +138,70 @@ def compare_twins(args, step, twin, path, indir):
     if sorted(mine) != sorted(ref):
         return "ERROR", "different result files: %s vs %s" % (sorted(mine),
                                                               sorted(ref))
-    worst = 0.0
-    # A result that cancels to about zero (the gradient of a bias before a
-    # softmax over the dimension it is broadcast along) is rounding noise:
-    # like gacc-check, judge each result relative to the larger of its own
-    # magnitude and the largest result's.
-    largest = max([abs(v) for values in ref.values() for v in values] + [0.0])
-    for key in mine:
-        a, b = mine[key], ref[key]
-        scale = max([abs(v) for v in b] + [largest, 1e-30])
-        err_ = max([abs(x - y) for x, y in zip(a, b)] + [0.0]) / scale
-        if len(a) != len(b):
-            err_ = float("inf")
-        worst = max(worst, err_)
+    worst = compare_results(mine, ref)
     if worst > 1e-5:
         return "FAIL", "compiled keepdim step vs its twin: relative " \
             "difference %.2e" % worst
     return "PASS", "twin passes gacc-check; compiled results equal " \
         "(relative difference %.1e)" % worst
+
+
+def compare_results(mine, ref):
+    """The largest difference of two result sets, each result relative to
+    the larger of its own magnitude and the largest result's (a result that
+    cancels to about zero is rounding noise); inf when they differ in
+    shape."""
+    if sorted(mine) != sorted(ref):
+        return float("inf")
+    largest = max([abs(v) for values in ref.values() for v in values] + [0.0])
+    worst = 0.0
+    for key in mine:
+        a, b = mine[key], ref[key]
+        if len(a) != len(b):
+            return float("inf")
+        scale = max([abs(v) for v in b] + [largest, 1e-30])
+        diffs = [abs(x - y) for x, y in zip(a, b) if not (x != x and y != y)]
+        worst = max(worst, max(diffs + [0.0]) / scale)
+    return worst
+
+
+def aot_check(args, step, seed, path, indir):
+    """For some steps (all with --aot): the step compiled ahead of time
+    (gacc-compile, a shared library) and run by gacc-run-aot must give the
+    JIT's results (gacc-run) on the same inputs. Returns None when not
+    drawn, else (verdict, detail)."""
+    if not (args.aot or random.Random(seed * 409 + 17).random() < 0.1):
+        return None
+    flags = [f for f in gen_step.check_flags(step)
+             if not f.startswith("--ranks")]
+    lib = path.replace(".mlir", ".so")
+    rc, out, err, _ = run([os.path.join(args.gacc_bin, "gacc-compile"), path]
+                          + flags + ["-o", lib], args.timeout)
+    if rc != 0:
+        return "AOT-ERROR", "gacc-compile exit %s: %s" % (rc, (out + err)[-800:])
+    jit = run_compiled(os.path.join(args.gacc_bin, "gacc-run"), step, path,
+                       indir, path + ".jit.out", args.timeout)
+    outdir = path + ".aot.out"
+    shutil.rmtree(outdir, ignore_errors=True)
+    cmd = [os.path.join(args.gacc_bin, "gacc-run-aot"), lib,
+           "--input-dir=" + indir, "--output-dir=" + outdir, "--quiet"]
+    if step.config["ranks"] > 1:
+        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
+               "OPENBLAS_NUM_THREADS=1", "-np", str(step.config["ranks"])] + cmd
+    rc, out, err, _ = run(cmd, args.timeout)
+    if isinstance(jit, str) or rc != 0:
+        return "AOT-ERROR", jit if isinstance(jit, str) else \
+            "gacc-run-aot exit %s: %s" % (rc, (out + err)[-800:])
+    aot = {}
+    for root, _, files in os.walk(outdir):
+        for name in files:
+            full = os.path.join(root, name)
+            aot[os.path.relpath(full, outdir)] = load_npy(full)
+    worst = compare_results(aot, jit)
+    if worst > 1e-5:
+        return "AOT-FAIL", "gacc-run-aot vs gacc-run: relative difference " \
+            "%.2e" % worst
+    return "PASS", ""
 
 
 def tail_check(args, step, seed, path, opt, check, flags):
@@ -202,6 +251,10 @@ def main():
                     help="also check every step of 3 or more samples as a "
                     "tail step (runtime-batch-size; by default about a third "
                     "of them)")
+    ap.add_argument("--aot", action="store_true",
+                    help="also run every accepted step ahead of time "
+                    "(gacc-compile, gacc-run-aot) and compare with the JIT's "
+                    "results (by default a tenth of them)")
     ap.add_argument("--work", default="difftest-work")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--verbose", action="store_true")
@@ -276,6 +329,15 @@ def main():
         for fam in step.families:
             families[fam] += 1
         if rc == 0:
+            aot = aot_check(args, step, seed, path, indir)
+            if aot is not None and aot[0] != "PASS":
+                counts["failed"] += 1
+                print(label + "%s %s\n%s" % (aot[0], step.summary, aot[1]))
+                failures.append((aot[0], seed, " ".join(ccmd) + " (AOT)",
+                                 step.summary))
+                continue
+            if aot is not None:
+                counts["aot pass"] += 1
             tail = tail_check(args, step, seed, path, opt, check, flags)
             if tail is None or tail[0] in ("PASS", "REFUSED"):
                 counts["passed"] += 1
@@ -338,6 +400,9 @@ def main():
     print()
     print(summary)
     print(summary, file=sys.stderr)  # visible in lit -a under FileCheck
+    if counts["aot pass"]:
+        print("ahead-of-time steps (gacc-run-aot = gacc-run): %d passed"
+              % counts["aot pass"])
     if counts["tail pass"] or counts["tail refused"]:
         print("tail steps (runtime-batch-size on fewer samples): %d passed, "
               "%d refused" % (counts["tail pass"], counts["tail refused"]))

@@ -170,11 +170,10 @@ struct BackwardCheck {
     Checked,
   };
   Status status = Status::NoGradResults;
-  /// The largest relative error of a gacc.grad result: its normwise error
-  /// over max(its largest magnitude, 1e-6 times the largest magnitude of
-  /// all gradients), so that a gradient that is zero in exact arithmetic is
-  /// not judged by its rounding noise. NaN when one side is NaN and the
-  /// other is not.
+  /// The largest error of a gacc.grad result relative to the largest
+  /// gradient magnitude (the gradients as one vector: a gradient that is
+  /// zero or tiny in exact arithmetic is not judged by its rounding noise).
+  /// NaN when one side is NaN and the other is not.
   double maxRelError = 0;
   /// maxRelError > 1e-6 (or NaN): the input graph's backward does not match
   /// its forward.
