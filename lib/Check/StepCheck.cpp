@@ -325,16 +325,31 @@ EagerRecipe mlir::gacc::evaluateEagerRecipe(
       recipe.problem = diag.str();
     return success();
   });
-  FailureOr<BatchAnalysis> analysis = BatchAnalysis::run(func, analysisOptions);
-  if (failed(analysis))
-    return recipe;
+  // A graph with a dynamic sample dimension runs on any number of samples
+  // as written, as an eager script would run it; a static one is rebuilt
+  // for each micro-batch's size.
+  bool dynamicBatch = false;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
+    dynamicBatch |= args[i].role == Role::Batch && type && args[i].index >= 0 &&
+                    args[i].index < type.getRank() &&
+                    type.isDynamicDim(args[i].index);
+  }
+  std::optional<BatchAnalysis> analysis;
+  if (!dynamicBatch) {
+    FailureOr<BatchAnalysis> result = BatchAnalysis::run(func, analysisOptions);
+    if (failed(result))
+      return recipe;
+    analysis = std::move(*result);
+  }
   RankTensors all =
       getRankTensors(inputs, func.getNumArguments(), torch::kFloat64);
   int64_t offset = 0;
   for (int64_t k = 0; k < m; ++k) {
     std::string name = (func.getSymName() + "_eager_" + Twine(k)).str();
     FailureOr<func::FuncOp> part =
-        buildStepForBatchSize(func, *analysis, sizes[k], name);
+        dynamicBatch ? FailureOr<func::FuncOp>(func)
+                     : buildStepForBatchSize(func, *analysis, sizes[k], name);
     if (failed(part))
       return recipe;
     RankTensors sliced;
@@ -347,7 +362,8 @@ EagerRecipe mlir::gacc::evaluateEagerRecipe(
       sliced.push_back(std::move(s));
     }
     auto values = evaluateWithTorchOnRanks(*part, sliced, torch::kFloat64);
-    part->erase();
+    if (!dynamicBatch)
+      part->erase();
     if (failed(values))
       return recipe;
     for (int r = 0; r < ranks; ++r)
