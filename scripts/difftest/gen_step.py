@@ -1039,6 +1039,63 @@ class Conv1d(Layer):
         return g.conv1d(gp, wf, g.fill(dy.shape, 0.0))
 
 
+class FeatureMax(Layer):
+    """y = x - amax(x, dim=-1, keepdim=True) (a max reduction with -inf as
+    its init and torch-mlir's keepdim map); VJP dx = dy - [x == max] sum(dy)
+    over the features (no ties in random inputs)."""
+
+    def fwd(self, g, x):
+        g.families.add("amax")
+        self.x = x
+        self.m = g.keep_reduce([(x, "id")], lambda ar: ar[0], float("-inf"),
+                               "maximumf")
+        return g.ew([(x, "id"), (self.m, "keep")], lambda ar, o: g.op(
+            "arith.subf %s, %s" % tuple(ar)))
+
+    def bwd(self, g, dy):
+        total = g.keep_reduce([(dy, "id")], lambda ar: ar[0], 0.0, "addf")
+
+        def body(ar, o):
+            d, x, m, t = ar
+            eq = g.fresh("s")
+            g.emit("%s = arith.cmpf oeq, %s, %s : f32" % (eq, x, m))
+            hit = g.op("arith.select %s, %s, %s" % (eq, t,
+                                                     g.scalar_const(0.0)))
+            return g.op("arith.subf %s, %s" % (d, hit))
+        return g.ew([(dy, "id"), (self.x, "id"), (self.m, "keep"),
+                     (total, "keep")], body)
+
+
+class TokenMean(Layer):
+    """y = x + x.mean(dim=1, keepdim=True) on [B, T, D]: a reduction over
+    the tokens of each sample (output map (d0, 0, d2), or (d0, d2) without
+    keepdim); VJP dx = dy + sum_t(dy) / T."""
+
+    def reduce_tokens(self, g, v):
+        b, t, d = v.shape
+        kept = ["d0", "0", "d2"] if g.keepdim else ["d0", "d2"]
+        shape = (b, 1, d) if g.keepdim else (b, d)
+        init = g.fill(shape, 0.0)
+        return g.generic([(v, ["d0", "d1", "d2"])], shape, kept,
+                         ["parallel", "reduction", "parallel"],
+                         lambda ar, acc: g.op("arith.addf %s, %s" % (
+                             acc, ar[0])), init=init), kept
+
+    def add_mean(self, g, v):
+        total, kept = self.reduce_tokens(g, v)
+        inv = g.scalar_const(1.0 / v.shape[1])
+        return g.ew([(v, "id"), (total, kept)], lambda ar, o: g.op(
+            "arith.addf %s, %s" % (ar[0], g.op("arith.mulf %s, %s" % (
+                ar[1], inv)))))
+
+    def fwd(self, g, x):
+        g.families.add("token-mean")
+        return self.add_mean(g, x)
+
+    def bwd(self, g, dy):
+        return self.add_mean(g, dy)
+
+
 class Collapse(Layer):
     """[B, T, D] -> [B*T, D] (the sample dimension merged with tokens)."""
 
@@ -1138,6 +1195,7 @@ def generate(seed, gather=False, keepdim=True, dynamic=None):
     # Draws added after the generator's first release come from generators
     # of their own, so that the steps of existing seeds stay as they were.
     g.alt = random.Random(seed * 131 + 3)
+    extra_layers = random.Random(seed * 257 + 9)
     if dynamic is None:
         dynamic = random.Random(seed * 977 + 11).random() < 0.25
     B = rng.choice([2, 3, 4, 4, 6, 8])
@@ -1253,6 +1311,13 @@ def generate(seed, gather=False, keepdim=True, dynamic=None):
             layers.append(TokenMix())
         elif kind == "conv1d":
             layers.append(Conv1d(g, T))
+        # Shape-preserving layers added after the first release, drawn apart
+        # so that the other draws stay as they were.
+        extra = extra_layers.random()
+        if extra < 0.08:
+            layers.append(FeatureMax())
+        elif extra < 0.16 and seq and not collapsed:
+            layers.append(TokenMean())
     if not any(l.params for l in layers):
         layers.append(Linear(g, d, C))
         d = C
