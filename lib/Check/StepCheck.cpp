@@ -328,13 +328,7 @@ EagerRecipe mlir::gacc::evaluateEagerRecipe(
   // A graph with a dynamic sample dimension runs on any number of samples
   // as written, as an eager script would run it; a static one is rebuilt
   // for each micro-batch's size.
-  bool dynamicBatch = false;
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
-    auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
-    dynamicBatch |= args[i].role == Role::Batch && type && args[i].index >= 0 &&
-                    args[i].index < type.getRank() &&
-                    type.isDynamicDim(args[i].index);
-  }
+  bool dynamicBatch = hasDynamicSampleDimension(func);
   std::optional<BatchAnalysis> analysis;
   if (!dynamicBatch) {
     FailureOr<BatchAnalysis> result = BatchAnalysis::run(func, analysisOptions);
@@ -405,12 +399,7 @@ FailureOr<TailStep> mlir::gacc::prepareTailStep(
   tail.isTail = tail.samples != batchSize;
   if (!tail.isTail)
     return tail;
-  bool dynamicBatch = false;
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (args[i].role == ::gacc::Role::Batch)
-      dynamicBatch |= cast<RankedTensorType>(func.getArgumentTypes()[i])
-                          .isDynamicDim(args[i].index);
-  if (dynamicBatch)
+  if (hasDynamicSampleDimension(func))
     return tail;
   FailureOr<BatchAnalysis> analysis = BatchAnalysis::run(func, {});
   if (failed(analysis)) {

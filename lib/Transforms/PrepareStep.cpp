@@ -114,13 +114,7 @@ static LogicalResult useRuntimeSampleCount(func::FuncOp func,
   // In a static step, the batch analysis tells which dimension of an
   // intermediate holds samples (a [B, T] batch collapsed to [B * T]); in a
   // dynamic one, the dynamic dimensions are the sample dimensions.
-  bool dynamicStep = false;
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
-    RoleInfo role = getArgumentRole(func, i);
-    auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
-    dynamicStep |= role.role == Role::Batch && type && role.index >= 0 &&
-                   role.index < type.getRank() && type.isDynamicDim(role.index);
-  }
+  bool dynamicStep = hasDynamicSampleDimension(func);
   std::optional<BatchAnalysis> analysis;
   if (!dynamicStep) {
     ScopedDiagnosticHandler quiet(func.getContext(),

@@ -94,6 +94,17 @@ mlir::gacc::matchSampleCount(arith::ConstantOp cst, int64_t batchSize) {
   return form;
 }
 
+bool mlir::gacc::hasDynamicSampleDimension(func::FuncOp func) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    RoleInfo role = getArgumentRole(func, i);
+    auto type = dyn_cast<RankedTensorType>(func.getArgumentTypes()[i]);
+    if (role.role == Role::Batch && type && role.index >= 0 &&
+        role.index < type.getRank() && type.isDynamicDim(role.index))
+      return true;
+  }
+  return false;
+}
+
 BlockArgument mlir::gacc::getOrAddSampleCountArgument(func::FuncOp func) {
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
     if (getArgumentRole(func, i).role == Role::SampleCount)

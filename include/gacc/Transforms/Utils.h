@@ -45,6 +45,10 @@ enum class SampleCountForm { Count, Reciprocal };
 std::optional<SampleCountForm> matchSampleCount(arith::ConstantOp cst,
                                                 int64_t batchSize);
 
+/// Whether a batch argument of `func` has a dynamic sample dimension
+/// (`tensor<?x...>`, before gacc-prepare-step specializes it).
+bool hasDynamicSampleDimension(func::FuncOp func);
+
 /// Returns the `gacc.sample_count` argument of `func` (runtime-batch-size),
 /// appending it as `tensor<i64>` if the function has none.
 BlockArgument getOrAddSampleCountArgument(func::FuncOp func);
