@@ -16,6 +16,7 @@
 #include "gacc/InitAll.h"
 #include "gacc/Pipelines/Pipelines.h"
 #include "gacc/Transforms/Passes.h"
+#include "gacc/Transforms/Utils.h"
 #include "gaccrt/gaccrt.h"
 #include <dlfcn.h>
 
@@ -266,10 +267,12 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   {
     // A dynamic sample dimension takes --batch-size (or is diagnosed) before
     // the signature is read; canonicalization gives per-sample results
-    // (metrics) their specialized static types.
+    // (metrics) their specialized static types. A static step is
+    // canonicalized once, by the pipeline's gacc-prepare-step.
     PassManager specialize(&context);
     mlir::gacc::PrepareStepPassOptions prepare =
         mlir::gacc::getPrepareStepOptions(options);
+    prepare.canonicalize = mlir::gacc::hasDynamicSampleDimension(func);
     specialize.addPass(mlir::gacc::createPrepareStepPass(prepare));
     if (failed(specialize.run(module))) {
       error = "cannot specialize the batch size of '" + path + "'";
