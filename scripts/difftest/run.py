@@ -147,19 +147,18 @@ def compare_twins(args, step, twin, path, indir):
 
 
 def compare_results(mine, ref):
-    """The largest difference of two result sets, each result relative to
-    the larger of its own magnitude and the largest result's (a result that
-    cancels to about zero is rounding noise); inf when they differ in
-    shape."""
+    """The largest difference of two result sets relative to the largest
+    magnitude of all results (a result that cancels to about zero is
+    rounding noise); inf when they differ in shape."""
     if sorted(mine) != sorted(ref):
         return float("inf")
-    largest = max([abs(v) for values in ref.values() for v in values] + [0.0])
+    scale = max([abs(v) for values in ref.values() for v in values if v == v]
+                + [1e-30])
     worst = 0.0
     for key in mine:
         a, b = mine[key], ref[key]
         if len(a) != len(b):
             return float("inf")
-        scale = max([abs(v) for v in b] + [largest, 1e-30])
         diffs = [abs(x - y) for x, y in zip(a, b) if not (x != x and y != y)]
         worst = max(worst, max(diffs + [0.0]) / scale)
     return worst
