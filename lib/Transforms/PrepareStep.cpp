@@ -290,36 +290,29 @@ struct FoldCastsIntoElementwiseOp
       return failure();
     RankedTensorType joined = resultType;
     bool anyCast = false;
-    for (Value operand : op->getOperands()) {
-      auto type = dyn_cast<RankedTensorType>(operand.getType());
-      if (!type)
-        return failure();
-      auto cast = operand.getDefiningOp<tensor::CastOp>();
-      if (cast && tensor::canFoldIntoConsumerOp(cast)) {
-        type = dyn_cast<RankedTensorType>(cast.getSource().getType());
-        if (!type)
-          return failure();
-        anyCast = true;
-      }
-      joined = joinShapes(joined, type);
-      if (!joined)
-        return failure();
-    }
-    if (!anyCast || joined == resultType)
-      return failure();
     SmallVector<Value> operands;
     for (Value operand : op->getOperands()) {
       auto cast = operand.getDefiningOp<tensor::CastOp>();
-      Value source = cast && tensor::canFoldIntoConsumerOp(cast)
-                         ? cast.getSource()
-                         : operand;
-      auto sourceType = cast_or_null<RankedTensorType>(source.getType());
-      RankedTensorType want =
-          RankedTensorType::get(joined.getShape(), sourceType.getElementType(),
-                                sourceType.getEncoding());
-      if (source.getType() != want)
-        source = tensor::CastOp::create(rewriter, op->getLoc(), want, source);
-      operands.push_back(source);
+      if (cast && tensor::canFoldIntoConsumerOp(cast)) {
+        operand = cast.getSource();
+        anyCast = true;
+      }
+      auto type = dyn_cast<RankedTensorType>(operand.getType());
+      if (!type)
+        return failure();
+      joined = joinShapes(joined, type);
+      if (!joined)
+        return failure();
+      operands.push_back(operand);
+    }
+    if (!anyCast || joined == resultType)
+      return failure();
+    for (Value &operand : operands) {
+      auto type = cast<RankedTensorType>(operand.getType());
+      auto want = RankedTensorType::get(
+          joined.getShape(), type.getElementType(), type.getEncoding());
+      if (type != want)
+        operand = tensor::CastOp::create(rewriter, op->getLoc(), want, operand);
     }
     OperationState state(op->getLoc(), op->getName(), operands,
                          TypeRange{joined}, op->getAttrs(),
