@@ -93,19 +93,26 @@ def load_npy(path):
     return [float(v) for v in struct.unpack("<%d%s" % (n, fmt), body)]
 
 
-def run_compiled(gacc_run, step, path, indir, outdir, timeout):
-    """Runs the compiled step with gacc-run (mpirun for several ranks) and
-    returns {relative result path: values} or an error string."""
+def run_flags(step):
+    """gacc-check's flags for `step` that gacc-run and gacc-compile take too
+    (all but the rank count, which mpirun sets)."""
+    return [f for f in gen_step.check_flags(step) if not f.startswith("--ranks")]
+
+
+def run_compiled(runner, step, indir, outdir, timeout):
+    """Runs `runner` (gacc-run STEP FLAGS, or gacc-run-aot LIBRARY) on the
+    step's inputs, with mpirun for several ranks, and returns {relative
+    result path: values} or an error string."""
     shutil.rmtree(outdir, ignore_errors=True)
-    cmd = [gacc_run, path, "--input-dir=" + indir, "--output-dir=" + outdir,
-           "--quiet"] + [f for f in gen_step.check_flags(step)
-                         if not f.startswith("--ranks")]
+    cmd = runner + ["--input-dir=" + indir, "--output-dir=" + outdir,
+                    "--quiet"]
     if step.config["ranks"] > 1:
         cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
                "OPENBLAS_NUM_THREADS=1", "-np", str(step.config["ranks"])] + cmd
     rc, out, err, _ = run(cmd, timeout)
     if rc != 0:
-        return "gacc-run exit %s: %s" % (rc, (out + err)[-800:])
+        return "%s exit %s: %s" % (os.path.basename(runner[0]), rc,
+                                   (out + err)[-800:])
     results = {}
     for root, _, files in os.walk(outdir):
         for name in files:
@@ -129,10 +136,10 @@ def compare_twins(args, step, twin, path, indir):
         return "TWIN-FAIL", "the twin without keepdim maps: gacc-check " \
             "exit %s\n%s" % (rc, (out + err)[-2000:])
     gacc_run = os.path.join(args.gacc_bin, "gacc-run")
-    mine = run_compiled(gacc_run, step, path, indir, path + ".out",
-                        args.timeout)
-    ref = run_compiled(gacc_run, twin, tpath, indir, tpath + ".out",
-                       args.timeout)
+    mine = run_compiled([gacc_run, path] + run_flags(step), step, indir,
+                        path + ".out", args.timeout)
+    ref = run_compiled([gacc_run, tpath] + run_flags(twin), twin, indir,
+                       tpath + ".out", args.timeout)
     if isinstance(mine, str) or isinstance(ref, str):
         return "ERROR", mine if isinstance(mine, str) else ref
     if sorted(mine) != sorted(ref):
@@ -171,31 +178,19 @@ def aot_check(args, step, seed, path, indir):
     drawn, else (verdict, detail)."""
     if not (args.aot or random.Random(seed * 409 + 17).random() < 0.1):
         return None
-    flags = [f for f in gen_step.check_flags(step)
-             if not f.startswith("--ranks")]
+    flags = run_flags(step)
     lib = path.replace(".mlir", ".so")
     rc, out, err, _ = run([os.path.join(args.gacc_bin, "gacc-compile"), path]
                           + flags + ["-o", lib], args.timeout)
     if rc != 0:
         return "AOT-ERROR", "gacc-compile exit %s: %s" % (rc, (out + err)[-800:])
-    jit = run_compiled(os.path.join(args.gacc_bin, "gacc-run"), step, path,
-                       indir, path + ".jit.out", args.timeout)
-    outdir = path + ".aot.out"
-    shutil.rmtree(outdir, ignore_errors=True)
-    cmd = [os.path.join(args.gacc_bin, "gacc-run-aot"), lib,
-           "--input-dir=" + indir, "--output-dir=" + outdir, "--quiet"]
-    if step.config["ranks"] > 1:
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-x",
-               "OPENBLAS_NUM_THREADS=1", "-np", str(step.config["ranks"])] + cmd
-    rc, out, err, _ = run(cmd, args.timeout)
-    if isinstance(jit, str) or rc != 0:
-        return "AOT-ERROR", jit if isinstance(jit, str) else \
-            "gacc-run-aot exit %s: %s" % (rc, (out + err)[-800:])
-    aot = {}
-    for root, _, files in os.walk(outdir):
-        for name in files:
-            full = os.path.join(root, name)
-            aot[os.path.relpath(full, outdir)] = load_npy(full)
+    jit = run_compiled([os.path.join(args.gacc_bin, "gacc-run"), path] + flags,
+                       step, indir, path + ".jit.out", args.timeout)
+    aot = run_compiled([os.path.join(args.gacc_bin, "gacc-run-aot"), lib],
+                       step, indir, path + ".aot.out", args.timeout)
+    for result in (jit, aot):
+        if isinstance(result, str):
+            return "AOT-ERROR", result
     worst = compare_results(aot, jit)
     if worst > 1e-5:
         return "AOT-FAIL", "gacc-run-aot vs gacc-run: relative difference " \
