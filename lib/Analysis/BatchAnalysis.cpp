@@ -538,8 +538,13 @@ BatchAnalysisBuilder::visitPerSample(Operation *op,
               return p.emitOpError("expected the padding value and sizes "
                                    "not to depend on the batch");
             int64_t d = in->dim;
-            // Dynamic amounts are kDynamic here, never 0.
-            if (p.getStaticLow()[d] != 0 || p.getStaticHigh()[d] != 0)
+            // A dynamic amount counts when it is a constant (tosa-to-tensor
+            // pads by `arith.constant` index values).
+            auto isZero = [](OpFoldResult amount) {
+              return isConstantIntValue(amount, 0);
+            };
+            if (!isZero(p.getMixedLowPad()[d]) ||
+                !isZero(p.getMixedHighPad()[d]))
               return p.emitOpError()
                      << "pads the sample dimension " << d
                      << "; only padding of the other dimensions keeps the "
@@ -614,6 +619,10 @@ BatchAnalysisBuilder::visitPerSample(Operation *op,
                 << "is not supported on the per-sample path (its operand "
                    "carries the sample dimension of batch argument #"
                 << in->originArg << ")";
+            if (op->getDialect() && op->getDialect()->getNamespace() == "tosa")
+              diag.attachNote() << "lower TOSA to linalg first: mlir-opt "
+                                   "--tosa-to-linalg-pipeline --tosa-to-tensor "
+                                   "--tosa-to-arith";
             return diag;
           });
   if (failed(status))

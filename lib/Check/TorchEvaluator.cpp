@@ -505,12 +505,58 @@ struct Payload {
   llvm::DenseMap<Value, Tensor> poison;
 };
 
+/// Whether `cond` holds exactly where `x` beats `out` strictly, with no NaN
+/// among them: `cmpf ogt/ugt x, out` (or the mirrored lt), `cmpi sgt x, out`
+/// (or slt), possibly and-ed with `cmpf ord` of `x` or `out` (TOSA's
+/// NaN-propagating argmax and reduce_max). Returns true for "x greater"
+/// (a max), false for a min. Callers reject NaN operands: with NaN the
+/// unordered and ord forms differ.
+std::optional<bool> matchStrictCompare(Value cond, Value x, Value out) {
+  if (auto andOp = cond.getDefiningOp<arith::AndIOp>()) {
+    auto isOrd = [&](Value v) {
+      auto cmp = v.getDefiningOp<arith::CmpFOp>();
+      return cmp && cmp.getPredicate() == arith::CmpFPredicate::ORD &&
+             cmp.getLhs() == cmp.getRhs() &&
+             (cmp.getLhs() == x || cmp.getLhs() == out);
+    };
+    if (isOrd(andOp.getRhs()))
+      return matchStrictCompare(andOp.getLhs(), x, out);
+    if (isOrd(andOp.getLhs()))
+      return matchStrictCompare(andOp.getRhs(), x, out);
+    return std::nullopt;
+  }
+  Value lhs, rhs;
+  bool greater;
+  if (auto cmp = cond.getDefiningOp<arith::CmpFOp>()) {
+    arith::CmpFPredicate p = cmp.getPredicate();
+    if (p != arith::CmpFPredicate::OGT && p != arith::CmpFPredicate::UGT &&
+        p != arith::CmpFPredicate::OLT && p != arith::CmpFPredicate::ULT)
+      return std::nullopt;
+    greater = p == arith::CmpFPredicate::OGT || p == arith::CmpFPredicate::UGT;
+    lhs = cmp.getLhs();
+    rhs = cmp.getRhs();
+  } else if (auto cmp = cond.getDefiningOp<arith::CmpIOp>()) {
+    if (cmp.getPredicate() != arith::CmpIPredicate::sgt &&
+        cmp.getPredicate() != arith::CmpIPredicate::slt)
+      return std::nullopt;
+    greater = cmp.getPredicate() == arith::CmpIPredicate::sgt;
+    lhs = cmp.getLhs();
+    rhs = cmp.getRhs();
+  } else {
+    return std::nullopt;
+  }
+  if (lhs == x && rhs == out)
+    return greater;
+  if (rhs == x && lhs == out)
+    return !greater;
+  return std::nullopt;
+}
+
 /// Matches output `k` of `op` as an arg-max/min: its payload yields
 /// `select(pred, index, out_k)` where `index` is `linalg.index r` (possibly
 /// through index_cast) and `pred` compares `x` with `out_v`, the block
 /// argument of another output v whose reduced value (`reducedValue(v)`) is x,
-/// strictly: `x > out_v` (cmpf ogt, cmpi sgt, or the mirrored lt) for a max,
-/// `x < out_v` for a min. Returns (v, r, isMax).
+/// strictly (matchStrictCompare). Returns (v, r, isMax).
 std::optional<std::tuple<unsigned, int64_t, bool>>
 matchArgReduction(linalg::LinalgOp op, unsigned k,
                   function_ref<Value(unsigned)> reducedValue) {
@@ -531,38 +577,15 @@ matchArgReduction(linalg::LinalgOp op, unsigned k,
   auto indexOp = index.getDefiningOp<linalg::IndexOp>();
   if (!indexOp)
     return std::nullopt;
-  Value lhs, rhs;
-  bool greater;
-  if (auto cmp = select.getCondition().getDefiningOp<arith::CmpFOp>()) {
-    if (cmp.getPredicate() != arith::CmpFPredicate::OGT &&
-        cmp.getPredicate() != arith::CmpFPredicate::OLT)
-      return std::nullopt;
-    greater = cmp.getPredicate() == arith::CmpFPredicate::OGT;
-    lhs = cmp.getLhs();
-    rhs = cmp.getRhs();
-  } else if (auto cmp = select.getCondition().getDefiningOp<arith::CmpIOp>()) {
-    if (cmp.getPredicate() != arith::CmpIPredicate::sgt &&
-        cmp.getPredicate() != arith::CmpIPredicate::slt)
-      return std::nullopt;
-    greater = cmp.getPredicate() == arith::CmpIPredicate::sgt;
-    lhs = cmp.getLhs();
-    rhs = cmp.getRhs();
-  } else {
-    return std::nullopt;
-  }
   for (unsigned v = 0; v < op.getNumDpsInits(); ++v) {
     if (v == k)
       continue;
-    Value outV = block->getArgument(numInputs + v);
     Value x = reducedValue(v);
     if (!x)
       continue;
-    if (lhs == x && rhs == outV)
-      return std::make_tuple(v, static_cast<int64_t>(indexOp.getDim()),
-                             greater);
-    if (rhs == x && lhs == outV)
-      return std::make_tuple(v, static_cast<int64_t>(indexOp.getDim()),
-                             !greater);
+    if (std::optional<bool> isMax = matchStrictCompare(
+            select.getCondition(), x, block->getArgument(numInputs + v)))
+      return std::make_tuple(v, static_cast<int64_t>(indexOp.getDim()), *isMax);
   }
   return std::nullopt;
 }
@@ -1499,6 +1522,7 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
     int64_t argDim = 0;
     bool argMax = true;
     bool pending = false; // not COMBINER(out, value); maybe an arg-reduction
+    bool selectCombiner = false; // max/min as select(x > out, x, out)
   };
   SmallVector<OutputPlan> plans(numInits);
   Payload payload;
@@ -1543,6 +1567,27 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
         other = def->getOperand(1);
       else if (def->getOperand(1) == outArg && def->getOperand(0) != outArg)
         other = def->getOperand(0);
+    }
+    // `select(x > out, x, out)`: a max (min) written as a select, as TOSA's
+    // reduce_max and argmax lower (NaN operands are rejected when evaluated).
+    if (!other && outArg && def && def->getBlock() == block &&
+        yielded.hasOneUse()) {
+      if (auto select = dyn_cast<arith::SelectOp>(def);
+          select && select.getFalseValue() == outArg &&
+          select.getTrueValue() != outArg) {
+        Value x = select.getTrueValue();
+        if (std::optional<bool> isMax =
+                matchStrictCompare(select.getCondition(), x, outArg)) {
+          bool isFloat = isa<FloatType>(x.getType());
+          plan.value = x;
+          plan.combiner =
+              isFloat ? (*isMax ? Combiner::MaximumF : Combiner::MinimumF)
+                      : (*isMax ? Combiner::Max : Combiner::Min);
+          plan.selectCombiner = true;
+          payload.reducedOutputs.insert(outArg);
+          continue;
+        }
+      }
     }
     if (!other) {
       plan.pending = true;
@@ -1781,6 +1826,11 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
       place(k, t.permute(toAt(plan.outDims)));
       continue;
     }
+    if (plan.selectCombiner && at::isFloatingType(t.scalar_type()) &&
+        (at::any(at::isnan(t)).item<bool>() ||
+         at::any(at::isnan(initView(k))).item<bool>()))
+      unsupported("output #" + Twine(k) +
+                  " is a max/min select over values that contain NaN");
     Tensor reduced = reduce(t, plan.reducedDims, *plan.combiner);
     // `reduced` has the remaining loop dims in increasing order; permute them
     // into the order of the output's indexing map.

@@ -361,6 +361,39 @@ struct FoldCastsIntoConcat : public OpRewritePattern<tensor::ConcatOp> {
   }
 };
 
+/// `tensor.pad` whose amounts are constant SSA values (`low[%c0, %c0]
+/// high[%c0, %c1]`, as upstream's tosa-to-tensor lowers `tosa.pad`) takes
+/// them as static amounts, which upstream canonicalization does not do. The
+/// analysis then sees statically that the sample dimension is not padded.
+struct FoldConstantPadAmounts : public OpRewritePattern<tensor::PadOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tensor::PadOp pad,
+                                PatternRewriter &rewriter) const override {
+    auto isConstant = [](Value v) {
+      return getConstantIntValue(v).has_value();
+    };
+    if (!llvm::any_of(pad.getLow(), isConstant) &&
+        !llvm::any_of(pad.getHigh(), isConstant))
+      return failure();
+    auto fold = [&](SmallVector<OpFoldResult> amounts) {
+      for (OpFoldResult &amount : amounts)
+        if (std::optional<int64_t> c = getConstantIntValue(amount))
+          amount = rewriter.getIndexAttr(*c);
+      return amounts;
+    };
+    SmallVector<OpFoldResult> low = fold(pad.getMixedLowPad());
+    SmallVector<OpFoldResult> high = fold(pad.getMixedHighPad());
+    auto folded =
+        tensor::PadOp::create(rewriter, pad.getLoc(), pad.getResultType(),
+                              pad.getSource(), low, high, pad.getNofold());
+    rewriter.inlineRegionBefore(pad.getRegion(), folded.getRegion(),
+                                folded.getRegion().end());
+    rewriter.replaceOp(pad, folded.getResult());
+    return success();
+  }
+};
+
 struct PrepareStepPass
     : public gacc::impl::PrepareStepPassBase<PrepareStepPass> {
   using PrepareStepPassBase::PrepareStepPassBase;
@@ -383,8 +416,8 @@ struct PrepareStepPass
       // Upstream's canonicalization, plus the casts of the specialized
       // arguments carried through the ops it does not refine; then CSE.
       RewritePatternSet patterns(&getContext());
-      patterns.add<FoldCastsIntoElementwiseOp, FoldCastsIntoConcat>(
-          &getContext());
+      patterns.add<FoldCastsIntoElementwiseOp, FoldCastsIntoConcat,
+                   FoldConstantPadAmounts>(&getContext());
       for (Dialect *dialect : getContext().getLoadedDialects())
         dialect->getCanonicalizationPatterns(patterns);
       for (RegisteredOperationName op : getContext().getRegisteredOperations())

@@ -184,6 +184,58 @@ func.func @data_movement(%x: tensor<4x3xf32> {gacc.batch = 0 : i64})
 
 // -----
 
+// tosa-to-tensor pads by constant index values: a zero amount on the
+// sample dimension keeps the samples apart as a static 0 does.
+func.func @pad_constant_values(%x: tensor<4x3xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}) {
+  // expected-remark @below {{invariant}}
+  %zero = arith.constant 0.0 : f32
+  // expected-remark @below {{invariant}}
+  %c0 = arith.constant 0 : index
+  // expected-remark @below {{invariant}}
+  %c1 = arith.constant 1 : index
+  // expected-remark @below {{per-sample dim 0}}
+  %p = tensor.pad %x low[%c0, %c0] high[%c0, %c1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f32
+  } : tensor<4x3xf32> to tensor<4x4xf32>
+  // expected-remark @below {{invariant}}
+  %e0 = tensor.empty() : tensor<f32>
+  // expected-remark @below {{invariant}}
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  // expected-remark @below {{partial (over loop 0)}}
+  %s = linalg.reduce ins(%p : tensor<4x4xf32>) outs(%f : tensor<f32>) dimensions = [0, 1]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  return %s : tensor<f32>
+}
+
+// -----
+
+func.func @pad_samples_constant_value(%x: tensor<4x3xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @below {{pads the sample dimension 0; only padding of the other dimensions keeps the samples apart}}
+  %p = tensor.pad %x low[%c0, %c0] high[%c1, %c0] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f32
+  } : tensor<4x3xf32> to tensor<5x3xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.reduce ins(%p : tensor<5x3xf32>) outs(%f : tensor<f32>) dimensions = [0, 1]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  return %s : tensor<f32>
+}
+
+// -----
+
 func.func @pad_samples(%x: tensor<4x3xf32> {gacc.batch = 0 : i64})
     -> (tensor<f32> {gacc.loss}) {
   %zero = arith.constant 0.0 : f32

@@ -102,3 +102,32 @@ func.func @elementwise_and_concat(%x: tensor<?x3xf32> {gacc.batch = 0 : i64})
     }
   return %r, %c : tensor<f32>, tensor<?x6xf32>
 }
+
+// -----
+
+// tosa-to-tensor's pad by constant index values gets static amounts.
+
+// CHECK-LABEL: func.func @pad_constant_values
+// CHECK:         tensor.pad %{{.*}} low[0, 0] high[0, 1]
+// CHECK:         } : tensor<4x3xf32> to tensor<4x4xf32>
+// M2-LABEL:      func.func @pad_constant_values
+// M2:            tensor.pad %{{.*}} low[0, 0] high[0, 1]
+// M2:            } : tensor<2x3xf32> to tensor<2x4xf32>
+func.func @pad_constant_values(%x: tensor<4x3xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %p = tensor.pad %x low[%c0, %c0] high[%c0, %c1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f32
+  } : tensor<4x3xf32> to tensor<4x4xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.reduce ins(%p : tensor<4x4xf32>) outs(%f : tensor<f32>) dimensions = [0, 1]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  return %s : tensor<f32>
+}

@@ -1270,6 +1270,63 @@ func.func @argmax(%x: tensor<3x4xf32>)
       << diag;
 }
 
+// tosa.argmax as tosa-to-linalg lowers it: both outputs are selects on
+// `cmpf ugt %in, %max and cmpf ord %max, %max` (NaN-propagating); a select
+// max (`select(x < out, x, out)` for a min) without an index output too.
+TEST_F(EvaluatorTest, ArgMaxAndSelectMaxLikeTosa) {
+  func::FuncOp f = parse(R"mlir(
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#red = affine_map<(d0, d1) -> (d0)>
+func.func @argmax(%x: tensor<3x4xf32>)
+    -> (tensor<3xi32>, tensor<3xf32>, tensor<3xf32>) {
+  %lowest = arith.constant -3.40282347E+38 : f32
+  %c0i = arith.constant 0 : i32
+  %big = arith.constant 3.0 : f32
+  %ev = tensor.empty() : tensor<3xf32>
+  %fv = linalg.fill ins(%lowest : f32) outs(%ev : tensor<3xf32>) -> tensor<3xf32>
+  %gv = linalg.fill ins(%big : f32) outs(%ev : tensor<3xf32>) -> tensor<3xf32>
+  %ei = tensor.empty() : tensor<3xi32>
+  %fi = linalg.fill ins(%c0i : i32) outs(%ei : tensor<3xi32>) -> tensor<3xi32>
+  %am:2 = linalg.generic {indexing_maps = [#map, #red, #red],
+                          iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<3x4xf32>) outs(%fi, %fv : tensor<3xi32>, tensor<3xf32>) {
+  ^bb0(%in: f32, %oldi: i32, %old: f32):
+    %i = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i32
+    %gt = arith.cmpf ugt, %in, %old : f32
+    %ord = arith.cmpf ord, %old, %old : f32
+    %take = arith.andi %gt, %ord : i1
+    %m = arith.select %take, %in, %old : f32
+    %sel = arith.select %take, %ii, %oldi : i32
+    linalg.yield %sel, %m : i32, f32
+  } -> (tensor<3xi32>, tensor<3xf32>)
+  %min = linalg.generic {indexing_maps = [#map, #red],
+                         iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<3x4xf32>) outs(%gv : tensor<3xf32>) {
+  ^bb0(%in: f32, %old: f32):
+    %lt = arith.cmpf olt, %in, %old : f32
+    %m = arith.select %lt, %in, %old : f32
+    linalg.yield %m : f32
+  } -> tensor<3xf32>
+  return %am#0, %am#1, %min : tensor<3xi32>, tensor<3xf32>, tensor<3xf32>
+}
+)mlir");
+  ASSERT_TRUE(f);
+  Tensor x = torch::tensor({{1.0f, 5.0f, 5.0f, 2.0f},
+                            {-1.0f, -1.0f, -3.0f, -3.0f},
+                            {4.f, 6.f, 4.f, 5.f}});
+  std::vector<Tensor> r = evaluate(f, {x}, torch::kFloat32);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_TRUE(torch::equal(r[0], torch::tensor(std::vector<int32_t>{1, 0, 1})));
+  EXPECT_TRUE(torch::equal(r[1], torch::tensor({5.0f, -1.0f, 6.0f})));
+  EXPECT_TRUE(torch::equal(r[2], torch::tensor({1.0f, -3.0f, 3.0f})));
+  // With NaN the select forms are not max/min: an error, not a number.
+  Tensor xn = x.clone();
+  xn[2][3] = std::nanf("");
+  std::string diag = evaluateExpectingFailure(f, {xn}, torch::kFloat32);
+  EXPECT_NE(diag.find("that contain NaN"), std::string::npos) << diag;
+}
+
 // aten.embedding as TorchToLinalg lowers it: a generic over [indices...,
 // D] that gathers `tensor.extract %weight[index_cast(ids), linalg.index 2]`;
 // the gradient of the weight accumulates over repeated ids. And a keepdim
