@@ -349,18 +349,25 @@ Operation *MicroBatchBuilder::cloneIntoRegion(Operation *op) {
     }
     inner.map(oldResult, newResult);
   }
-  // Static sizes stored as attributes follow the new shapes.
+  // Static sizes stored as attributes follow the new shapes (only where the
+  // sliced value carries samples: a step rebuilt for another batch size
+  // clones invariant slices too, e.g. tosa.concat's insert_slices of
+  // reductions over the samples).
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(clone)) {
     const BatchValueInfo &src =
         analysis.getInfo(cast<tensor::ExtractSliceOp>(op).getSource());
-    SmallVector<int64_t> staticSizes(slice.getStaticSizes());
-    staticSizes[src.dim] = size * src.factor;
-    slice.setStaticSizes(staticSizes);
+    if (src.kind == BatchClass::PerSample) {
+      SmallVector<int64_t> staticSizes(slice.getStaticSizes());
+      staticSizes[src.dim] = size * src.factor;
+      slice.setStaticSizes(staticSizes);
+    }
   } else if (auto insert = dyn_cast<tensor::InsertSliceOp>(clone)) {
     const BatchValueInfo &res = analysis.getInfo(op->getResult(0));
-    SmallVector<int64_t> staticSizes(insert.getStaticSizes());
-    staticSizes[res.dim] = size * res.factor;
-    insert.setStaticSizes(staticSizes);
+    if (res.kind == BatchClass::PerSample) {
+      SmallVector<int64_t> staticSizes(insert.getStaticSizes());
+      staticSizes[res.dim] = size * res.factor;
+      insert.setStaticSizes(staticSizes);
+    }
   } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(clone)) {
     expand.setStaticOutputShape(expand.getResultType().getShape());
   }

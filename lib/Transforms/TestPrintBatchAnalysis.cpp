@@ -2,7 +2,9 @@
 //
 // The gacc-test-print-batch-analysis test pass: a remark on each op of the
 // step with the batch-analysis class of the op (and of its first result), so
-// that lit tests can check the analysis directly.
+// that lit tests can check the analysis directly. And
+// gacc-test-build-step-for-batch-size: the step rebuilt for another number
+// of samples, as gacc-check builds its tail and eager references.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_TESTPRINTBATCHANALYSISPASS
+#define GEN_PASS_DEF_TESTBUILDSTEPFORBATCHSIZEPASS
 #include "gacc/Transforms/Passes.h.inc"
 } // namespace mlir::gacc
 
@@ -47,6 +50,23 @@ struct TestPrintBatchAnalysisPass
         remark << " (over loop " << opInfo.loopDim << ")";
     }
     markAllAnalysesPreserved();
+  }
+};
+
+struct TestBuildStepForBatchSizePass
+    : public gacc::impl::TestBuildStepForBatchSizePassBase<
+          TestBuildStepForBatchSizePass> {
+  using TestBuildStepForBatchSizePassBase::TestBuildStepForBatchSizePassBase;
+  void runOnOperation() override {
+    GACC_VERIFY_PASS_RESULT();
+    auto step = analyzeStep(getOperation(), entry,
+                            /*allowMicroBatchStatistics=*/false);
+    if (!step)
+      return signalPassFailure();
+    auto &[func, analysis] = *step;
+    std::string name = (func.getSymName() + "_" + Twine(size)).str();
+    if (failed(buildStepForBatchSize(func, analysis, size, name)))
+      return signalPassFailure();
   }
 };
 } // namespace

@@ -256,6 +256,23 @@ def TestPrintBatchAnalysisPass
   ];
 }
 
+def TestBuildStepForBatchSizePass
+    : Pass<"gacc-test-build-step-for-batch-size", "ModuleOp"> {
+  let summary = "Test only: add the step rebuilt for another number of "
+                "samples (gacc-check's tail and eager references)";
+  let description = [{
+    Adds `<entry>_<size>`, the training step rebuilt for `size` samples by
+    the same code that gacc-check uses for a tail step's reference and for
+    the eager recipe: per-sample values retyped, sample counts rescaled.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "Name of the training-step function">,
+    Option<"size", "size", "int64_t", /*default=*/"1",
+           "Number of samples of the rebuilt step">,
+  ];
+}
+
 def TestBreakIRPass : Pass<"gacc-test-break-ir", "ModuleOp"> {
   let summary = "Test only: leave IR the verifier rejects, to test the "
                 "internal-error diagnostic and the local verifications";
