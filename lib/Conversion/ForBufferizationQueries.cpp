@@ -29,13 +29,18 @@ using namespace mlir::bufferization;
 
 /// getAliasingOpOperands of an `scf.for` result: the aliasing values of its
 /// tied init operand that are `value`, as the default implementation would
-/// find by asking every operand.
+/// find by asking every operand. Nothing for a region argument.
 static AliasingOpOperandList
 getForAliasingOpOperands(const BufferizableOpInterface::Concept *,
                          Operation *op, Value value,
                          const AnalysisState &state) {
   auto forOp = cast<scf::ForOp>(op);
-  auto result = cast<OpResult>(value);
+  // A region iteration argument (the analysis asks its owner, the loop, when
+  // a use-def chain reaches it): no operand's aliasing values name it, so
+  // the default answer is empty.
+  auto result = dyn_cast<OpResult>(value);
+  if (!result)
+    return {};
   OpOperand &init = forOp.getInitArgsMutable()[result.getResultNumber()];
   AliasingOpOperandList operands;
   if (!isa<TensorType>(init.get().getType()))

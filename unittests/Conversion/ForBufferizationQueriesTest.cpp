@@ -4,7 +4,8 @@
 // asks which operands of an `scf.for` alias one of its results. The answer
 // must be the one upstream's default query gives: for every result of
 // loops whose iteration arguments are updated in place, copied, swapped and
-// not tensors, after the one-shot analysis.
+// not tensors, and for the iteration arguments, after the one-shot
+// analysis.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,6 +93,15 @@ TEST(ForBufferizationQueries, SameAnswersAsTheDefaultQuery) {
   }
   // Each tensor result aliases its init; the index result nothing.
   EXPECT_EQ(tensorAliases, 5u);
+  // A region iteration argument (a use-def chain through a view of it
+  // reaches it; the query goes to the loop): nothing, as by default.
+  for (BlockArgument arg : loop.getRegionIterArgs()) {
+    AliasingOpOperandList actual = state.getAliasingOpOperands(arg);
+    AliasingOpOperandList expected =
+        bufferization::detail::defaultGetAliasingOpOperands(arg, state);
+    expectSame(actual, expected, 100 + arg.getArgNumber());
+    EXPECT_EQ(actual.getNumAliases(), 0u);
+  }
   // The swapped pair is not equivalent to its inits, the unchanged argument
   // is: the test covers both relations.
   auto relation = [&](unsigned i) {
