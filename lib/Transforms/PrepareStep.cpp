@@ -414,10 +414,12 @@ struct PrepareStepPass
       return signalPassFailure();
     if (canonicalize && !func.isExternal()) {
       // Upstream's canonicalization, plus the casts of the specialized
-      // arguments carried through the ops it does not refine; then CSE.
+      // arguments carried through the ops it does not refine, TOSA's
+      // single-batch GEMMs as matmuls and constant pad amounts; then CSE.
       RewritePatternSet patterns(&getContext());
       patterns.add<FoldCastsIntoElementwiseOp, FoldCastsIntoConcat,
                    FoldConstantPadAmounts>(&getContext());
+      populateUnitBatchMatmulPatterns(patterns);
       for (Dialect *dialect : getContext().getLoadedDialects())
         dialect->getCanonicalizationPatterns(patterns);
       for (RegisteredOperationName op : getContext().getRegisteredOperations())

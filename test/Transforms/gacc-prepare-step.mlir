@@ -131,3 +131,47 @@ func.func @pad_constant_values(%x: tensor<4x3xf32> {gacc.batch = 0 : i64})
     }
   return %s : tensor<f32>
 }
+
+// -----
+
+// tosa.matmul as tosa-to-linalg lowers it: linalg.batch_matmul on [1, M, K]
+// views, the weight gradient through linalg.transpose [0, 2, 1]. With one
+// batch these become linalg.matmul and a 2-D transpose, and the views fold.
+
+// CHECK-LABEL: func.func @tosa_gemms
+// CHECK-NOT:     linalg.batch_matmul
+// CHECK-NOT:     tensor.expand_shape
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<3x2xf32>) outs(%{{.*}} : tensor<4x2xf32>)
+// CHECK:         %[[XT:.*]] = linalg.transpose ins(%{{.*}} : tensor<4x3xf32>) outs(%{{.*}} : tensor<3x4xf32>) permutation = [1, 0]
+// CHECK:         linalg.matmul ins(%[[XT]], %{{.*}} : tensor<3x4xf32>, tensor<4x2xf32>) outs(%{{.*}} : tensor<3x2xf32>)
+// CHECK-NOT:     linalg.batch_matmul
+// M2-LABEL:      func.func @tosa_gemms
+// M2:            linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<2x3xf32>, tensor<3x2xf32>) outs(%{{.*}} : tensor<2x2xf32>)
+func.func @tosa_gemms(%w: tensor<3x2xf32> {gacc.param},
+                      %x: tensor<4x3xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}, tensor<3x2xf32> {gacc.grad = 0 : i64}) {
+  %zero = arith.constant 0.0 : f32
+  %x3 = tensor.expand_shape %x [[0, 1], [2]] output_shape [1, 4, 3] : tensor<4x3xf32> into tensor<1x4x3xf32>
+  %w3 = tensor.expand_shape %w [[0, 1], [2]] output_shape [1, 3, 2] : tensor<3x2xf32> into tensor<1x3x2xf32>
+  %e = tensor.empty() : tensor<1x4x2xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  %y3 = linalg.batch_matmul ins(%x3, %w3 : tensor<1x4x3xf32>, tensor<1x3x2xf32>) outs(%z : tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  %y = tensor.collapse_shape %y3 [[0, 1], [2]] : tensor<1x4x2xf32> into tensor<4x2xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %l = linalg.reduce ins(%y : tensor<4x2xf32>) outs(%f0 : tensor<f32>) dimensions = [0, 1]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  // d loss / d w = x^T 1.
+  %one = arith.constant 1.0 : f32
+  %dy = linalg.fill ins(%one : f32) outs(%e : tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  %et = tensor.empty() : tensor<1x3x4xf32>
+  %xt = linalg.transpose ins(%x3 : tensor<1x4x3xf32>) outs(%et : tensor<1x3x4xf32>) permutation = [0, 2, 1]
+  %eg = tensor.empty() : tensor<1x3x2xf32>
+  %zg = linalg.fill ins(%zero : f32) outs(%eg : tensor<1x3x2xf32>) -> tensor<1x3x2xf32>
+  %g3 = linalg.batch_matmul ins(%xt, %dy : tensor<1x3x4xf32>, tensor<1x4x2xf32>) outs(%zg : tensor<1x3x2xf32>) -> tensor<1x3x2xf32>
+  %g = tensor.collapse_shape %g3 [[0, 1], [2]] : tensor<1x3x2xf32> into tensor<3x2xf32>
+  return %l, %g : tensor<f32>, tensor<3x2xf32>
+}

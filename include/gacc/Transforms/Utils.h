@@ -80,6 +80,12 @@ Value extractFlatSlice(OpBuilder &builder, Location loc, Value source,
 Value insertFlatSlice(OpBuilder &builder, Location loc, Value source,
                       Value dest, int64_t offset);
 
+/// Patterns that turn TOSA's GEMMs (`linalg.batch_matmul` of a single batch,
+/// on [1, M, K] x [1, K, N] views) into `linalg.matmul` and its transposes
+/// ([0, 2, 1] of [1, a, b]) into 2-D ones, with the reshape folds that make
+/// the views disappear (lib/Transforms/UnitBatchMatmul.cpp).
+void populateUnitBatchMatmulPatterns(RewritePatternSet &patterns);
+
 /// Builds, next to `func`, the same step written for `size` samples (the
 /// "eager" view of one micro-batch): batch arguments and per-sample values
 /// have `size` samples, and the sample-count constants B and 1/B become size
