@@ -271,6 +271,36 @@ class Tosa:
                    z.type, z.type, r.type))
         return r
 
+    def transpose_conv2d(self, x, w, bias, out_pad):
+        n, h, wd, _ = x.shape
+        f, kh, kw, _ = w.shape
+        oh = h - 1 + out_pad[0] + out_pad[1] + kh
+        ow = wd - 1 + out_pad[2] + out_pad[3] + kw
+        r = Val(self.fresh("tconv"), [n, oh, ow, f])
+        z = self.zp()
+        self.emit('%s = tosa.transpose_conv2d %s, %s, %s, %s, %s {acc_type = '
+                  'f32, out_pad = array<i64: %s>, stride = array<i64: 1, 1>}'
+                  ' : (%s, %s, %s, %s, %s) -> %s' %
+                  (r.name, x.name, w.name, bias.name, z.name, z.name,
+                   ", ".join(str(p) for p in out_pad), x.type, w.type,
+                   bias.type, z.type, z.type, r.type))
+        return r
+
+    def depthwise_conv2d(self, x, w, bias, pad):
+        n, h, wd, c = x.shape
+        kh, kw, _, m = w.shape
+        oh = h + pad[0] + pad[1] - kh + 1
+        ow = wd + pad[2] + pad[3] - kw + 1
+        r = Val(self.fresh("dconv"), [n, oh, ow, c * m])
+        z = self.zp()
+        self.emit('%s = tosa.depthwise_conv2d %s, %s, %s, %s, %s {acc_type = '
+                  'f32, dilation = array<i64: 1, 1>, pad = array<i64: %s>, '
+                  'stride = array<i64: 1, 1>} : (%s, %s, %s, %s, %s) -> %s' %
+                  (r.name, x.name, w.name, bias.name, z.name, z.name,
+                   ", ".join(str(p) for p in pad), x.type, w.type, bias.type,
+                   z.type, z.type, r.type))
+        return r
+
     def avg_pool2d(self, x, k):
         n, h, w, c = x.shape
         r = Val(self.fresh("pool"), [n, h // k, w // k, c])

@@ -1748,8 +1748,9 @@ def generate(seed, gather=False, keepdim=True, dynamic=None):
 
 def save_npy(path, shape, values, dtype):
     """Writes a NumPy .npy file (format 1.0, little-endian, C order) with the
-    standard library only. dtype: 'f32' or 'i64'."""
-    code, fmt = {"f32": ("<f4", "f"), "i64": ("<i8", "q")}[dtype]
+    standard library only. dtype: 'f32', 'i64' or 'i32'."""
+    code, fmt = {"f32": ("<f4", "f"), "i64": ("<i8", "q"),
+                 "i32": ("<i4", "i")}[dtype]
     shp = "(%s)" % ("".join("%d," % s for s in shape) if len(shape) == 1
                     else ", ".join(str(s) for s in shape))
     header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (

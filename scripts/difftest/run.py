@@ -21,6 +21,10 @@ checks each one:
    ahead of time (gacc-compile) and run by gacc-run-aot gives gacc-run's
    results.
 
+With --tosa the steps come from gen_tosa_step.py instead: written in TOSA
+ops, lowered by mlir-opt's TOSA passes, and checked the same way (the
+TOSA source is kept next to each step as STEP.tosa.mlir).
+
 Prints one line per step and a summary
 `difftest: tried N graphs: P passed, R refused, F failed` and exits 1 when
 any step failed. Failing steps are copied with their inputs and the command
@@ -28,7 +32,7 @@ that reproduces them to WORK/failures/.
 
 Usage:
   run.py --gacc-bin=build/bin [--count=N] [--seed=S] [--seeds=a,b] [--gather]
-         [--no-keepdim] [--dynamic] [--tail] [--aot] [--work=DIR]
+         [--no-keepdim] [--dynamic] [--tail] [--aot] [--tosa] [--work=DIR]
          [--timeout=SECONDS] [--verbose]
 
 gacc-check evaluates keepdim (d0, 0) maps. Should it report that it cannot
@@ -56,6 +60,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_step  # noqa: E402
+import gen_tosa_step  # noqa: E402
 
 LOCATED = re.compile(r"^(?P<file>[^:\s]+\.mlir):\d+:\d+: error: (?P<msg>.*)$",
                      re.M)
@@ -249,6 +254,9 @@ def main():
                     help="also run every accepted step ahead of time "
                     "(gacc-compile, gacc-run-aot) and compare with the JIT's "
                     "results (by default a tenth of them)")
+    ap.add_argument("--tosa", action="store_true",
+                    help="generate the steps in TOSA (gen_tosa_step.py) and "
+                    "lower them with mlir-opt's TOSA passes first")
     ap.add_argument("--work", default="difftest-work")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--verbose", action="store_true")
@@ -277,13 +285,27 @@ def main():
     if args.seeds:
         seeds = [int(x) for x in args.seeds.split(",")]
     for i, seed in enumerate(seeds):
-        step = gen_step.generate(seed, args.gather, not args.no_keepdim,
-                                 True if args.dynamic else None)
+        if args.tosa:
+            try:
+                step = gen_tosa_step.generate(seed)
+            except RuntimeError as e:   # mlir-opt rejected the TOSA step
+                counts["failed"] += 1
+                failures.append(("INVALID-STEP", seed, "gen_tosa_step.py "
+                                 "--seed=%d" % seed, str(e)[-1500:]))
+                print("graph %d (seed %d): INVALID-STEP (the generator's "
+                      "fault)\n%s" % (i, seed, str(e)[-1500:]))
+                continue
+        else:
+            step = gen_step.generate(seed, args.gather, not args.no_keepdim,
+                                     True if args.dynamic else None)
         name = "step%d" % seed
         path = os.path.join(args.work, name + ".mlir")
         indir = os.path.join(args.work, name + ".in")
         with open(path, "w") as f:
             f.write(step.mlir)
+        if args.tosa:
+            with open(path.replace(".mlir", ".tosa.mlir"), "w") as f:
+                f.write(step.tosa)
         shutil.rmtree(indir, ignore_errors=True)
         gen_step.write_inputs(step, indir, seed)
         flags = gen_step.check_flags(step)
@@ -359,9 +381,10 @@ def main():
                    3: "ERROR"}.get(rc, "CRASH")
         if rc == 3 and "cannot evaluate" in err:
             verdict = "UNEVALUATED"   # gacc-check's LibTorch evaluator
-            twin = gen_step.generate(seed, args.gather, False,
-                                     True if args.dynamic else None)
-            if not args.no_keepdim and twin.mlir != step.mlir:
+            twin = None if args.tosa else gen_step.generate(
+                seed, args.gather, False, True if args.dynamic else None)
+            if not args.tosa and not args.no_keepdim and \
+                    twin.mlir != step.mlir:
                 # gacc-check could not evaluate the step with keepdim maps:
                 # compare with the twin step without them
                 verdict, detail = compare_twins(args, step, twin, path, indir)
@@ -379,6 +402,8 @@ def main():
         print(out[-3000:] + err[-1500:])
         os.makedirs(faildir, exist_ok=True)
         shutil.copy(path, faildir)
+        if args.tosa:
+            shutil.copy(path.replace(".mlir", ".tosa.mlir"), faildir)
         shutil.rmtree(os.path.join(faildir, name + ".in"), ignore_errors=True)
         shutil.copytree(indir, os.path.join(faildir, name + ".in"))
         failures.append((verdict, seed, " ".join(ccmd), step.summary))
@@ -388,6 +413,7 @@ def main():
                "(seed %d, %s, %.0f s)" % (
                    total, counts["passed"], counts["refused"],
                    counts["failed"], args.seed,
+                   "TOSA" if args.tosa else
                    ("with" if args.gather else "no") + " gathers, " +
                    ("no" if args.no_keepdim else "with") + " keepdim maps",
                    time.time() - t_start))
