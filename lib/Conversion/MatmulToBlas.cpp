@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -295,6 +296,41 @@ static linalg::TransposeOp getFoldableTranspose(Value operand,
   return transpose;
 }
 
+/// An f32 `linalg.batch_matmul` on static buffers as a loop over the
+/// batches of `linalg.matmul`s on rank-reduced subviews.
+static void splitIntoMatmuls(linalg::BatchMatmulOp op) {
+  OpBuilder builder(op);
+  Location loc = op.getLoc();
+  Value c = op.getOutputs()[0];
+  int64_t batches = cast<MemRefType>(c.getType()).getDimSize(0);
+  Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
+  Value one = arith::ConstantIndexOp::create(builder, loc, 1);
+  Value count = arith::ConstantIndexOp::create(builder, loc, batches);
+  auto loop = scf::ForOp::create(builder, loc, zero, count, one);
+  builder.setInsertionPointToStart(loop.getBody());
+  Value batch = loop.getInductionVar();
+  auto matrixOf = [&](Value buffer) -> Value {
+    auto type = cast<MemRefType>(buffer.getType());
+    SmallVector<OpFoldResult> offsets{batch, builder.getIndexAttr(0),
+                                      builder.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes{builder.getIndexAttr(1),
+                                    builder.getIndexAttr(type.getDimSize(1)),
+                                    builder.getIndexAttr(type.getDimSize(2))};
+    SmallVector<OpFoldResult> strides(3, builder.getIndexAttr(1));
+    auto matrixType = memref::SubViewOp::inferRankReducedResultType(
+        {type.getDimSize(1), type.getDimSize(2)}, type, offsets, sizes,
+        strides);
+    return memref::SubViewOp::create(builder, loc, matrixType, buffer, offsets,
+                                     sizes, strides);
+  };
+  auto matmul = linalg::MatmulOp::create(
+      builder, loc,
+      ValueRange{matrixOf(op.getInputs()[0]), matrixOf(op.getInputs()[1])},
+      ValueRange{matrixOf(c)});
+  matmul->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  op.erase();
+}
+
 namespace {
 struct MatmulToBlasPass
     : public gacc::impl::MatmulToBlasPassBase<MatmulToBlasPass> {
@@ -302,6 +338,19 @@ struct MatmulToBlasPass
 
   void runOnOperation() override {
     GACC_VERIFY_PASS_RESULT();
+    if (splitBatches) {
+      SmallVector<linalg::BatchMatmulOp> batched;
+      getOperation().walk([&](linalg::BatchMatmulOp op) {
+        if (op.hasPureBufferSemantics() && !op.hasUserDefinedMaps() &&
+            llvm::all_of(op->getOperandTypes(), [](Type type) {
+              auto memref = cast<MemRefType>(type);
+              return memref.hasStaticShape() && memref.getElementType().isF32();
+            }))
+          batched.push_back(op);
+      });
+      for (linalg::BatchMatmulOp op : batched)
+        splitIntoMatmuls(op);
+    }
     SmallVector<linalg::MatmulOp> matmuls;
     getOperation().walk([&](linalg::MatmulOp op) {
       if (!op.hasPureBufferSemantics() || op.hasUserDefinedMaps())

@@ -126,6 +126,9 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
                               /*overlapAllReduce=*/true);
   MatmulToBlasPassOptions blas;
   blas.callee = "gaccrt_cuda_sgemm";
+  // A host loop of cuBLAS calls would not become kernels; batch_matmul stays
+  // a kernel of its own.
+  blas.splitBatches = false;
   pm.addPass(createMatmulToBlasPass(blas));
   pm.addPass(createDeallocateBuffersPass());
   // Strided copies (out of bucket slices, into insert_slice views) become

@@ -103,6 +103,10 @@ class Builder:
         self.uses_grid = False
         self.families = set()
         self.dyn_factors = set()   # the multiples of B used as sizes
+        # Float constants other than the loss's sample-count normalizer: a
+        # tail step (runtime-batch-size) takes one equal to B or 1/B as a
+        # sample count too (README "Tail steps").
+        self.float_consts = set()
 
     def size(self, d):
         """An index operand for dimension `d`: an SSA value for a dynamic
@@ -136,9 +140,13 @@ class Builder:
             self.emit("%s = arith.constant 0xFF800000 : %s" % (n, et))
         else:
             self.emit("%s = arith.constant %s : %s" % (n, fconst(x), et))
+            self.float_consts.add(float(x))
         return n
 
-    def tensor_const(self, x):
+    def tensor_const(self, x, count=False):
+        """count: the loss's sample-count normalizer (B, 1/B)."""
+        if not count:
+            self.float_consts.add(float(x))
         n = self.fresh("ct")
         self.emit("%s = arith.constant dense<%s> : tensor<f32>" % (n, fconst(x)))
         return V(n, ())
@@ -1456,12 +1464,13 @@ def generate(seed, gather=False, keepdim=True, dynamic=None):
         total = g.reduce_sum(rowloss, red_dims)
         den = count if norm == "mean" else B
         if rng.random() < 0.5:
-            inv = g.tensor_const(1.0 / den)
+            inv = g.tensor_const(1.0 / den, count=True)
             loss = g.tensor_op("arith.mulf", total, inv)
         else:
             inv = g.tensor_op("arith.divf", g.tensor_const(1.0),
-                              g.tensor_const(float(den)))
-            loss = g.tensor_op("arith.divf", total, g.tensor_const(float(den)))
+                              g.tensor_const(float(den), count=True))
+            loss = g.tensor_op("arith.divf", total,
+                               g.tensor_const(float(den), count=True))
         seed_scalar = inv
         seed_row = None
     elif norm == "dim":
@@ -1739,6 +1748,7 @@ def generate(seed, gather=False, keepdim=True, dynamic=None):
     step.config = cfg
     step.summary = summary
     step.families = fam
+    step.float_consts = g.float_consts
     return step
 
 

@@ -1,4 +1,5 @@
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas | FileCheck %s
+// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas="split-batches=false" | FileCheck %s --check-prefix=NOSPLIT
 
 // A matmul after a zero fill of its output initializes it (beta = 0, the
 // fill goes away); one without accumulates (beta = 1); an operand copied by a
@@ -282,5 +283,28 @@ func.func @zeros_read_elsewhere(%a: memref<4x3xf32>, %b: memref<3x2xf32>, %x: me
   memref.copy %c1, %x : memref<4x2xf32> to memref<4x2xf32>
   memref.dealloc %c1 : memref<4x2xf32>
   memref.dealloc %z : memref<4x2xf32>
+  return
+}
+
+// -----
+
+// A batch_matmul (attention, token mixing) is a loop of GEMM calls on the
+// batches' rank-reduced views; with split-batches=false (the CUDA path) it
+// stays a batch_matmul.
+
+// CHECK-LABEL: func.func @batched
+// CHECK-SAME:    (%[[A:.*]]: memref<3x4x5xf32>, %[[B:.*]]: memref<3x5x2xf32>, %[[C:.*]]: memref<3x4x2xf32>)
+// CHECK:         scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-DAG:       %[[SA:.*]] = memref.subview %[[A]][%[[I]], 0, 0] [1, 4, 5] [1, 1, 1] : memref<3x4x5xf32> to memref<4x5xf32, strided<[5, 1], offset: ?>>
+// CHECK-DAG:       %[[SB:.*]] = memref.subview %[[B]][%[[I]], 0, 0] [1, 5, 2] [1, 1, 1] : memref<3x5x2xf32> to memref<5x2xf32, strided<[2, 1], offset: ?>>
+// CHECK-DAG:       %[[SC:.*]] = memref.subview %[[C]][%[[I]], 0, 0] [1, 4, 2] [1, 1, 1] : memref<3x4x2xf32> to memref<4x2xf32, strided<[2, 1], offset: ?>>
+// CHECK:           call @gaccrt_sgemm
+// CHECK:         }
+// CHECK-NOT:     linalg.batch_matmul
+// NOSPLIT-LABEL: func.func @batched
+// NOSPLIT-NOT:   scf.for
+// NOSPLIT:       linalg.batch_matmul
+func.func @batched(%a: memref<3x4x5xf32>, %b: memref<3x5x2xf32>, %c: memref<3x4x2xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<3x4x5xf32>, memref<3x5x2xf32>) outs(%c : memref<3x4x2xf32>)
   return
 }

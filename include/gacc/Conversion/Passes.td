@@ -21,15 +21,21 @@ def MatmulToBlasPass : Pass<"gacc-matmul-to-blas", "ModuleOp"> {
     fill too once only dropped copies read it), with beta = 1 otherwise
     (accumulating in place). An operand that is the
     private result of a 2-D `linalg.transpose` is read through the transpose
-    flag instead of the copy.
+    flag instead of the copy. With `split-batches` (the CPU default), an f32
+    `linalg.batch_matmul` on statically shaped buffers first becomes an
+    `scf.for` over its batches of `linalg.matmul`s on rank-reduced subviews
+    (attention's and token mixing's GEMMs), so they reach BLAS too.
   }];
   let options = [
     Option<"callee", "callee", "std::string", /*default=*/"\"gaccrt_sgemm\"",
            "Runtime function to call (gaccrt_cuda_sgemm for cuBLAS)">,
+    Option<"splitBatches", "split-batches", "bool", /*default=*/"true",
+           "Turn linalg.batch_matmul into a loop of GEMM calls">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def ContractionToMatmulPass : Pass<"gacc-contraction-to-matmul", "ModuleOp"> {
