@@ -53,17 +53,11 @@ def build(batch, dims):
             d = t.matmul_nt(d, weights[i])
     t.comment("average all-reduce, SGD")
     s.result(loss, "gacc.loss")
-    index = 0
+    updates = []
     for i in range(len(weights)):
-        for p, g in ((weights[i], grads[i][0]), (biases[i], grads[i][1])):
-            g = s.all_reduce(g)
-            if len(p.shape) == 1:
-                g = t.reshape(g, [1] + p.shape)
-            update = t.mul(g, t.reshape(lr, [1] * len(g.shape)))
-            if len(p.shape) == 1:
-                update = t.reshape(update, p.shape)
-            s.result(t.sub(p, update), "gacc.param_out = %d : i64" % index)
-            index += 1
+        updates.append((weights[i], 2 * i, grads[i][0]))
+        updates.append((biases[i], 2 * i + 1, grads[i][1]))
+    s.sgd_results(updates, lr)
     return s.render()
 
 

@@ -319,6 +319,17 @@ class Tosa:
         eq = self.compare("equal", ids, iota)
         return self.select(eq, self.const(1.0, [1, 1]), self.const(0.0, [1, 1]))
 
+    def accuracy(self, logits, labels):
+        """The number of samples whose argmax over the classes (tosa.argmax)
+        is their label, as a tensor<f32>."""
+        b = logits.shape[0]
+        am = Val(self.fresh("argmax"), [b], "i32")
+        self.emit("%s = tosa.argmax %s {axis = 1 : i32} : (%s) -> %s" %
+                  (am.name, logits.name, logits.type, am.type))
+        hit = self.select(self.compare("equal", am, labels),
+                          self.const(1.0, [1]), self.const(0.0, [1]))
+        return self.reshape(self.reduce_sum(hit, 0), [])
+
     def linear2d(self, x, w):
         """x: [R, K], w: [K, N] -> [R, N] through rank-3 tosa.matmul."""
         x3 = self.reshape(x, [1] + x.shape)
@@ -382,6 +393,20 @@ class Step:
     def result(self, v, role):
         self.results.append((v, role))
 
+    def sgd_results(self, updates, lr):
+        """For each (parameter, its argument position, gradient): the
+        gradient averaged over the ranks, then `p - lr * g` as its
+        gacc.param_out result."""
+        t = self.t
+        for p, position, g in updates:
+            g = self.all_reduce(g)
+            if len(p.shape) == 1:
+                g = t.reshape(g, [1] + p.shape)
+            step = t.mul(g, t.reshape(lr, [1] * len(g.shape)))
+            if len(p.shape) == 1:
+                step = t.reshape(step, p.shape)
+            self.result(t.sub(p, step), "gacc.param_out = %d : i64" % position)
+
     def render(self):
         out = ["// %s" % self.title, "//"]
         out += ["// " + l if l else "//" for l in self.doc.strip("\n").split("\n")]
@@ -438,14 +463,8 @@ are averaged across ranks with shard.all_reduce; SGD p - lr * g.""")
     db1 = t.reshape(t.reduce_sum(da1, 0), [H])
     t.comment("data-parallel average, then SGD: p - lr * g")
     s.result(loss, "gacc.loss")
-    for i, (p, g) in enumerate([(W1, dW1), (b1, db1), (W2, dW2), (b2, db2)]):
-        g = s.all_reduce(g)
-        if len(p.shape) == 1:
-            g = t.reshape(g, [1] + p.shape)
-        step = t.mul(g, t.reshape(lr, [1] * len(g.shape)))
-        if len(p.shape) == 1:
-            step = t.reshape(step, p.shape)
-        s.result(t.sub(p, step), "gacc.param_out = %d : i64" % i)
+    s.sgd_results([(W1, 0, dW1), (b1, 1, db1), (W2, 2, dW2), (b2, 3, db2)],
+                  lr)
     return s
 
 
@@ -624,12 +643,7 @@ results, checked against LibTorch autograd.""")
     logits = t.linear2d(q, W2)
     loss, dlogits = t.softmax_xent(logits, labels, B)
     t.comment("accuracy: argmax over the classes")
-    am = Val(t.fresh("argmax"), [B], "i32")
-    t.emit("%s = tosa.argmax %s {axis = 1 : i32} : (%s) -> %s" %
-           (am.name, logits.name, logits.type, am.type))
-    hit = t.select(t.compare("equal", am, labels), t.const(1.0, [1]),
-                   t.const(0.0, [1]))
-    acc = t.reshape(t.reduce_sum(hit, 0), [])
+    acc = t.accuracy(logits, labels)
     t.comment("backward")
     dW2 = t.matmul_tn(q, dlogits)
     dq = t.matmul_nt(dlogits, W2)

@@ -87,17 +87,6 @@ static Value toMatrix(OpBuilder &builder, Location loc, Value operand,
   return tensor::CollapseShapeOp::create(builder, loc, operand, groups);
 }
 
-/// Transposes a 2-D tensor.
-static Value transpose(OpBuilder &builder, Location loc, Value matrix) {
-  auto type = cast<RankedTensorType>(matrix.getType());
-  Value init = tensor::EmptyOp::create(
-      builder, loc, ArrayRef<int64_t>{type.getDimSize(1), type.getDimSize(0)},
-      type.getElementType());
-  return linalg::TransposeOp::create(builder, loc, matrix, init,
-                                     ArrayRef<int64_t>{1, 0})
-      ->getResult(0);
-}
-
 namespace {
 struct ContractionToMatmulPass
     : public gacc::impl::ContractionToMatmulPassBase<ContractionToMatmulPass> {
@@ -155,9 +144,9 @@ struct ContractionToMatmulPass
         continue;
       // matmul wants A [m, k] and B [k, n].
       if (aKFirst)
-        am = transpose(builder, loc, am);
+        am = transposeMatrix(builder, loc, am);
       if (!bKFirst)
-        bm = transpose(builder, loc, bm);
+        bm = transposeMatrix(builder, loc, bm);
       auto matmul = linalg::MatmulOp::create(
           builder, loc, TypeRange{op.getResultTypes()[0]}, ValueRange{am, bm},
           ValueRange{op.getDpsInits()[0]});

@@ -41,17 +41,6 @@ static Value addUnitBatch(PatternRewriter &rewriter, Location loc, Value value,
       rewriter, loc, type, value, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
 }
 
-/// The 2-D transpose of `matrix`.
-static Value transpose(PatternRewriter &rewriter, Location loc, Value matrix) {
-  auto type = cast<RankedTensorType>(matrix.getType());
-  Value init = tensor::EmptyOp::create(
-      rewriter, loc, ArrayRef<int64_t>{type.getDimSize(1), type.getDimSize(0)},
-      type.getElementType());
-  return linalg::TransposeOp::create(rewriter, loc, matrix, init,
-                                     ArrayRef<int64_t>{1, 0})
-      ->getResult(0);
-}
-
 namespace {
 /// `linalg.batch_matmul` of one batch (TOSA's GEMM) as a `linalg.matmul`.
 struct UnitBatchMatmulToMatmul
@@ -89,9 +78,10 @@ struct UnitBatchTransposeTo2D : public OpRewritePattern<linalg::TransposeOp> {
       return failure();
     Location loc = op.getLoc();
     Value matrix = dropUnitBatch(rewriter, loc, op.getInput());
-    rewriter.replaceOp(op, addUnitBatch(rewriter, loc,
-                                        transpose(rewriter, loc, matrix),
-                                        op->getResult(0).getType()));
+    rewriter.replaceOp(
+        op, addUnitBatch(rewriter, loc,
+                         gacc::transposeMatrix(rewriter, loc, matrix),
+                         op->getResult(0).getType()));
     return success();
   }
 };

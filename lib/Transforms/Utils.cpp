@@ -160,6 +160,17 @@ Value mlir::gacc::getViewRoot(Value view) {
   return view;
 }
 
+Value mlir::gacc::transposeMatrix(OpBuilder &builder, Location loc,
+                                  Value matrix) {
+  auto type = cast<RankedTensorType>(matrix.getType());
+  Value init = tensor::EmptyOp::create(
+      builder, loc, ArrayRef<int64_t>{type.getDimSize(1), type.getDimSize(0)},
+      type.getElementType());
+  return linalg::TransposeOp::create(builder, loc, matrix, init,
+                                     ArrayRef<int64_t>{1, 0})
+      ->getResult(0);
+}
+
 Value mlir::gacc::flattenTensor(OpBuilder &builder, Location loc, Value value) {
   auto type = cast<RankedTensorType>(value.getType());
   if (type.getRank() == 1)

@@ -44,7 +44,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "frontend"))
 sys.path.insert(0, HERE)
 from gen_tosa import Step as TosaStep  # noqa: E402
-from gen_tosa import Val  # noqa: E402
 import gen_step  # noqa: E402
 
 MAX_F32 = 3.4028234663852886e38
@@ -511,14 +510,7 @@ def generate(seed):
         # 2 and the normalizer as separate constants: runtime-batch-size
         # takes a constant 1/B as the sample count, not a folded 2/B.
         dlogits = t.scale(t.scale(diff, 2.0), factor)
-    acc = None
-    if metric:
-        am = Val(t.fresh("argmax"), [B], "i32")
-        t.emit("%s = tosa.argmax %s {axis = 1 : i32} : (%s) -> %s" %
-               (am.name, logits.name, logits.type, am.type))
-        hit = t.select(t.compare("equal", am, labels), t.const(1.0, [1]),
-                       t.const(0.0, [1]))
-        acc = t.reshape(t.reduce_sum(hit, 0), [])
+    acc = t.accuracy(logits, labels) if metric else None
 
     t.comment("backward")
     d = dlogits
@@ -532,16 +524,12 @@ def generate(seed):
     if optimizer:
         t.comment("average all-reduce, SGD")
     position = {v.name: i for i, (v, _) in enumerate(s.args)}
-    for p, spec in g.params:
-        i = position[p.name]
-        grad = g.grads[p.name]
-        if not optimizer:
+    updates = [(p, position[p.name], g.grads[p.name]) for p, _ in g.params]
+    if optimizer:
+        s.sgd_results(updates, lr)
+    else:
+        for p, i, grad in updates:
             s.result(grad, "gacc.grad = %d : i64" % i)
-            continue
-        grad = s.all_reduce(grad)
-        n = len(p.shape)
-        upd = t.mul(grad, t.reshape(lr, [1] * n))
-        s.result(t.sub(p, upd), "gacc.param_out = %d : i64" % i)
     if acc is not None:
         s.result(acc, "gacc.metric")
 

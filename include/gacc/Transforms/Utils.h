@@ -63,6 +63,9 @@ void eraseDeadOps(Block &block, RewriterBase *rewriter = nullptr);
 /// Reshapes a ranked tensor into a 1-D tensor of the same elements.
 Value flattenTensor(OpBuilder &builder, Location loc, Value value);
 
+/// The `linalg.transpose` [1, 0] of a 2-D tensor.
+Value transposeMatrix(OpBuilder &builder, Location loc, Value matrix);
+
 /// Returns the value that `view` is a view of, through any chain of
 /// single-result view-like ops (`memref.subview`, `memref.view`,
 /// `memref.cast`, reshapes, ...).
