@@ -256,50 +256,50 @@ class Tosa:
                      r.type))
         return r
 
+    def _convolution(self, op, hint, x, w, bias, attrs, shape):
+        """A tosa convolution op (input, weight, bias and two zero points)
+        with the result shape and attributes (after acc_type) given."""
+        r = Val(self.fresh(hint), shape)
+        z = self.zp()
+        self.emit('%s = tosa.%s %s, %s, %s, %s, %s {acc_type = f32, %s} : '
+                  '(%s, %s, %s, %s, %s) -> %s' %
+                  (r.name, op, x.name, w.name, bias.name, z.name, z.name,
+                   attrs, x.type, w.type, bias.type, z.type, z.type, r.type))
+        return r
+
+    @staticmethod
+    def _array(values):
+        return "array<i64: %s>" % ", ".join(str(v) for v in values)
+
     def conv2d(self, x, w, bias, pad):
         n, h, wd, _ = x.shape
         f, kh, kw, _ = w.shape
-        oh = h + pad[0] + pad[1] - kh + 1
-        ow = wd + pad[2] + pad[3] - kw + 1
-        r = Val(self.fresh("conv"), [n, oh, ow, f])
-        z = self.zp()
-        self.emit('%s = tosa.conv2d %s, %s, %s, %s, %s {acc_type = f32, '
-                  'dilation = array<i64: 1, 1>, pad = array<i64: %s>, '
-                  'stride = array<i64: 1, 1>} : (%s, %s, %s, %s, %s) -> %s' %
-                  (r.name, x.name, w.name, bias.name, z.name, z.name,
-                   ", ".join(str(p) for p in pad), x.type, w.type, bias.type,
-                   z.type, z.type, r.type))
-        return r
+        shape = [n, h + pad[0] + pad[1] - kh + 1,
+                 wd + pad[2] + pad[3] - kw + 1, f]
+        return self._convolution(
+            "conv2d", "conv", x, w, bias,
+            "dilation = array<i64: 1, 1>, pad = %s, stride = array<i64: 1, 1>"
+            % self._array(pad), shape)
 
     def transpose_conv2d(self, x, w, bias, out_pad):
         n, h, wd, _ = x.shape
         f, kh, kw, _ = w.shape
-        oh = h - 1 + out_pad[0] + out_pad[1] + kh
-        ow = wd - 1 + out_pad[2] + out_pad[3] + kw
-        r = Val(self.fresh("tconv"), [n, oh, ow, f])
-        z = self.zp()
-        self.emit('%s = tosa.transpose_conv2d %s, %s, %s, %s, %s {acc_type = '
-                  'f32, out_pad = array<i64: %s>, stride = array<i64: 1, 1>}'
-                  ' : (%s, %s, %s, %s, %s) -> %s' %
-                  (r.name, x.name, w.name, bias.name, z.name, z.name,
-                   ", ".join(str(p) for p in out_pad), x.type, w.type,
-                   bias.type, z.type, z.type, r.type))
-        return r
+        shape = [n, h - 1 + out_pad[0] + out_pad[1] + kh,
+                 wd - 1 + out_pad[2] + out_pad[3] + kw, f]
+        return self._convolution(
+            "transpose_conv2d", "tconv", x, w, bias,
+            "out_pad = %s, stride = array<i64: 1, 1>" % self._array(out_pad),
+            shape)
 
     def depthwise_conv2d(self, x, w, bias, pad):
         n, h, wd, c = x.shape
         kh, kw, _, m = w.shape
-        oh = h + pad[0] + pad[1] - kh + 1
-        ow = wd + pad[2] + pad[3] - kw + 1
-        r = Val(self.fresh("dconv"), [n, oh, ow, c * m])
-        z = self.zp()
-        self.emit('%s = tosa.depthwise_conv2d %s, %s, %s, %s, %s {acc_type = '
-                  'f32, dilation = array<i64: 1, 1>, pad = array<i64: %s>, '
-                  'stride = array<i64: 1, 1>} : (%s, %s, %s, %s, %s) -> %s' %
-                  (r.name, x.name, w.name, bias.name, z.name, z.name,
-                   ", ".join(str(p) for p in pad), x.type, w.type, bias.type,
-                   z.type, z.type, r.type))
-        return r
+        shape = [n, h + pad[0] + pad[1] - kh + 1,
+                 wd + pad[2] + pad[3] - kw + 1, c * m]
+        return self._convolution(
+            "depthwise_conv2d", "dconv", x, w, bias,
+            "dilation = array<i64: 1, 1>, pad = %s, stride = array<i64: 1, 1>"
+            % self._array(pad), shape)
 
     def avg_pool2d(self, x, k):
         n, h, w, c = x.shape
