@@ -22,7 +22,9 @@ erf GELU, RMS norm (`tosa.rsqrt`), a feature scale, softmax over the
 features, GLU (`tosa.slice`), a padded branch (`tosa.pad` + `tosa.concat`),
 residual blocks; token inputs: embedding (`tosa.gather`, gradient as a
 one-hot matmul), per-sample token mixing (`tosa.tile` + batched
-`tosa.matmul`) and the mean over the tokens. Losses: softmax cross-entropy
+`tosa.matmul`), self-attention with the heads split into a [B*H, T, dh]
+batch (rank-4 `tosa.transpose`, the sample dimension merged with the
+heads) and the mean over the tokens. Losses: softmax cross-entropy
 against class ids (one-hot by `tosa.equal` + `tosa.select`) or MSE, as a
 mean over the samples or over all elements; an argmax accuracy metric
 sometimes. Results: `gacc.grad` gradients, or an average all-reduce and SGD
@@ -292,6 +294,56 @@ class Gen:
         self.families.append("token-mix")
         return y
 
+    def attention(self, h):
+        """Causal-free self-attention over the tokens with H heads: q, k, v
+        projections, the heads split off by reshape + tosa.transpose
+        [0, 2, 1, 3] into a [B*H, T, dh] batch (the sample dimension merged
+        with the heads), softmax(q k^T / sqrt(dh)) v by batched tosa.matmul,
+        the heads merged back."""
+        t = self.t
+        B, T, D = h.shape
+        H = 2 if D % 2 == 0 else 1
+        dh = D // H
+        Wq = self.param("Wq", [D, D], "weight", fan_in=D)
+        Wk = self.param("Wk", [D, D], "weight", fan_in=D)
+        Wv = self.param("Wv", [D, D], "weight", fan_in=D)
+        hr = self.rows(h)
+
+        def split(x):
+            return t.reshape(t.transpose(t.reshape(x, [B, T, H, dh]),
+                                         [0, 2, 1, 3]), [B * H, T, dh])
+
+        def merge(x):
+            return t.reshape(t.transpose(t.reshape(x, [B, H, T, dh]),
+                                         [0, 2, 1, 3]), [B * T, D])
+
+        q, k, v = (split(t.linear2d(hr, W)) for W in (Wq, Wk, Wv))
+        scale = 1.0 / (dh ** 0.5)
+        scores = t.scale(t.matmul(q, t.transpose(k, [0, 2, 1])), scale)
+        mx = t.reduce("reduce_max", scores, 2)
+        e = t.unary("exp", t.sub(scores, mx))
+        p = t.mul(e, t.unary("reciprocal", t.reduce_sum(e, 2)))
+        y = t.reshape(merge(t.matmul(p, v)), [B, T, D])
+
+        def back(dy):
+            do = split(dy)
+            dp = t.matmul(do, t.transpose(v, [0, 2, 1]))
+            dv = t.matmul(t.transpose(p, [0, 2, 1]), do)
+            ds = t.scale(t.mul(p, t.sub(dp, t.reduce_sum(t.mul(dp, p), 2))),
+                         scale)
+            dq = t.matmul(ds, k)
+            dk = t.matmul(t.transpose(ds, [0, 2, 1]), q)
+            dh_total = None
+            for W, d in ((Wq, dq), (Wk, dk), (Wv, dv)):
+                d2 = merge(d)
+                self.add_grad(W, t.matmul_tn(hr, d2))
+                part = t.matmul_nt(d2, W)
+                dh_total = part if dh_total is None else t.add(dh_total, part)
+            return t.reshape(dh_total, [B, T, D])
+        self.tape.append(back)
+        self.families.append("attention")
+        return y
+
     def token_mean(self, h):
         t = self.t
         B, T, D = h.shape
@@ -492,7 +544,7 @@ def generate(seed):
         elif kind == "residual":
             h = g.residual(h)
         elif kind == "mix":
-            h = g.token_mix(h)
+            h = g.token_mix(h) if rng.random() < 0.5 else g.attention(h)
     if len(h.shape) == 3:
         h = g.token_mean(h)
     logits = g.linear(h, C, rng.random() < 0.7)
