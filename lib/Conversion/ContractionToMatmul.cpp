@@ -3,8 +3,8 @@
 // The gacc-contraction-to-matmul pass: weight-gradient contractions
 // written as linalg.generic (C[m, n] += sum_K A * B) become linalg.matmul on
 // reshaped operands, so that both lowerings send them to BLAS / cuBLAS with
-// beta = 1 accumulation instead of generated loops. So do TOSA's GEMMs
-// (populateUnitBatchMatmulPatterns; gacc-prepare-step applies them first).
+// beta = 1 accumulation instead of generated loops. (TOSA's single-batch
+// batch_matmuls are matmuls already: gacc-prepare-step.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +15,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "gacc-contraction-to-matmul"
 
@@ -154,12 +153,6 @@ struct ContractionToMatmulPass
       op->replaceAllUsesWith(matmul->getResults());
       op.erase();
     }
-
-    MLIRContext *context = &getContext();
-    RewritePatternSet patterns(context);
-    populateUnitBatchMatmulPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      return signalPassFailure();
   }
 };
 } // namespace

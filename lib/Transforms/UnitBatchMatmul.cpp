@@ -1,5 +1,4 @@
-//===- UnitBatchMatmul.cpp - TOSA's GEMMs as matmuls -------------*- C++
-//-*-===//
+//===- UnitBatchMatmul.cpp - TOSA's GEMMs as matmuls ----------*- C++ -*-===//
 //
 // tosa.matmul works on rank-3 tensors, so upstream's tosa-to-linalg turns a
 // layer's GEMM into `linalg.batch_matmul` on [1, M, K] x [1, K, N] views

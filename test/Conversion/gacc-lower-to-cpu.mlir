@@ -14,10 +14,11 @@
 // CHECK-SAME:    (%{{.*}}: memref<3x2xf32>, %{{.*}}: memref<2xf32>, %[[X:.*]]: memref<8x3xf32>, %{{.*}}: memref<8x2xf32>, %{{.*}}: memref<f32>, %{{.*}}: memref<3x2xf32>, %{{.*}}: memref<2xf32>)
 // CHECK:         %[[BYTES:.*]] = memref.alloc() {alignment = 64 : i64} : memref<32xi8>
 // CHECK:         %[[BUCKET:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<32xi8> to memref<8xf32>
-// CHECK:         %[[GW:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<32xi8> to memref<3x2xf32>
+// CHECK:         %[[SW:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<32xi8> to memref<6xf32>
 // CHECK:         %[[GB:.*]] = memref.view %[[BYTES]][%{{.*}}][] : memref<32xi8> to memref<2xf32>
 // CHECK-NOT:     memref.copy
-// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%[[GW]] : memref<3x2xf32>)
+// CHECK:         %[[GW:.*]] = memref.expand_shape %[[SW]] {{\[\[}}0, 1]] output_shape [3, 2]
+// CHECK-NEXT:    linalg.fill ins(%{{.*}} : f32) outs(%[[GW]] : memref<3x2xf32>)
 // CHECK-NEXT:    linalg.fill ins(%{{.*}} : f32) outs(%[[GB]] : memref<2xf32>)
 // CHECK:         scf.for
 // CHECK:           call @gaccrt_trace_region_begin
