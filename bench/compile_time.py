@@ -3,13 +3,16 @@
 
   bench/compile_time.py [--full] [--depths 10,50,...] [--ms 1,8,...]
                         [--width 64] [--batch 64] [--timeout 120]
+                        [--lower cpu|cuda]
 
 Generates MLPs with bench/gen_mlp.py (DEPTH layers of width WIDTH, 10
 classes, SGD in the step, an average all-reduce per gradient), runs
 
   gacc-opt MLP --gacc-pipeline=micro-batches=M --gacc-lower-to-cpu
 
-once per point and prints wall seconds, CPU seconds (user + system) and
+once per point (--lower cuda: --gacc-lower-to-cuda instead, kernels through
+NVVM to PTX; needs the CUDA toolkit's libdevice, no GPU) and prints wall
+seconds, CPU seconds (user + system) and
 the peak resident set of the gacc-opt process (from wait4's rusage); on a
 shared machine the CPU seconds are the number to compare. Two sweeps: depth at a fixed m
 (--depth-m, default 8) and m at a fixed depth (--m-depth, default 100).
@@ -34,10 +37,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def measure(gacc_opt, graph, m, timeout):
+def measure(gacc_opt, graph, m, timeout, lower):
     """Returns (seconds, CPU seconds, peak RSS in MiB, ok) for one lowering."""
     cmd = [gacc_opt, graph, f"--gacc-pipeline=micro-batches={m}",
-           "--gacc-lower-to-cpu", "-o", os.devnull]
+           f"--gacc-lower-to-{lower}", "-o", os.devnull]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
@@ -100,6 +103,8 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--timeout", type=float, default=120,
                    help="seconds per point (default 120)")
+    p.add_argument("--lower", choices=["cpu", "cuda"], default="cpu",
+                   help="the lowering to time (default cpu)")
     p.add_argument("--no-targets", action="store_true",
                    help="skip the 400-layer m=256 target point")
     args = p.parse_args()
@@ -120,7 +125,8 @@ def main():
     if args.ms:
         ms = [int(v) for v in args.ms.split(",")]
 
-    print(f"gacc-opt --gacc-pipeline=micro-batches=M --gacc-lower-to-cpu; "
+    print(f"gacc-opt --gacc-pipeline=micro-batches=M "
+          f"--gacc-lower-to-{args.lower}; "
           f"MLP width {args.width}, batch max({args.batch}, M), "
           f"{os.cpu_count()} CPUs")
     print()
@@ -133,7 +139,8 @@ def main():
                 return results[(depth, m)]
             batch = max(args.batch, m)
             graph = generate(tmp, depth, args.width, batch)
-            seconds, cpu, rss, ok = measure(gacc_opt, graph, m, args.timeout)
+            seconds, cpu, rss, ok = measure(gacc_opt, graph, m, args.timeout,
+                                         args.lower)
             mark = "" if ok else (" (timeout)" if seconds >= args.timeout
                                   else " (failed)")
             print(f"| {depth} | {m} | {batch} | {seconds:.2f}{mark} | "

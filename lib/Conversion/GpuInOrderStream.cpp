@@ -3,7 +3,9 @@
 // The gacc-gpu-in-order-stream pass of the CUDA lowering, in place of
 // upstream's gpu-async-region: every device allocation, copy, free and
 // launch of a function goes on one stream created at its entry, and the
-// host waits for that stream once, before each return. cuBLAS and NCCL
+// host waits for that stream once, before each return of a public function
+// (a private one, the shared body of micro-batch regions, runs on its
+// caller's stream: the runtime has one compute stream). cuBLAS and NCCL
 // calls of the runtime are ordered on the same stream, so the host never
 // waits inside a step. Runs right before gpu-to-llvm (after the last
 // canonicalization, which would fold a wait on a fresh stream away); the
@@ -88,6 +90,12 @@ struct GpuInOrderStreamPass
           for (Operation *op : ops)
             if (failed(makeAsync(op, stream)))
               return WalkResult::interrupt();
+          // A private function (the shared body of micro-batch regions,
+          // called by the step) runs on the caller's stream: the runtime's
+          // one compute stream, which the caller waits for before it
+          // returns; a wait here would stop the host once per region.
+          if (func.isPrivate())
+            return WalkResult::skip();
           for (Block &block : func.getFunctionBody()) {
             Operation *terminator = block.getTerminator();
             if (!terminator || !terminator->hasTrait<OpTrait::ReturnLike>())

@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuHostCode.h"
+
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Transforms/Utils.h"
 
@@ -30,11 +32,12 @@ using namespace mlir;
 using namespace mlir::gacc;
 
 namespace {
-/// Returns true when `op` reads or writes memory through memref.load/store
-/// (itself or nested).
+/// Returns true when `op` reads or writes device memory through
+/// memref.load/store (itself or nested).
 static bool touchesMemory(Operation *op) {
   WalkResult result = op->walk([](Operation *nested) {
-    return isa<memref::LoadOp, memref::StoreOp>(nested)
+    return isa<memref::LoadOp, memref::StoreOp>(nested) &&
+                   !accessesHostSlot(nested)
                ? WalkResult::interrupt()
                : WalkResult::advance();
   });
@@ -45,7 +48,7 @@ static bool touchesMemory(Operation *op) {
 static bool isComputeOp(Operation *op) {
   if (isa<scf::ParallelOp, gpu::LaunchOp>(op) ||
       op->hasTrait<OpTrait::IsTerminator>() ||
-      op->hasTrait<OpTrait::ConstantLike>())
+      op->hasTrait<OpTrait::ConstantLike>() || holdsHostWork(op))
     return false;
   if (touchesMemory(op))
     return true;
@@ -205,17 +208,23 @@ static SmallVector<OpOperand *> getOutsideUses(Value value, Block &block,
 }
 
 /// True when every use can read the value from device memory instead: it is
-/// inside a parallel loop (a future kernel) or a pure arith/math op of the
-/// block (which joins a serial kernel once it loads its operand).
+/// inside a parallel loop (a future kernel; also one nested in host control
+/// flow such as the loop over the micro-batches, whose blocks are processed
+/// first) or a pure arith/math op of the block (which joins a serial kernel
+/// once it loads its operand).
 static bool canReadOnDevice(ArrayRef<OpOperand *> uses, Block &block) {
   return llvm::all_of(uses, [&](OpOperand *use) {
     Operation *user = use->getOwner();
     Operation *ancestor = block.findAncestorOpInBlock(*user);
     if (!ancestor)
       return false;
-    if (ancestor != user)
-      return isa<scf::ParallelOp>(ancestor);
-    return isComputeOp(user) && !touchesMemory(user);
+    if (ancestor == user)
+      return isComputeOp(user) && !touchesMemory(user);
+    for (Operation *op = user->getParentOp(); op != ancestor->getParentOp();
+         op = op->getParentOp())
+      if (isa<scf::ParallelOp>(op))
+        return true;
+    return false;
   });
 }
 
@@ -281,11 +290,13 @@ struct GpuSerialKernelsPass
   void runOnOperation() override {
     GACC_VERIFY_PASS_RESULT();
     WalkResult result = getOperation().walk([&](func::FuncOp func) {
-      for (Block &block : func.getBody()) {
-        parallelizeAccumulations(block);
-        if (!block.mightHaveTerminator() || !spillEscapingValues(block))
+      // Nested host blocks (the loop over micro-batches) first: the blocks
+      // that hold them then see their serial kernels.
+      for (Block *block : getHostBlocks(func)) {
+        parallelizeAccumulations(*block);
+        if (!block->mightHaveTerminator() || !spillEscapingValues(*block))
           return WalkResult::interrupt();
-        for (SmallVector<Operation *> &run : collectRuns(block)) {
+        for (SmallVector<Operation *> &run : collectRuns(*block)) {
           OpBuilder builder(run.front());
           Location loc = run.front()->getLoc();
           Value zero = arith::ConstantIndexOp::create(builder, loc, 0);

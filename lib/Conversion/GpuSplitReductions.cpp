@@ -15,6 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuHostCode.h"
+
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Transforms/Utils.h"
 
@@ -329,9 +331,10 @@ struct GpuSplitReductionsPass
   void runOnOperation() override {
     GACC_VERIFY_PASS_RESULT();
     getOperation().walk([&](func::FuncOp func) {
-      for (Block &block : func.getBody()) {
+      // Also the reductions in the loop over the micro-batches of one size.
+      for (Block *block : getHostBlocks(func)) {
         SmallVector<ReductionNest> nests;
-        for (Operation &op : block)
+        for (Operation &op : *block)
           if (std::optional<ReductionNest> nest = matchNest(op))
             nests.push_back(*nest);
         for (ReductionNest &nest : nests)

@@ -117,12 +117,14 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
                                           const LowerToCUDAOptions &options) {
   // Gather indices are clamped on the GPU, not reported (kernels cannot
   // call the host runtime).
-  // Regions stay inline (so the final one is), and buckets marked
-  // gacc.overlap start in it (gacc-overlap-all-reduce; gacc-gpu-prepare
-  // makes them NCCL calls on the communication stream).
+  // Regions of one size share one loop body or function, as on the CPU
+  // (kernels and compile time independent of m); buckets marked
+  // gacc.overlap start in the final region, in a loop's last iteration
+  // (gacc-overlap-all-reduce; gacc-gpu-prepare makes them NCCL calls on the
+  // communication stream).
   buildBufferizedStepPipeline(pm, options.traceRegions,
                               /*reportIndexErrors=*/false,
-                              /*outlineRegions=*/false,
+                              options.outlineMicroBatches,
                               /*overlapAllReduce=*/true);
   MatmulToBlasPassOptions blas;
   blas.callee = "gaccrt_cuda_sgemm";

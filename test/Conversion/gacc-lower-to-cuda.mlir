@@ -2,47 +2,60 @@
 // The same as a textual pass pipeline (gpu-map-parallel-loops nests on
 // func.func):
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2" | gacc-opt --pass-pipeline='builtin.module(gacc-lower-to-cuda{kernels-only})' | FileCheck %s
+// Every region inline (outline-micro-batches=false):
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda="kernels-only outline-micro-batches=false" | FileCheck %s --check-prefix=INLINE
 // Without overlap: one blocking all-reduce after the final region.
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2 overlap-all-reduce=false" --gacc-lower-to-cuda="kernels-only" | FileCheck %s --check-prefix=BLOCKING
 // The PTX, LLVMIR and STREAM checks run from lower-to-cuda-serialized.test
 // (they need the CUDA toolkit).
 
 // The CUDA lowering of linear-step.mlir (B = 8, m = 2): the bucket and every
-// buffer in device memory; the weight-gradient GEMM as cuBLAS with beta = 0
-// in region 0 and beta = 1 in region 1; the rest as kernels with real launch
-// configurations (32 x 8 threads for 2-D loops); exactly one NCCL all-reduce
-// of the bucket, started inside the final region right after its last write
-// into the bucket (the bias-gradient kernel) and waited for (by the compute
-// stream, on the device) right before the epilogue's first read of it (the
-// copy of the weight gradient out of the bucket), not before the loss
-// kernel, which does not read it; no host code touching device memory.
+// buffer in device memory; the accumulators zero-filled by kernels before
+// one loop over both regions (outline-micro-batches: one body and one set of
+// kernels for every m), whose offset is the induction variable times b = 4;
+// the weight-gradient GEMM as cuBLAS with beta = 1; the rest as kernels with
+// real launch configurations (32 x 8 threads for 2-D loops); exactly one
+// NCCL all-reduce of the bucket, started in the loop's last iteration after
+// its last write into the bucket (the bias-gradient kernel) with the handle
+// kept in a host stack slot, and waited for (by the compute stream, on the
+// device) right before the epilogue's first read of it (the copy of the
+// weight gradient out of the bucket), not before the loss kernel, which
+// does not read it; no host code touching device memory.
 
 // CHECK-LABEL: func.func @linear
 // CHECK:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:         %[[SLOT:.*]] = memref.alloca() : memref<i64>
 // CHECK:         %[[BUCKET:.*]] = gpu.alloc () : memref<32xi8>
 // CHECK-NOT:     memref.alloc
 // CHECK-NOT:     memref.load
-// CHECK:         call @gaccrt_trace_region_begin
-// CHECK:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ZERO]],
-// CHECK:         gpu.launch_func @linear_kernel{{.*}} blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c32, %c8, %c1)
-// CHECK:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ZERO]],
-// CHECK:         call @gaccrt_trace_region_end
-// CHECK:         call @gaccrt_trace_region_begin
-// CHECK:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ZERO]],
-// CHECK:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ONE]],
-// CHECK-NOT:     call @gaccrt_cuda_all_reduce
-// CHECK:         gpu.launch_func {{.*}}%[[BIAS:view[_0-9]*]] : memref<2xf32>
-// CHECK-NEXT:    gpu.dealloc
-// CHECK-NEXT:    %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[ALL:view[_0-9]*]] : memref<8xf32>
-// CHECK-NEXT:    %[[ADDR64:.*]] = arith.index_cast %[[ADDR]]
-// CHECK-NEXT:    %[[HANDLE:.*]] = call @gaccrt_cuda_all_reduce_start(%[[ADDR64]], %c8_i64, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i32, i32, i64) -> i64
-// CHECK-NEXT:    call @gaccrt_trace_region_end
+// CHECK:         gpu.launch_func @linear_kernel::@linear_kernel_0 {{.*}} args({{.*}} : memref<3x2xf32>)
+// CHECK-NEXT:    gpu.launch_func @linear_kernel::@linear_kernel_1 {{.*}} args({{.*}} : memref<2xf32>)
+// CHECK-NEXT:    scf.for %[[IV:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT:      %[[OFFSET:.*]] = arith.muli %[[IV]], %c4 : index
+// CHECK:           call @gaccrt_trace_region_begin
+// CHECK-NEXT:      memref.subview %{{.*}}[%[[OFFSET]], 0] [4, 3] [1, 1]
+// CHECK:           call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %{{.*}},
+// CHECK:           gpu.launch_func @linear_kernel{{.*}} blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c32, %c8, %c1)
+// CHECK:           call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ONE]],
+// CHECK-NOT:       call @gaccrt_cuda_all_reduce
+// CHECK:           gpu.launch_func {{.*}}%[[BIAS:view[_0-9]*]] : memref<2xf32>
+// CHECK-NEXT:      gpu.dealloc
+// CHECK-NEXT:      %[[NEXT:.*]] = arith.addi %[[IV]], %c1
+// CHECK-NEXT:      %[[LAST:.*]] = arith.cmpi sge, %[[NEXT]], %c2
+// CHECK-NEXT:      scf.if %[[LAST]] {
+// CHECK-NEXT:        %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[ALL:view[_0-9]*]] : memref<8xf32>
+// CHECK-NEXT:        %[[ADDR64:.*]] = arith.index_cast %[[ADDR]]
+// CHECK-NEXT:        %[[HANDLE:.*]] = func.call @gaccrt_cuda_all_reduce_start(%[[ADDR64]], %c8_i64, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i32, i32, i64) -> i64
+// CHECK-NEXT:        memref.store %[[HANDLE]], %[[SLOT]][] : memref<i64>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      call @gaccrt_trace_region_end
+// CHECK-NEXT:    }
 // CHECK-NEXT:    gpu.launch_func
 // CHECK-NOT:     gpu.memcpy
-// CHECK:         %[[ADDR2:.*]] = memref.extract_aligned_pointer_as_index %[[ALL]] : memref<8xf32>
+// CHECK:         %[[LOADED:.*]] = memref.load %[[SLOT]][] : memref<i64>
+// CHECK-NEXT:    %[[ADDR2:.*]] = memref.extract_aligned_pointer_as_index %[[ALL]] : memref<8xf32>
 // CHECK-NEXT:    %[[ADDR2_64:.*]] = arith.index_cast %[[ADDR2]]
-// CHECK-NEXT:    call @gaccrt_cuda_all_reduce_wait(%[[HANDLE]], %[[ADDR2_64]]) : (i64, i64) -> ()
+// CHECK-NEXT:    call @gaccrt_cuda_all_reduce_wait(%[[LOADED]], %[[ADDR2_64]]) : (i64, i64) -> ()
 // CHECK-NEXT:    gpu.memcpy
 // CHECK-NOT:     call @gaccrt_cuda_all_reduce
 // CHECK-NOT:     memref.load
@@ -50,11 +63,55 @@
 // CHECK:       gpu.module @linear_kernel
 // CHECK:         gpu.func @linear_kernel({{.*}}) kernel
 
+// With outline-micro-batches=false, every region inline: the bucket and
+// every buffer in device memory; the weight-gradient GEMM as cuBLAS with
+// beta = 0 in region 0 and beta = 1 in region 1; the rest as kernels with real launch
+// configurations (32 x 8 threads for 2-D loops); exactly one NCCL all-reduce
+// of the bucket, started inside the final region right after its last write
+// into the bucket (the bias-gradient kernel) and waited for (by the compute
+// stream, on the device) right before the epilogue's first read of it (the
+// copy of the weight gradient out of the bucket), not before the loss
+// kernel, which does not read it; no host code touching device memory.
+
+// INLINE-LABEL: func.func @linear
+// INLINE:         %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// INLINE:         %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// INLINE:         %[[BUCKET:.*]] = gpu.alloc () : memref<32xi8>
+// INLINE-NOT:     memref.alloc
+// INLINE-NOT:     memref.load
+// INLINE:         call @gaccrt_trace_region_begin
+// INLINE:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ZERO]],
+// INLINE:         gpu.launch_func @linear_kernel{{.*}} blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c32, %c8, %c1)
+// INLINE:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ZERO]],
+// INLINE:         call @gaccrt_trace_region_end
+// INLINE:         call @gaccrt_trace_region_begin
+// INLINE:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ZERO]],
+// INLINE:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ONE]],
+// INLINE-NOT:     call @gaccrt_cuda_all_reduce
+// INLINE:         gpu.launch_func {{.*}}%[[BIAS:view[_0-9]*]] : memref<2xf32>
+// INLINE-NEXT:    gpu.dealloc
+// INLINE-NEXT:    %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[ALL:view[_0-9]*]] : memref<8xf32>
+// INLINE-NEXT:    %[[ADDR64:.*]] = arith.index_cast %[[ADDR]]
+// INLINE-NEXT:    %[[HANDLE:.*]] = call @gaccrt_cuda_all_reduce_start(%[[ADDR64]], %c8_i64, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i32, i32, i64) -> i64
+// INLINE-NEXT:    call @gaccrt_trace_region_end
+// INLINE-NEXT:    gpu.launch_func
+// INLINE-NOT:     gpu.memcpy
+// INLINE:         %[[ADDR2:.*]] = memref.extract_aligned_pointer_as_index %[[ALL]] : memref<8xf32>
+// INLINE-NEXT:    %[[ADDR2_64:.*]] = arith.index_cast %[[ADDR2]]
+// INLINE-NEXT:    call @gaccrt_cuda_all_reduce_wait(%[[HANDLE]], %[[ADDR2_64]]) : (i64, i64) -> ()
+// INLINE-NEXT:    gpu.memcpy
+// INLINE-NOT:     call @gaccrt_cuda_all_reduce
+// INLINE-NOT:     memref.load
+// INLINE:         return
+// INLINE:       gpu.module @linear_kernel
+// INLINE:         gpu.func @linear_kernel({{.*}}) kernel
+
 // BLOCKING-LABEL: func.func @linear
-// BLOCKING:         call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}},
-// BLOCKING:         call @gaccrt_trace_region_end
-// BLOCKING:         call @gaccrt_trace_region_begin
-// BLOCKING:         call @gaccrt_trace_region_end
+// BLOCKING:         scf.for
+// BLOCKING:           call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}},
+// BLOCKING-NOT:       scf.if
+// BLOCKING:           call @gaccrt_trace_region_end
+// BLOCKING-NEXT:    }
 // BLOCKING-NOT:     call @gaccrt_cuda_all_reduce
 // BLOCKING:         call @gaccrt_cuda_all_reduce(%{{.*}}, %c8_i64, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i32, i32, i64) -> ()
 // BLOCKING-NOT:     call @gaccrt_cuda_all_reduce
@@ -74,11 +131,12 @@
 // RUN: gacc-opt %examples/lm_head_masked.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda="kernels-only" | FileCheck %s --check-prefix=LM
 // The LM head's weight gradient, written as a generic contraction over
 // samples and tokens, is a cuBLAS GEMM too, next to the forward GEMM of each
-// region.
+// region, in the one loop body of both regions.
 // LM-LABEL: func.func @train_step
-// LM-COUNT-2: call @gaccrt_cuda_sgemm
-// LM:         call @gaccrt_trace_region_end
-// LM-COUNT-2: call @gaccrt_cuda_sgemm
+// LM:         scf.for
+// LM-COUNT-2:   call @gaccrt_cuda_sgemm
+// LM:           call @gaccrt_trace_region_end
+// LM-NEXT:    }
 // LM-NOT:     call @gaccrt_cuda_sgemm
 
 // The lowered step translates to LLVM IR (what the ExecutionEngine JITs):

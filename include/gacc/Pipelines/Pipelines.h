@@ -112,6 +112,11 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
       *this, "trace-regions",
       llvm::cl::desc("Mark micro-batch regions with runtime trace calls"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> outlineMicroBatches{
+      *this, "outline-micro-batches",
+      llvm::cl::desc("Lower regions of one size to one loop body or function "
+                     "(kernels and compile time independent of m)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> kernelsOnly{
       *this, "kernels-only",
       llvm::cl::desc("Stop once kernels are outlined, before NVVM and LLVM "
@@ -127,8 +132,7 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
 /// regions of one size and form share one loop or function
 /// (gacc-outline-micro-batches). With `overlapAllReduce`, the runtime
 /// all-reduces of buckets marked `gacc.overlap` become a start and a wait
-/// (gacc-overlap-all-reduce; the CPU runtime has them, the CUDA one does
-/// not yet).
+/// (gacc-overlap-all-reduce; both runtimes have them).
 void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions,
                                  bool reportIndexErrors = true,
                                  bool outlineRegions = false,
