@@ -9,6 +9,12 @@
 
 using namespace mlir;
 
+bool mlir::gacc::isInHostBlock(Operation *op) {
+  Operation *parent = op->getParentOp();
+  return isa_and_nonnull<FunctionOpInterface>(parent) ||
+         (parent && holdsHostWork(parent));
+}
+
 bool mlir::gacc::accessesHostSlot(Operation *access) {
   Value memref;
   if (auto load = dyn_cast<memref::LoadOp>(access))
@@ -32,11 +38,11 @@ bool mlir::gacc::holdsHostWork(Operation *op) {
 
 static void collectHostBlocks(Region &region, SmallVectorImpl<Block *> &out) {
   for (Block &block : region) {
+    out.push_back(&block);
     for (Operation &op : block)
       if (mlir::gacc::holdsHostWork(&op))
         for (Region &nested : op.getRegions())
           collectHostBlocks(nested, out);
-    out.push_back(&block);
   }
 }
 

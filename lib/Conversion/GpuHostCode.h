@@ -12,6 +12,7 @@
 #define GACC_LIB_CONVERSION_GPUHOSTCODE_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace mlir::gacc {
 
@@ -26,8 +27,12 @@ bool accessesHostSlot(Operation *access);
 /// are host code.
 bool holdsHostWork(Operation *op);
 
+/// Returns true when `op` is in a block of host code: a function's, or
+/// one of an op that holds host work.
+bool isInHostBlock(Operation *op);
+
 /// The blocks of host code of `func`: its own, and those of the ops that
-/// hold host work, nested ones before the block that holds them.
+/// hold host work, each block before the blocks nested in it.
 SmallVector<Block *> getHostBlocks(func::FuncOp func);
 
 } // namespace mlir::gacc

@@ -208,10 +208,12 @@ static SmallVector<OpOperand *> getOutsideUses(Value value, Block &block,
 }
 
 /// True when every use can read the value from device memory instead: it is
-/// inside a parallel loop (a future kernel; also one nested in host control
-/// flow such as the loop over the micro-batches, whose blocks are processed
-/// first) or a pure arith/math op of the block (which joins a serial kernel
-/// once it loads its operand).
+/// inside a parallel loop (a future kernel), a pure arith/math op of the
+/// block (which joins a serial kernel once it loads its operand), or a
+/// compute op of a host block nested in this one (in the loop over the
+/// micro-batches of one size; nested blocks are processed after this one,
+/// and the load of the value put before the op joins the op's serial
+/// kernel there).
 static bool canReadOnDevice(ArrayRef<OpOperand *> uses, Block &block) {
   return llvm::all_of(uses, [&](OpOperand *use) {
     Operation *user = use->getOwner();
@@ -220,10 +222,12 @@ static bool canReadOnDevice(ArrayRef<OpOperand *> uses, Block &block) {
       return false;
     if (ancestor == user)
       return isComputeOp(user) && !touchesMemory(user);
-    for (Operation *op = user->getParentOp(); op != ancestor->getParentOp();
-         op = op->getParentOp())
-      if (isa<scf::ParallelOp>(op))
+    for (Operation *op = user; op != ancestor; op = op->getParentOp()) {
+      if (isa<scf::ParallelOp>(op->getParentOp()))
         return true;
+      if (isInHostBlock(op))
+        return isComputeOp(op);
+    }
     return false;
   });
 }
@@ -290,8 +294,10 @@ struct GpuSerialKernelsPass
   void runOnOperation() override {
     GACC_VERIFY_PASS_RESULT();
     WalkResult result = getOperation().walk([&](func::FuncOp func) {
-      // Nested host blocks (the loop over micro-batches) first: the blocks
-      // that hold them then see their serial kernels.
+      // Each block before the host blocks nested in it (the loop over
+      // micro-batches): a value it spills into a nested compute op is
+      // loaded right before that op, and the load joins the op's serial
+      // kernel when the nested block is processed.
       for (Block *block : getHostBlocks(func)) {
         parallelizeAccumulations(*block);
         if (!block->mightHaveTerminator() || !spillEscapingValues(*block))

@@ -502,7 +502,8 @@ struct OutlineMicroBatchesPass
           if (!enough(*form))
             continue;
         }
-        outline(*form, module, symbols, func);
+        if (functions)
+          outline(*form, module, symbols, func);
       }
     }
   }

@@ -37,10 +37,12 @@ void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
                                              bool traceRegions,
                                              bool reportIndexErrors,
                                              bool outlineRegions,
-                                             bool overlapAllReduce) {
+                                             bool overlapAllReduce,
+                                             bool outlineFunctions) {
   if (outlineRegions) {
     OutlineMicroBatchesPassOptions outlineOptions;
     outlineOptions.traceRegions = traceRegions;
+    outlineOptions.functions = outlineFunctions;
     pm.addPass(createOutlineMicroBatchesPass(outlineOptions));
   }
   // One collective per accumulator for bufferization's sake (merged back

@@ -117,15 +117,19 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
                                           const LowerToCUDAOptions &options) {
   // Gather indices are clamped on the GPU, not reported (kernels cannot
   // call the host runtime).
-  // Regions of one size share one loop body or function, as on the CPU
-  // (kernels and compile time independent of m); buckets marked
-  // gacc.overlap start in the final region, in a loop's last iteration
+  // Regions of one size that follow each other share one loop body, as on
+  // the CPU (kernels and compile time independent of m); buckets marked
+  // gacc.overlap start in the final region, in the loop's last iteration
   // (gacc-overlap-all-reduce; gacc-gpu-prepare makes them NCCL calls on the
-  // communication stream).
+  // communication stream). Regions that do not follow each other (sizes
+  // such as 3,1,3,1) stay inline: a shared function would take the scalars
+  // the regions use from outside (a token count computed on the device) as
+  // host arguments.
   buildBufferizedStepPipeline(pm, options.traceRegions,
                               /*reportIndexErrors=*/false,
                               options.outlineMicroBatches,
-                              /*overlapAllReduce=*/true);
+                              /*overlapAllReduce=*/true,
+                              /*outlineFunctions=*/false);
   MatmulToBlasPassOptions blas;
   blas.callee = "gaccrt_cuda_sgemm";
   // A host loop of cuBLAS calls would not become kernels; batch_matmul stays

@@ -21,6 +21,10 @@ checks each one:
    ahead of time (gacc-compile) and run by gacc-run-aot gives gacc-run's
    results.
 
+5. With --cuda, every accepted step is also lowered for CUDA
+   (gacc-lower-to-cuda), translated to LLVM IR and its kernels assembled by
+   ptxas for sm_90 (test/CUDA/Inputs/translate_check.py; no GPU needed).
+
 With --tosa the steps come from gen_tosa_step.py instead: written in TOSA
 ops, lowered by mlir-opt's TOSA passes, and checked the same way (the
 TOSA source is kept next to each step as STEP.tosa.mlir).
@@ -32,7 +36,8 @@ that reproduces them to WORK/failures/.
 
 Usage:
   run.py --gacc-bin=build/bin [--count=N] [--seed=S] [--seeds=a,b] [--gather]
-         [--no-keepdim] [--dynamic] [--tail] [--aot] [--tosa] [--work=DIR]
+         [--no-keepdim] [--dynamic] [--tail] [--aot] [--cuda] [--tosa]
+         [--work=DIR]
          [--timeout=SECONDS] [--verbose]
 
 gacc-check evaluates keepdim (d0, 0) maps. Should it report that it cannot
@@ -59,6 +64,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 import gen_step  # noqa: E402
 import gen_tosa_step  # noqa: E402
 
@@ -244,6 +251,26 @@ def tail_check(args, step, seed, path, opt, check, flags):
             (out[-3000:] + err[-1500:]), samples)
 
 
+def cuda_check(args, step, path):
+    """Lowers the step for CUDA and checks it with translate_check.py:
+    ("PASS", "") or ("CUDA-LOWER", what failed)."""
+    ptxas = os.environ.get("PTXAS", "/usr/local/cuda/bin/ptxas")
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([os.path.abspath(args.gacc_bin),
+                                   "/usr/lib/llvm-22/bin", env["PATH"]])
+    script = os.path.join(ROOT, "test", "CUDA", "Inputs",
+                          "translate_check.py")
+    out_dir = path.replace(".mlir", ".cuda")
+    proc = subprocess.run(
+        [sys.executable, script, ptxas, out_dir, path,
+         gen_step.pipeline_options(step)],
+        capture_output=True, text=True, env=env, timeout=args.timeout)
+    if proc.returncode == 0:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        return "PASS", ""
+    return "CUDA-LOWER", proc.stdout + proc.stderr
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gacc-bin", required=True,
@@ -261,6 +288,10 @@ def main():
                     help="also run every accepted step ahead of time "
                     "(gacc-compile, gacc-run-aot) and compare with the JIT's "
                     "results (by default a tenth of them)")
+    ap.add_argument("--cuda", action="store_true",
+                    help="also lower every accepted step for CUDA, translate "
+                    "it to LLVM IR and assemble its PTX with ptxas "
+                    "($PTXAS, default /usr/local/cuda/bin/ptxas)")
     ap.add_argument("--tosa", action="store_true",
                     help="generate the steps in TOSA (gen_tosa_step.py) and "
                     "lower them with mlir-opt's TOSA passes first")
@@ -346,6 +377,17 @@ def main():
                                                         err[-1500:]))
             continue
 
+        # 1b. the CUDA lowering: complete, translated, assembled
+        if args.cuda:
+            verdict, detail = cuda_check(args, step, path)
+            if verdict != "PASS":
+                counts["failed"] += 1
+                failures.append((verdict, seed, path, detail[-1500:]))
+                print(label + "%s %s\n%s" % (verdict, step.summary,
+                                             detail[-1500:]))
+                continue
+            counts["cuda pass"] += 1
+
         # 2. the compiled step against LibTorch
         ccmd = [check, path] + flags + ["--input-dir=" + indir]
         rc, out, err, secs = run(ccmd, args.timeout)
@@ -427,6 +469,9 @@ def main():
     print()
     print(summary)
     print(summary, file=sys.stderr)  # visible in lit -a under FileCheck
+    if counts["cuda pass"]:
+        print("CUDA lowerings (translated, PTX assembled): %d passed"
+              % counts["cuda pass"])
     if counts["aot pass"]:
         print("ahead-of-time steps (gacc-run-aot = gacc-run): %d passed"
               % counts["aot pass"])

@@ -127,6 +127,96 @@ func.func @spill(%count: memref<i32>, %out: memref<8xf32>) {
 
 // -----
 
+// The loop over the micro-batches of one size holds kernels and calls: it
+// stays on the host and its body is host code of its own. A count read
+// from device memory before the loop is stored to a device scalar there and
+// loaded where the loop body uses it: in a kernel, and before a pure op
+// that then joins the body's serial kernel. The stack slot of a started
+// all-reduce's handle (the last iteration's scf.if) stays host code.
+
+// CHECK-LABEL: func.func @region_loop
+// CHECK-SAME:    (%[[COUNT:.*]]: memref<i32>, %[[A:.*]]: memref<8xf32>, %[[S:.*]]: memref<f32>)
+// CHECK:         %[[SLOT:.*]] = memref.alloca() : memref<i64>
+// CHECK:         %[[SPILL:.*]] = gpu.alloc  () : memref<f32>
+// CHECK:         scf.parallel
+// CHECK-NEXT:      memref.load %[[COUNT]][]
+// CHECK-NEXT:      arith.sitofp
+// CHECK-NEXT:      memref.store %{{.*}}, %[[SPILL]][]
+// CHECK:         scf.for %[[IV:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:      call @gemm(%[[A]])
+// CHECK:           scf.parallel
+// CHECK-NEXT:        %[[F:.*]] = memref.load %[[SPILL]][]
+// CHECK-NEXT:        %[[G:.*]] = arith.mulf %[[F]], %{{.*}}
+// CHECK-NEXT:        %[[V:.*]] = memref.load %[[S]][]
+// CHECK-NEXT:        %[[W:.*]] = arith.addf %[[V]], %[[G]]
+// CHECK-NEXT:        memref.store %[[W]], %[[S]][]
+// CHECK:           scf.parallel (%[[I:.*]]) =
+// CHECK-NEXT:        %[[F2:.*]] = memref.load %[[SPILL]][]
+// CHECK-NEXT:        memref.store %[[F2]], %[[A]][%[[I]]]
+// CHECK:           %[[LAST:.*]] = arith.cmpi eq, %[[IV]]
+// CHECK-NEXT:      scf.if %[[LAST]] {
+// CHECK-NEXT:        %[[H:.*]] = func.call @start()
+// CHECK-NEXT:        memref.store %[[H]], %[[SLOT]][]
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[H2:.*]] = memref.load %[[SLOT]][]
+// CHECK-NEXT:    call @wait(%[[H2]])
+// CHECK-NEXT:    gpu.dealloc  %[[SPILL]]
+// CHECK-NEXT:    return
+func.func private @gemm(memref<8xf32>)
+func.func private @start() -> i64
+func.func private @wait(i64)
+func.func @region_loop(%count: memref<i32>, %a: memref<8xf32>, %s: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %half = arith.constant 0.5 : f32
+  %slot = memref.alloca() : memref<i64>
+  %c = memref.load %count[] : memref<i32>
+  %f = arith.sitofp %c : i32 to f32
+  scf.for %iv = %c0 to %c4 step %c1 {
+    func.call @gemm(%a) : (memref<8xf32>) -> ()
+    %g = arith.mulf %f, %half : f32
+    %v = memref.load %s[] : memref<f32>
+    %w = arith.addf %v, %g : f32
+    memref.store %w, %s[] : memref<f32>
+    scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+      memref.store %f, %a[%i] : memref<8xf32>
+    }
+    %last = arith.cmpi eq, %iv, %c3 : index
+    scf.if %last {
+      %h = func.call @start() : () -> i64
+      memref.store %h, %slot[] : memref<i64>
+    }
+  }
+  %h2 = memref.load %slot[] : memref<i64>
+  call @wait(%h2) : (i64) -> ()
+  return
+}
+
+// -----
+
+// A device scalar that a host op in the loop's body needs (here a call's
+// operand) cannot move.
+
+func.func private @host(f32)
+func.func @region_loop_escapes(%s: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  // expected-error @below {{computes a value used outside its serial kernel; cannot move it to the GPU}}
+  %v = memref.load %s[] : memref<f32>
+  scf.for %iv = %c0 to %c4 step %c1 {
+    // expected-note @below {{used here}}
+    func.call @host(%v) : (f32) -> ()
+  }
+  return
+}
+
+// -----
+
 // A value computed from device memory and used by the host cannot move.
 
 func.func @escapes(%s: memref<f32>) -> f32 {

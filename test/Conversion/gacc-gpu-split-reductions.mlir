@@ -164,3 +164,32 @@ func.func @kept(%x: memref<64x10xf32>, %m: memref<64xf32>, %y: memref<8192x4xf32
   }
   return
 }
+
+// -----
+
+// The same full sum in the loop over the micro-batches of one size (host
+// control flow: it holds a cuBLAS call) is split there too; the loop stays.
+
+// CHECK-LABEL: func.func @in_region_loop
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:      call @gemm
+// CHECK:           scf.parallel (%{{.*}}) = (%{{.*}}) to (%c128) step (%{{.*}}) {
+// CHECK:             memref.atomic_rmw addf
+// CHECK:         return
+func.func private @gemm(memref<1024xf32>)
+func.func @in_region_loop(%a: memref<1024xf32>, %s: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c1024 = arith.constant 1024 : index
+  scf.for %r = %c0 to %c4 step %c1 {
+    func.call @gemm(%a) : (memref<1024xf32>) -> ()
+    scf.for %i = %c0 to %c1024 step %c1 {
+      %x = memref.load %a[%i] : memref<1024xf32>
+      %acc = memref.load %s[] : memref<f32>
+      %sum = arith.addf %acc, %x : f32
+      memref.store %sum, %s[] : memref<f32>
+    }
+  }
+  return
+}

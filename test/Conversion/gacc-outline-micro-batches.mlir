@@ -6,6 +6,7 @@
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=8" --gacc-lower-to-cpu | FileCheck %s --check-prefix=LLVM-OVERLAP
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batch-sizes=2,1,2,1,2" --gacc-outline-micro-batches | FileCheck %s --check-prefix=INTERLEAVED
 // RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batch-sizes=2,1,1,2,2" --gacc-outline-micro-batches | FileCheck %s --check-prefix=LOOP-BETWEEN
+// RUN: gacc-opt %S/../Transforms/Inputs/linear-step.mlir --gacc-pipeline="micro-batch-sizes=2,1,2,1,2" --gacc-outline-micro-batches="functions=false" | FileCheck %s --check-prefix=NO-FUNCTIONS
 
 // One body per micro-batch size (linear-step.mlir, B = 8, sizes 2,2,2,1,1):
 // the identity fills that start the accumulators in region 0 move before it,
@@ -101,6 +102,13 @@
 // INTERLEAVED-NEXT:      tensor.extract_slice %{{.*}}[6, 0] [2, 3] [1, 1]
 // INTERLEAVED-NOT:       func.call @linear_micro_batch
 // INTERLEAVED:       func.func private @linear_micro_batch_2(
+
+// With functions=false (the CUDA lowering), regions that do not follow each
+// other stay inline.
+// NO-FUNCTIONS-LABEL: func.func @linear
+// NO-FUNCTIONS-COUNT-5: gacc.micro_batch
+// NO-FUNCTIONS-NOT:     func.call
+// NO-FUNCTIONS-NOT:     func.func private
 
 // Sizes 2,1,1,2,2: the size-1 regions 1-2 become a loop (built first, the
 // last form first), and the size-2 region after it, outlined with the other

@@ -153,6 +153,9 @@ def OutlineMicroBatchesPass : Pass<"gacc-outline-micro-batches", "ModuleOp"> {
            "Outline a form only when at least this many regions share it">,
     Option<"traceRegions", "trace-regions", "bool", /*default=*/"false",
            "Mark each iteration of a region loop with runtime trace calls">,
+    Option<"functions", "functions", "bool", /*default=*/"true",
+           "Regions of one form that do not follow each other share a "
+           "private function (else they stay inline)">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::scf::SCFDialect",

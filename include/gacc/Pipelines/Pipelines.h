@@ -132,11 +132,14 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
 /// regions of one size and form share one loop or function
 /// (gacc-outline-micro-batches). With `overlapAllReduce`, the runtime
 /// all-reduces of buckets marked `gacc.overlap` become a start and a wait
-/// (gacc-overlap-all-reduce; both runtimes have them).
+/// (gacc-overlap-all-reduce; both runtimes have them). Without
+/// `outlineFunctions`, regions of one form that do not follow each other
+/// stay inline instead of sharing a private function.
 void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions,
                                  bool reportIndexErrors = true,
                                  bool outlineRegions = false,
-                                 bool overlapAllReduce = false);
+                                 bool overlapAllReduce = false,
+                                 bool outlineFunctions = true);
 
 /// Checks the option values of `gacc-lower-to-cuda` (chip, features,
 /// format, tile sizes within the CUDA block limits, an explicit cuda-path
