@@ -4,7 +4,10 @@
 // outlining (which makes one gpu.module per kernel): every kernel moves into
 // the first module under its old module's (unique) name and the launches
 // follow, so a step loads one module, compiled to PTX once, instead of one
-// per kernel.
+// per kernel. A kernel equal to one already there (the same signature,
+// attributes and body: every layer of one width has the same bias + ReLU
+// kernel) is not moved; its launches use the one there, so the PTX does
+// not grow with repeated layers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/raw_ostream.h"
 
 #define DEBUG_TYPE "gacc-gpu-merge-modules"
 
@@ -25,6 +30,19 @@ using namespace mlir;
 using namespace mlir::gacc;
 
 namespace {
+/// The kernel's text without its name: equal for kernels with the same
+/// signature, attributes and body (locations are not printed).
+static std::string getKernelKey(gpu::GPUFuncOp kernel) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  kernel->print(os, OpPrintingFlags().useLocalScope());
+  std::string name = ("@" + kernel.getName() + "(").str();
+  size_t at = text.find(name);
+  if (at != std::string::npos)
+    text.replace(at, name.size() - 1, "@");
+  return text;
+}
+
 struct GpuMergeModulesPass
     : public gacc::impl::GpuMergeModulesPassBase<GpuMergeModulesPass> {
   void runOnOperation() override {
@@ -45,6 +63,10 @@ struct GpuMergeModulesPass
     if (!mergeable(target))
       return;
     SymbolTable targetSymbols(target);
+    // The kernels in the target by their key.
+    llvm::StringMap<StringAttr> kernels;
+    for (gpu::GPUFuncOp kernel : target.getOps<gpu::GPUFuncOp>())
+      kernels.try_emplace(getKernelKey(kernel), kernel.getNameAttr());
     // Old kernel reference -> new one.
     DenseMap<SymbolRefAttr, SymbolRefAttr> renamed;
     for (gpu::GPUModuleOp source : llvm::drop_begin(gpuModules)) {
@@ -55,11 +77,19 @@ struct GpuMergeModulesPass
         auto oldRef =
             SymbolRefAttr::get(source.getSymNameAttr(),
                                {FlatSymbolRefAttr::get(kernel.getNameAttr())});
+        std::string key = getKernelKey(kernel);
+        auto known = kernels.find(key);
+        if (known != kernels.end()) {
+          renamed[oldRef] = SymbolRefAttr::get(
+              target.getSymNameAttr(), {FlatSymbolRefAttr::get(known->second)});
+          continue;
+        }
         kernel->moveBefore(target.getBody(), target.getBody()->end());
         // Unique within the target: the source module's name, else a
         // suffixed one.
         kernel.setName(source.getSymName());
         StringAttr name = targetSymbols.insert(kernel);
+        kernels.try_emplace(key, name);
         renamed[oldRef] = SymbolRefAttr::get(target.getSymNameAttr(),
                                              {FlatSymbolRefAttr::get(name)});
       }
