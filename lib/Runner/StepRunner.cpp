@@ -19,6 +19,8 @@
 #include "gacc/Transforms/Utils.h"
 #include "gaccrt/gaccrt.h"
 #include <dlfcn.h>
+#include <malloc.h>
+#include <sys/mman.h>
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -32,12 +34,15 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
 #include <cassert>
@@ -441,6 +446,24 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
               add(name, address);
         return symbols;
       });
+  // The step is LLVM IR now: MLIR's code is done.
+  if (options.releaseCompilerCode)
+    releaseCompilerCode();
+  // LLVM's optimization and code generation run at the first lookup: here,
+  // so that "compiled in" includes them and the first step does not.
+  auto entry = step->impl->engine->lookupPacked(step->signature.name);
+  if (!entry) {
+    error = "JIT compilation failed: " + llvm::toString(entry.takeError());
+    return nullptr;
+  }
+  // The JIT holds the machine code; the lowered module is no longer needed.
+  // Freed (and the heap trimmed) before the step's buffers exist, so that
+  // the compiler's memory and the step's do not add up in the process's
+  // peak.
+  step->impl->module = nullptr;
+  malloc_trim(0);
+  if (options.releaseCompilerCode)
+    releaseCompilerCode();
   return step;
 }
 
@@ -520,6 +543,72 @@ bool readStepInputs(const CompiledStep &step, const std::string &inputDir,
 std::vector<NpyArray> makeRandomInputs(const CompiledStep &step, uint64_t seed,
                                        int rank) {
   return makeRandomInputs(step.getArgs(), seed, rank);
+}
+
+int64_t releaseCompilerCode() {
+  // The files of libMLIR and libLLVM, from a function each defines.
+  llvm::SmallVector<std::string, 2> files;
+  void (*inMlir)(DialectRegistry &) = &mlir::registerAllDialects;
+  llvm::StringRef (*inLlvm)() = &llvm::sys::getHostCPUName;
+  for (void *address :
+       {reinterpret_cast<void *>(inMlir), reinterpret_cast<void *>(inLlvm)}) {
+    Dl_info info;
+    llvm::SmallString<128> real;
+    if (dladdr(address, &info) && info.dli_fname &&
+        !llvm::sys::fs::real_path(info.dli_fname, real))
+      files.push_back(real.str().str());
+  }
+  auto smaps = llvm::MemoryBuffer::getFileAsStream("/proc/self/smaps");
+  if (files.empty() || !smaps)
+    return 0;
+  // Each mapping: "start-end perms offset dev inode path", then fields.
+  struct Mapping {
+    uintptr_t start = 0, end = 0;
+    bool candidate = false;
+    int64_t rssKb = 0, anonymousKb = 0;
+  };
+  llvm::SmallVector<Mapping> mappings;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*smaps)->getBuffer().split(lines, '\n', -1, false);
+  for (llvm::StringRef line : lines) {
+    llvm::SmallVector<llvm::StringRef, 6> fields;
+    llvm::SplitString(line, fields);
+    if (fields.empty())
+      continue;
+    auto [range, rest] = fields.front().split('-');
+    uintptr_t start, end;
+    if (fields.size() >= 5 && !range.getAsInteger(16, start) &&
+        !rest.getAsInteger(16, end)) {
+      Mapping mapping;
+      mapping.start = start;
+      mapping.end = end;
+      llvm::StringRef perms = fields[1];
+      llvm::StringRef path = fields.size() >= 6 ? fields[5] : "";
+      mapping.candidate = perms.size() == 4 && perms[1] != 'w' &&
+                          perms[3] == 'p' && llvm::is_contained(files, path);
+      mappings.push_back(mapping);
+      continue;
+    }
+    if (mappings.empty() || fields.size() < 2)
+      continue;
+    int64_t kb = 0;
+    if (fields[1].getAsInteger(10, kb))
+      continue;
+    if (fields[0] == "Rss:")
+      mappings.back().rssKb = kb;
+    else if (fields[0] == "Anonymous:")
+      mappings.back().anonymousKb = kb;
+  }
+  int64_t released = 0;
+  for (const Mapping &mapping : mappings) {
+    // Only mappings the process never wrote to: their pages are the file's.
+    if (!mapping.candidate || mapping.anonymousKb != 0 || mapping.rssKb == 0)
+      continue;
+    if (madvise(reinterpret_cast<void *>(mapping.start),
+                mapping.end - mapping.start, MADV_DONTNEED) == 0)
+      released += mapping.rssKb * 1024;
+  }
+  return released;
 }
 
 } // namespace gacc

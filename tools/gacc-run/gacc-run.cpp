@@ -128,6 +128,9 @@ int main(int argc, char **argv) {
   StepOptions options = getStepOptionsFromFlags();
   options.blas = !noBlas;
   options.traceRegions = !traceFile.empty();
+  // The compiler's code is not needed while the steps run: its pages leave
+  // the resident set before the step's buffers are allocated.
+  options.releaseCompilerCode = true;
 
   double compileStart = gaccrt_now_us();
   std::string error;

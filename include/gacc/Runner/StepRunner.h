@@ -35,6 +35,11 @@ struct StepOptions : mlir::gacc::GaccPipelineConfig {
   bool traceRegions = true;
   /// "cpu" or "cuda".
   std::string device = "cpu";
+  /// compile(): the compiler's code leaves the resident set
+  /// (releaseCompilerCode) once MLIR has translated the step to LLVM IR and
+  /// again after LLVM's code generation, so that neither part's code adds to
+  /// the other's, nor to the running steps' memory (gacc-run).
+  bool releaseCompilerCode = false;
 };
 
 /// A step compiled for the host.
@@ -133,6 +138,16 @@ bool readStepInputs(const CompiledStep &step, const std::string &dir, int rank,
 /// rate), other state zeros.
 std::vector<NpyArray> makeRandomInputs(const CompiledStep &step, uint64_t seed,
                                        int rank);
+
+/// After compiling: tells the kernel that the compiler's code is not needed
+/// while steps run. The read-only mappings of libMLIR and libLLVM that the
+/// process has not modified (their code and constants: clean pages of the
+/// files, which the kernel would reclaim under memory pressure anyway) leave
+/// the resident set (madvise MADV_DONTNEED); a later call into the compiler
+/// pages its code back in from the files. Mappings with modified pages
+/// (relocated data) are kept. Returns the resident bytes released (0 where
+/// /proc/self/smaps is unavailable).
+int64_t releaseCompilerCode();
 
 } // namespace gacc
 
