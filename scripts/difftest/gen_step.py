@@ -1195,9 +1195,11 @@ def sizes_split(rng, b, m):
     return [e - s for s, e in zip([0] + cuts, cuts + [b])]
 
 
-def generate(seed, gather=False, keepdim=True, dynamic=None):
+def generate(seed, gather=False, keepdim=True, dynamic=None, depth=None):
     """dynamic: the sample dimension is dynamic (`?`) in the IR and the step
-    is compiled with --batch-size; None draws it (a quarter of the steps)."""
+    is compiled with --batch-size; None draws it (a quarter of the steps).
+    depth: the number of layers drawn (default: 1 to 4), for deep steps
+    (bench/compile_time.py --graph random)."""
     rng = random.Random(seed)
     g = Builder(rng, keepdim)
     # Draws added after the generator's first release come from generators
@@ -1253,6 +1255,8 @@ def generate(seed, gather=False, keepdim=True, dynamic=None):
     d = D0
     collapsed = False
     nlayers = rng.randint(1, 4)
+    if depth is not None:
+        nlayers = depth
     for i in range(nlayers):
         last = i == nlayers - 1
         choices = ["linear", "linear", "act", "scale", "pos", "softmax",
@@ -1878,6 +1882,8 @@ def add_generation_arguments(ap):
     ap.add_argument("--dynamic", action="store_true",
                     help="make the sample dimension dynamic (otherwise a "
                     "quarter of the seeds draw it)")
+    ap.add_argument("--depth", type=int,
+                    help="layers drawn (default 1 to 4): deep steps")
 
 
 def main():
@@ -1888,7 +1894,7 @@ def main():
     ap.add_argument("--inputs", help="write the step's inputs to this folder")
     args = ap.parse_args()
     step = generate(args.seed, args.gather, not args.no_keepdim,
-                    True if args.dynamic else None)
+                    True if args.dynamic else None, args.depth)
     if args.output:
         with open(args.output, "w") as f:
             f.write(step.mlir)

@@ -36,8 +36,8 @@ that reproduces them to WORK/failures/.
 
 Usage:
   run.py --gacc-bin=build/bin [--count=N] [--seed=S] [--seeds=a,b] [--gather]
-         [--no-keepdim] [--dynamic] [--tail] [--aot] [--cuda] [--tosa]
-         [--work=DIR]
+         [--no-keepdim] [--dynamic] [--depth=N] [--tail] [--aot] [--cuda]
+         [--tosa] [--work=DIR]
          [--timeout=SECONDS] [--verbose]
 
 gacc-check evaluates keepdim (d0, 0) maps. Should it report that it cannot
@@ -335,7 +335,8 @@ def main():
                 continue
         else:
             step = gen_step.generate(seed, args.gather, not args.no_keepdim,
-                                     True if args.dynamic else None)
+                                     True if args.dynamic else None,
+                                     args.depth)
         name = "step%d" % seed
         path = os.path.join(args.work, name + ".mlir")
         indir = os.path.join(args.work, name + ".in")
@@ -431,7 +432,8 @@ def main():
         if rc == 3 and "cannot evaluate" in err:
             verdict = "UNEVALUATED"   # gacc-check's LibTorch evaluator
             twin = None if args.tosa else gen_step.generate(
-                seed, args.gather, False, True if args.dynamic else None)
+                seed, args.gather, False, True if args.dynamic else None,
+                args.depth)
             if not args.tosa and not args.no_keepdim and \
                     twin.mlir != step.mlir:
                 # gacc-check could not evaluate the step with keepdim maps:
