@@ -1050,7 +1050,9 @@ class Conv1d(Layer):
 class FeatureMax(Layer):
     """y = x - amax(x, dim=-1, keepdim=True) (a max reduction with -inf as
     its init and torch-mlir's keepdim map); VJP dx = dy - [x == max] sum(dy)
-    over the features (no ties in random inputs)."""
+    / count(x == max) over the features: torch's amax splits the gradient
+    evenly among tied maxima (a padded constant can be the maximum several
+    times in deep steps)."""
 
     def fwd(self, g, x):
         g.families.add("amax")
@@ -1063,15 +1065,24 @@ class FeatureMax(Layer):
     def bwd(self, g, dy):
         total = g.keep_reduce([(dy, "id")], lambda ar: ar[0], 0.0, "addf")
 
+        def is_max(ar):
+            eq = g.fresh("s")
+            g.emit("%s = arith.cmpf oeq, %s, %s : f32" % (eq, ar[0], ar[1]))
+            return g.op("arith.select %s, %s, %s" % (
+                eq, g.scalar_const(1.0), g.scalar_const(0.0)))
+        count = g.keep_reduce([(self.x, "id"), (self.m, "keep")], is_max, 0.0,
+                              "addf")
+
         def body(ar, o):
-            d, x, m, t = ar
+            d, x, m, t, c = ar
             eq = g.fresh("s")
             g.emit("%s = arith.cmpf oeq, %s, %s : f32" % (eq, x, m))
-            hit = g.op("arith.select %s, %s, %s" % (eq, t,
+            share = g.op("arith.divf %s, %s" % (t, c))
+            hit = g.op("arith.select %s, %s, %s" % (eq, share,
                                                      g.scalar_const(0.0)))
             return g.op("arith.subf %s, %s" % (d, hit))
         return g.ew([(dy, "id"), (self.x, "id"), (self.m, "keep"),
-                     (total, "keep")], body)
+                     (total, "keep"), (count, "keep")], body)
 
 
 class TokenMean(Layer):
