@@ -3,7 +3,7 @@
 
   bench/compile_time.py [--full] [--depths 10,50,...] [--ms 1,8,...]
                         [--width 64] [--batch 64] [--timeout 120]
-                        [--lower cpu|cuda]
+                        [--lower cpu|cuda] [--graph mlp|random]
 
 Generates MLPs with bench/gen_mlp.py (DEPTH layers of width WIDTH, 10
 classes, SGD in the step, an average all-reduce per gradient), runs
@@ -19,6 +19,11 @@ shared machine the CPU seconds are the number to compare. Two sweeps: depth at a
 The batch is max(BATCH, M) so that every region has a sample. At the end it
 fits time = c * x^k by least squares on log-log and prints the growth
 exponents k in depth and in m, plus the issue's target points.
+
+--graph random: deep random steps of scripts/difftest/gen_step.py instead
+(--depth DEPTH layers of every kind it draws: softmax, layer norm, residuals,
+token mixing, Conv1d, pads and slices, ...; widths 2-6; its seed 6, a batch
+of 6 samples), the depth sweep only, at micro-batches=2.
 
 Default: a subset that runs in a few minutes on a 2-core machine; --full
 sweeps depth 10..400 and m 1..256. Environment: GACC_BUILD_DIR (default
@@ -66,6 +71,17 @@ def measure(gacc_opt, graph, m, timeout, lower):
             proc.returncode == 0)
 
 
+def generate_random(tmp, depth):
+    path = os.path.join(tmp, f"random-{depth}.mlir")
+    if not os.path.exists(path):
+        subprocess.run([sys.executable,
+                        os.path.join(ROOT, "scripts", "difftest",
+                                     "gen_step.py"),
+                        "--seed", "6", "--depth", str(depth), "-o", path],
+                       check=True, stderr=subprocess.DEVNULL)
+    return path
+
+
 def generate(tmp, depth, width, batch):
     path = os.path.join(tmp, f"mlp-{depth}x{width}-b{batch}.mlir")
     if not os.path.exists(path):
@@ -105,6 +121,9 @@ def main():
                    help="seconds per point (default 120)")
     p.add_argument("--lower", choices=["cpu", "cuda"], default="cpu",
                    help="the lowering to time (default cpu)")
+    p.add_argument("--graph", choices=["mlp", "random"], default="mlp",
+                   help="deep MLPs (default) or deep random steps of "
+                   "gen_step.py (depth sweep only, m = 2)")
     p.add_argument("--no-targets", action="store_true",
                    help="skip the 400-layer m=256 target point")
     args = p.parse_args()
@@ -125,10 +144,20 @@ def main():
     if args.ms:
         ms = [int(v) for v in args.ms.split(",")]
 
-    print(f"gacc-opt --gacc-pipeline=micro-batches=M "
-          f"--gacc-lower-to-{args.lower}; "
-          f"MLP width {args.width}, batch max({args.batch}, M), "
-          f"{os.cpu_count()} CPUs")
+    random_graph = args.graph == "random"
+    if random_graph:
+        # The random step's batch is its seed's (6 samples): m = 2 only.
+        args.depth_m = 2
+        if not args.depths:
+            depths = [50, 100, 200, 400]
+        print(f"gacc-opt --gacc-pipeline=micro-batches=2 "
+              f"--gacc-lower-to-{args.lower}; random steps of gen_step.py "
+              f"(seed 6, batch 6), {os.cpu_count()} CPUs")
+    else:
+        print(f"gacc-opt --gacc-pipeline=micro-batches=M "
+              f"--gacc-lower-to-{args.lower}; "
+              f"MLP width {args.width}, batch max({args.batch}, M), "
+              f"{os.cpu_count()} CPUs")
     print()
     print("| depth | m | batch | seconds | CPU seconds | peak RSS (MiB) |")
     print("|---|---|---|---|---|---|")
@@ -137,8 +166,9 @@ def main():
         def point(depth, m):
             if (depth, m) in results:
                 return results[(depth, m)]
-            batch = max(args.batch, m)
-            graph = generate(tmp, depth, args.width, batch)
+            batch = 6 if random_graph else max(args.batch, m)
+            graph = (generate_random(tmp, depth) if random_graph else
+                     generate(tmp, depth, args.width, batch))
             seconds, cpu, rss, ok = measure(gacc_opt, graph, m, args.timeout,
                                          args.lower)
             mark = "" if ok else (" (timeout)" if seconds >= args.timeout
@@ -154,17 +184,20 @@ def main():
             if ok:
                 depth_points.append((depth, seconds))
         m_points = []
-        for m in ms:
+        for m in [] if random_graph else ms:
             seconds, _, ok = point(args.m_depth, m)
             if ok:
                 m_points.append((m, seconds))
-        targets = [(100, 8)] + ([] if args.no_targets else [(400, 256)])
+        targets = [] if random_graph else [(100, 8)] + (
+            [] if args.no_targets else [(400, 256)])
         for depth, m in targets:
             point(depth, m)
 
     print()
     print(f"growth exponent in depth (m = {args.depth_m}): "
           f"{fit_exponent(depth_points):.2f}  (target <= 1.2)")
+    if random_graph:
+        return
     print(f"growth exponent in m (depth = {args.m_depth}): "
           f"{fit_exponent(m_points):.2f}  (target <= 0.2)")
     s, rss, ok = results[(100, 8)]
