@@ -448,7 +448,7 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
       });
   // The step is LLVM IR now: MLIR's code is done.
   if (options.releaseCompilerCode)
-    releaseCompilerCode();
+    step->releasedCompilerBytes += releaseCompilerCode();
   // LLVM's optimization and code generation run at the first lookup: here,
   // so that "compiled in" includes them and the first step does not.
   auto entry = step->impl->engine->lookupPacked(step->signature.name);
@@ -463,7 +463,7 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
   step->impl->module = nullptr;
   malloc_trim(0);
   if (options.releaseCompilerCode)
-    releaseCompilerCode();
+    step->releasedCompilerBytes += releaseCompilerCode();
   return step;
 }
 

@@ -174,7 +174,9 @@ int main(int argc, char **argv) {
                  << ", " << step->getSignature().split << ", " << world
                  << " rank" << (world == 1 ? "" : "s") << " ("
                  << gaccrt_backend_name() << "), compiled in "
-                 << llvm::format("%.0f", compileMs) << " ms\n";
+                 << llvm::format("%.0f", compileMs) << " ms ("
+                 << (step->getReleasedCompilerBytes() >> 20)
+                 << " MiB of compiler code released)\n";
   }
 
   // The inputs are copied into the step's buffers once; updated parameters

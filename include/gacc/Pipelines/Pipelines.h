@@ -114,8 +114,9 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
       llvm::cl::init(true)};
   PassOptions::Option<bool> outlineMicroBatches{
       *this, "outline-micro-batches",
-      llvm::cl::desc("Lower regions of one size to one loop body or function "
-                     "(kernels and compile time independent of m)"),
+      llvm::cl::desc("Lower regions of one size that follow each other to "
+                     "one loop body (kernels and compile time independent "
+                     "of m)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> kernelsOnly{
       *this, "kernels-only",

@@ -62,8 +62,13 @@ public:
                                              const StepOptions &options,
                                              std::string &error);
 
-  /// The lowered module (a `builtin.module` in the LLVM dialect).
+  /// The lowered module (a `builtin.module` in the LLVM dialect) of lower();
+  /// null after compile(), whose JIT holds the machine code instead.
   mlir::Operation *getLoweredModule() const;
+
+  /// compile() with StepOptions::releaseCompilerCode: the resident bytes of
+  /// compiler code it released (releaseCompilerCode), else 0.
+  int64_t getReleasedCompilerBytes() const { return releasedCompilerBytes; }
 
   const StepSignature &getSignature() const { return signature; }
   const std::string &getName() const { return signature.name; }
@@ -120,6 +125,7 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl;
   bool cuda = false;
+  int64_t releasedCompilerBytes = 0;
   StepSignature signature;
 };
 
