@@ -36,20 +36,22 @@ python3 bench/gen_mlp.py --batch "$BATCH" --dims "$DIMS" > "$tmp/mlp.mlir"
 export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
 
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || echo unknown)
-# gaccrt's GEMM libraries (runtime/README.md#gemm): oneDNN for the forward
-# and backward-data GEMMs (and the weight gradients of micro-batches of 512
-# or more) with one thread on AVX-512, OpenBLAS otherwise.
-gemm="OpenBLAS"
-if [ "${GACCRT_GEMM:-onednn}" = onednn ] && [ "$THREADS" = 1 ] &&
-  grep -qw avx512bw /proc/cpuinfo && [ -e /usr/include/oneapi/dnnl/dnnl.h ]; then
-  gemm="oneDNN (forward, backward-data; weight gradients with b >= 512) + OpenBLAS (the rest)"
-fi
+# gaccrt's GEMM libraries (runtime/README.md#gemm): by default ("auto") each
+# GEMM shape is timed on oneDNN and OpenBLAS in its first calls and keeps the
+# faster one (oneDNN only with one thread on AVX-512); "onednn" is a fixed
+# shape rule. What each m's step ended up with is printed after the table.
+case "${GACCRT_GEMM:-auto}" in
+  auto) gemm="oneDNN or OpenBLAS per shape, timed in the first calls (auto)" ;;
+  onednn) gemm="oneDNN (forward, backward-data; weight gradients with b >= 512) + OpenBLAS (the rest) where oneDNN can run" ;;
+  *) gemm="OpenBLAS" ;;
+esac
 echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas, gacc runner: $RUNNER, gacc GEMMs: $gemm, LibTorch GEMMs: the BLAS"
 echo "best of $ROUNDS alternating runs of the median of $STEPS steps after $WARMUP warm-up steps; RSS = peak resident set of the whole process (/usr/bin/time -v)"
 echo
 echo "| m | b | gacc ms/step | torch ms/step | gacc / torch | gacc peak RSS | torch peak RSS | gacc accounted peak |"
 echo "|---|---|---|---|---|---|---|---|"
 best() { python3 -c "import sys; print(min(float(v) for v in sys.argv[1:]))" "$@"; }
+libs=()
 for m in $MS; do
   gs=() ts=()
   if [ "$RUNNER" = aot ]; then
@@ -75,4 +77,29 @@ for m in $MS; do
   trss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$tmp/torch.time")
   ratio=$(python3 -c "print(f'{$g / $t:.2f}')")
   echo "| $m | $((BATCH / m)) | $g | $t | $ratio | $((grss / 1024)) MiB | $((trss / 1024)) MiB | $acc |"
+  # Which library ran which GEMMs (a short traced run; not timed).
+  "${gacc[@]}" --steps=4 --quiet --trace="$tmp/trace.json"
+  libs+=("m = $m: $(python3 - "$tmp/trace.json" <<'PY'
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+# After the last decision of "auto" (none with another choice): the calls
+# of the tuned steps.
+decided = max([e["ts"] for e in events if e.get("cat") == "gemm-tuning"],
+              default=-1)
+groups = {}
+for e in events:
+    if e.get("cat") not in ("gemm", "accumulate") or e["ts"] <= decided:
+        continue
+    a = e["args"]
+    role = ("n < 64" if a["n"] < 64
+            else "weight gradients" if e["cat"] == "accumulate" or a["trans_a"]
+            else "forward/backward-data")
+    groups.setdefault(role, set()).add(a["library"])
+print("; ".join("%s: %s" % (k, "+".join(sorted(v)))
+                for k, v in sorted(groups.items())))
+PY
+)")
 done
+echo
+echo "gacc's GEMM libraries (trace of 4 steps, after the last tuning decision):"
+for line in "${libs[@]}"; do echo "- $line"; done

@@ -7,7 +7,9 @@
 // transposed, column-major layout); anything else goes through a contiguous
 // copy. The compiled accumulation `acc += x^T g` is the beta = 1 case and is
 // traced as "accumulate". The library is chosen by gaccrt_set_gemm_library
-// or GACCRT_GEMM (default: oneDNN when libdnnl.so.2 can be loaded).
+// or GACCRT_GEMM (default "auto" when libdnnl.so.2 can be loaded: each GEMM
+// shape is timed with both libraries in its first calls and keeps the
+// faster one).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 using namespace gaccrt;
@@ -96,7 +99,9 @@ void scale(float *c, int64_t rows, int64_t cols, int64_t stride0,
     }
 }
 
-enum class Library { Unset, Onednn, Openblas };
+/// Auto: oneDNN or OpenBLAS per GEMM shape, timed in its first calls.
+/// Onednn: the fixed shape rule of prefersOnednn. Openblas: OpenBLAS alone.
+enum class Library { Unset, Auto, Onednn, Openblas };
 
 std::atomic<Library> chosenLibrary{Library::Unset};
 
@@ -107,6 +112,8 @@ Library parseLibrary(const char *name) {
     return Library::Openblas;
   if (std::strcmp(name, "onednn") == 0 && onednnAvailable())
     return Library::Onednn;
+  if (std::strcmp(name, "auto") == 0)
+    return onednnAvailable() ? Library::Auto : Library::Openblas;
   return Library::Unset;
 }
 
@@ -118,8 +125,9 @@ std::string gaccrt::checkGemmLibraryEnv() {
     return "";
   return std::string("GACCRT_GEMM must be ") +
          (onednnAvailable()
-              ? "'onednn' or 'openblas'"
-              : "'openblas' (oneDNN's libdnnl.so.2 is not available)") +
+              ? "'auto', 'onednn' or 'openblas'"
+              : "'auto' or 'openblas' (oneDNN's libdnnl.so.2 is not "
+                "available)") +
          ", got '" + env + "'";
 }
 
@@ -129,7 +137,7 @@ Library library() {
   Library current = chosenLibrary.load(std::memory_order_relaxed);
   if (current != Library::Unset)
     return current;
-  Library initial = onednnAvailable() ? Library::Onednn : Library::Openblas;
+  Library initial = onednnAvailable() ? Library::Auto : Library::Openblas;
   if (const char *env = std::getenv("GACCRT_GEMM"); env && *env) {
     initial = parseLibrary(env);
     if (initial == Library::Unset)
@@ -139,17 +147,20 @@ Library library() {
   return chosenLibrary.load(std::memory_order_relaxed);
 }
 
-/// Whether oneDNN is the faster library for C = op(A) * op(B) with n columns
-/// and inner size k, as measured in a training step on AVX-512
-/// (bench/README.md): its brgemm kernels win 1.1-1.3x when op(A) is A
-/// itself (the forward and the backward-data GEMMs, b x N x K) and about
+/// The shape rule ("onednn", and the tie-break of "auto"): whether oneDNN
+/// is the faster library for C = op(A) * op(B) with n columns and inner
+/// size k, as measured in a training step on a Zen 4 CPU (AVX-512 on
+/// 256-bit units; bench/README.md): its brgemm kernels win 1.1-1.3x when op(A)
+/// is A itself (the forward and the backward-data GEMMs, b x N x K) and about
 /// 1.05x for the weight-gradient GEMMs (op(A) = A^T) of large micro-batches
 /// (k >= 512), but lose for those of smaller ones (k <= 256: oneDNN
 /// transposes the activation in every call) and when C has few columns (the
 /// logits layer). Only with one GEMM thread: with more, OpenMP's threads
 /// (oneDNN) and OpenBLAS's spin against each other between calls and the
 /// step gets 1.2-2x slower than with OpenBLAS alone. Without brgemm (no
-/// AVX-512) onednnSgemm declines and OpenBLAS runs everything.
+/// AVX-512) onednnSgemm declines and OpenBLAS runs everything. Other CPUs
+/// differ (on Zen 5 oneDNN also wins the small weight gradients, by
+/// 1.4-1.6x), which is why "auto" times each shape.
 bool prefersOnednn(const Operand &a, int64_t n, int64_t k) {
   return n >= 64 && (!a.transposed || k >= 512) && gemmThreads() == 1;
 }
@@ -158,38 +169,184 @@ bool prefersOnednn(const Operand &a, int64_t n, int64_t k) {
 /// and gaccrt_internal_last_gemm_library).
 thread_local const char *lastLibrary = "none";
 
-/// One GEMM on row-major-describable operands: oneDNN when chosen, faster
-/// and able, else OpenBLAS. `cColStride` is 1 (row-major C).
-void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
-                   int64_t k, float alpha, float beta, float *c,
-                   int64_t cRowStride) {
-  // The shape rule first: where it says OpenBLAS (e.g. several threads),
-  // libdnnl.so.2 is never loaded.
-  if (prefersOnednn(a, n, k) && library() == Library::Onednn) {
-    GemmArgs args;
-    args.m = m;
-    args.n = n;
-    args.k = k;
-    args.alpha = alpha;
-    args.beta = beta;
-    args.a = a.data;
-    args.aRowStride = a.transposed ? 1 : a.ld;
-    args.aColStride = a.transposed ? a.ld : 1;
-    args.b = b.data;
-    args.bRowStride = b.transposed ? 1 : b.ld;
-    args.bColStride = b.transposed ? b.ld : 1;
-    args.c = c;
-    args.cRowStride = cRowStride;
-    args.cColStride = 1;
-    if (onednnSgemm(args)) {
-      lastLibrary = "onednn";
-      return;
-    }
-  }
+/// Runs the GEMM through oneDNN; false (nothing written) when oneDNN has no
+/// brgemm kernel for it.
+bool runOnednn(const Operand &a, const Operand &b, int64_t m, int64_t n,
+               int64_t k, float alpha, float beta, float *c,
+               int64_t cRowStride) {
+  GemmArgs args;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.alpha = alpha;
+  args.beta = beta;
+  args.a = a.data;
+  args.aRowStride = a.transposed ? 1 : a.ld;
+  args.aColStride = a.transposed ? a.ld : 1;
+  args.b = b.data;
+  args.bRowStride = b.transposed ? 1 : b.ld;
+  args.bColStride = b.transposed ? b.ld : 1;
+  args.c = c;
+  args.cRowStride = cRowStride;
+  args.cColStride = 1;
+  if (!onednnSgemm(args))
+    return false;
+  lastLibrary = "onednn";
+  return true;
+}
+
+void runOpenblas(const Operand &a, const Operand &b, int64_t m, int64_t n,
+                 int64_t k, float alpha, float beta, float *c,
+                 int64_t cRowStride) {
   lastLibrary = "openblas";
   cblas_sgemm(CblasRowMajor, toBlas(a.transposed), toBlas(b.transposed), int(m),
               int(n), int(k), alpha, a.data, int(a.ld), b.data, int(b.ld), beta,
               c, int(cRowStride));
+}
+
+//===----------------------------------------------------------------------===//
+// "auto": per-shape tuning
+//===----------------------------------------------------------------------===//
+
+/// A GEMM as the libraries see it: sizes, transposes, leading dimensions
+/// and whether C is read (beta != 0, oneDNN's sum post-op).
+struct GemmKey {
+  int64_t m, n, k, lda, ldb, ldc;
+  bool transA, transB, readsC;
+  bool operator==(const GemmKey &other) const {
+    return m == other.m && n == other.n && k == other.k && lda == other.lda &&
+           ldb == other.ldb && ldc == other.ldc && transA == other.transA &&
+           transB == other.transB && readsC == other.readsC;
+  }
+};
+
+struct GemmKeyHash {
+  size_t operator()(const GemmKey &key) const {
+    size_t h = 0;
+    for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc,
+                      int64_t(key.transA) | int64_t(key.transB) << 1 |
+                          int64_t(key.readsC) << 2})
+      h = h * 1000003u ^ std::hash<int64_t>()(v);
+    return h;
+  }
+};
+
+/// Timed calls per library before a shape's choice is made, after one
+/// untimed warm-up call each (oneDNN creates its primitive in its first).
+constexpr int kTimedCallsPerLibrary = 4;
+/// The library the shape rule does not pick must be at least this much
+/// faster (ratio of the fastest timed calls) to take the shape over: near-ties
+/// keep the rule's choice, so that it does not flip with a machine's noise.
+constexpr double kTakeOverRatio = 0.9;
+/// Smaller GEMMs (in multiply-adds) follow the rule: their few microseconds
+/// are too noisy to time and too short to matter.
+constexpr int64_t kMinTunedMacs = int64_t(1) << 20;
+
+struct GemmTuning {
+  int calls = 0;
+  double onednnUs[kTimedCallsPerLibrary] = {};
+  double openblasUs[kTimedCallsPerLibrary] = {};
+  int onednnTimed = 0, openblasTimed = 0;
+  /// Set once decided.
+  bool decided = false, useOnednn = false;
+};
+
+/// Per thread, as oneDNN's primitives: no locking on the GEMM path.
+thread_local std::unordered_map<GemmKey, GemmTuning, GemmKeyHash> tunings;
+/// The trace arguments of a decision the current gaccrt_sgemm made (traced
+/// there as a "gemm-tuning" event, under the caller's sizes); "" if none.
+thread_local std::string pendingDecision;
+
+/// The fastest call: the early calls of a step are slowed down by first
+/// touches and other work on the machine, never sped up.
+double fastest(const double *values, int count) {
+  return *std::min_element(values, values + count);
+}
+
+/// Decides `tuning` from its timed calls (see pendingDecision).
+void decide(GemmTuning &tuning, bool ruleOnednn) {
+  double onednn = fastest(tuning.onednnUs, tuning.onednnTimed);
+  double openblas = fastest(tuning.openblasUs, tuning.openblasTimed);
+  tuning.decided = true;
+  tuning.useOnednn = ruleOnednn ? !(openblas < kTakeOverRatio * onednn)
+                                : onednn < kTakeOverRatio * openblas;
+  if (traceEnabled())
+    pendingDecision = "\"onednn_us\": " + std::to_string(onednn) +
+                      ", \"openblas_us\": " + std::to_string(openblas) +
+                      ", \"rule\": \"" + (ruleOnednn ? "onednn" : "openblas") +
+                      "\", \"library\": \"" +
+                      (tuning.useOnednn ? "onednn" : "openblas") + "\"";
+}
+
+/// "auto": the shape's first call runs oneDNN, its second OpenBLAS (both
+/// untimed warm-ups), the next 2 * kTimedCallsPerLibrary alternate in the
+/// Thue-Morse order (ABBABAAB: neither library always gets the same position
+/// in a step that repeats the shape) and are timed; then the faster library
+/// (see kTakeOverRatio) runs every later call of the shape on this thread.
+void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
+                int64_t k, float alpha, float beta, float *c,
+                int64_t cRowStride) {
+  bool ruleOnednn = prefersOnednn(a, n, k);
+  GemmKey key{
+      m,           n, k, a.ld, b.ld, cRowStride, a.transposed, b.transposed,
+      beta != 0.0f};
+  GemmTuning &tuning = tunings[key];
+  if (tuning.decided) {
+    if (!tuning.useOnednn ||
+        !runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride))
+      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  int call = tuning.calls++;
+  if (call == 0) {
+    if (!runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride)) {
+      // No brgemm kernel for this layout: OpenBLAS from now on.
+      tuning.decided = true;
+      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    }
+    return;
+  }
+  if (call == 1) {
+    runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  int timed = call - 2;
+  bool onednn = __builtin_popcount(unsigned(timed)) % 2 == 0;
+  double start = gaccrt_now_us();
+  if (onednn)
+    runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride);
+  else
+    runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+  double us = gaccrt_now_us() - start;
+  if (onednn)
+    tuning.onednnUs[tuning.onednnTimed++] = us;
+  else
+    tuning.openblasUs[tuning.openblasTimed++] = us;
+  if (timed + 1 == 2 * kTimedCallsPerLibrary)
+    decide(tuning, ruleOnednn);
+}
+
+/// One GEMM on row-major-describable operands through the chosen library
+/// (see Library). `cColStride` is 1 (row-major C).
+void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
+                   int64_t k, float alpha, float beta, float *c,
+                   int64_t cRowStride) {
+  // With several GEMM threads OpenBLAS runs everything and libdnnl.so.2 is
+  // never loaded: oneDNN's OpenMP threads and OpenBLAS's would spin against
+  // each other between calls.
+  Library chosen = library();
+  if (chosen == Library::Openblas || gemmThreads() != 1) {
+    runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  if (chosen == Library::Auto && m * n * k >= kMinTunedMacs) {
+    tunedSgemm(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  if (prefersOnednn(a, n, k) &&
+      runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride))
+    return;
+  runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
 }
 
 } // namespace
@@ -207,7 +364,14 @@ int32_t gaccrt_set_gemm_library(const char *name) {
 const char *gaccrt_internal_last_gemm_library(void) { return lastLibrary; }
 
 const char *gaccrt_gemm_library(void) {
-  return library() == Library::Onednn ? "onednn" : "openblas";
+  switch (library()) {
+  case Library::Auto:
+    return "auto";
+  case Library::Onednn:
+    return "onednn";
+  default:
+    return "openblas";
+  }
 }
 
 void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
@@ -278,11 +442,19 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
 
   if (tracing) {
     double end = gaccrt_now_us();
-    traceComplete("sgemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                      std::to_string(k),
-                  beta != 0.0f ? "accumulate" : "gemm", start, end - start,
-                  "{\"m\": " + std::to_string(m) + ", \"n\": " +
-                      std::to_string(n) + ", \"k\": " + std::to_string(k) +
-                      ", \"library\": \"" + lastLibrary + "\"}");
+    std::string shape =
+        std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    std::string sizes =
+        "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) +
+        ", \"k\": " + std::to_string(k) + ", \"trans_a\": " + (ta ? "1" : "0") +
+        ", \"trans_b\": " + (tb ? "1" : "0");
+    traceComplete("sgemm " + shape, beta != 0.0f ? "accumulate" : "gemm", start,
+                  end - start,
+                  "{" + sizes + ", \"library\": \"" + lastLibrary + "\"}");
+    if (!pendingDecision.empty()) {
+      traceComplete("gemm choice " + shape, "gemm-tuning", end, 0.0,
+                    "{" + sizes + ", " + pendingDecision + "}");
+      pendingDecision.clear();
+    }
   }
 }

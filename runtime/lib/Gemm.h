@@ -1,9 +1,9 @@
 //===- Gemm.h - gaccrt_sgemm's libraries ----------------------------------===//
 //
 // gaccrt_sgemm runs a GEMM through oneDNN's matmul primitive when oneDNN can
-// be loaded and is the chosen library (the default), and through OpenBLAS
-// otherwise, for shapes where OpenBLAS is faster, or when oneDNN has no fast
-// implementation for the layout. Blas.cpp owns the choice; OnednnGemm.cpp
+// be loaded and is chosen for the shape (timed per shape under "auto", the
+// default, or by a fixed rule under "onednn"), and through OpenBLAS
+// otherwise, or when oneDNN has no fast implementation for the layout. Blas.cpp owns the choice; OnednnGemm.cpp
 // loads oneDNN and calls it.
 //
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -238,6 +239,62 @@ TEST(Sgemm, LibraryChoice) {
     runCase(plain, 16, 10, 32);
     EXPECT_STREQ(gaccrt_internal_last_gemm_library(), "openblas");
   }
+  gaccrt_set_gemm_library(initial.c_str());
+}
+
+TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
+  std::string initial = gaccrt_gemm_library();
+  ASSERT_EQ(gaccrt_set_gemm_library("auto"), 0);
+  const char *threads = std::getenv("OPENBLAS_NUM_THREADS");
+  bool oneThread = threads && std::string(threads) == "1";
+  bool tuning =
+      std::string(gaccrt_gemm_library()) == "auto" && oneThread &&
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") &&
+      !std::getenv("ONEDNN_MAX_CPU_ISA") && !std::getenv("DNNL_MAX_CPU_ISA");
+  // Shapes of at least 2^20 multiply-adds are tuned; each key here is used
+  // by this test only (the tuning state is per thread and per process).
+  Case forward{false,
+               false,
+               0.0f,
+               Layout::Contiguous,
+               Layout::Contiguous,
+               Layout::Contiguous};
+  Case weightGradient{true,
+                      false,
+                      1.0f,
+                      Layout::Contiguous,
+                      Layout::Contiguous,
+                      Layout::Contiguous};
+  for (auto [test, m, n, k] : {std::tuple(forward, 128, 128, 64),
+                               std::tuple(weightGradient, 128, 96, 96)}) {
+    SCOPED_TRACE(describe(test));
+    std::vector<std::string> ran;
+    for (int call = 0; call < 16; ++call) {
+      runCase(test, m, n, k); // every call's result is checked
+      ran.push_back(gaccrt_internal_last_gemm_library());
+    }
+    if (!tuning) {
+      // One thread without AVX-512 (oneDNN declines in the first call),
+      // several threads, or no oneDNN at all: OpenBLAS throughout.
+      for (const std::string &library : ran)
+        EXPECT_EQ(library, "openblas");
+      continue;
+    }
+    // Two warm-up calls, then 8 timed ones in Thue-Morse order (o: oneDNN,
+    // b: OpenBLAS), then the chosen library for good.
+    const char *order = "obobboboob";
+    for (int call = 0; call < 10; ++call)
+      EXPECT_EQ(ran[size_t(call)], order[call] == 'o' ? "onednn" : "openblas")
+          << "call " << call;
+    for (int call = 11; call < 16; ++call)
+      EXPECT_EQ(ran[size_t(call)], ran[10]) << "call " << call;
+  }
+  // Smaller shapes follow the fixed rule without timing.
+  runCase(forward, 16, 96, 32);
+  EXPECT_STREQ(gaccrt_internal_last_gemm_library(),
+               tuning ? "onednn" : "openblas");
   gaccrt_set_gemm_library(initial.c_str());
 }
 

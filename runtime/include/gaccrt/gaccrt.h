@@ -216,18 +216,21 @@ GACCRT_API void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha,
                              int64_t cSize0, int64_t cSize1, int64_t cStride0,
                              int64_t cStride1);
 
-/** Chooses the library of gaccrt_sgemm: "onednn" (oneDNN's matmul
- *  primitive, the default when gaccrt was built with oneDNN's header and
- *  libdnnl.so.2 loads) or "openblas". The environment variable GACCRT_GEMM
- *  sets the initial choice (gaccrt_init rejects an unknown name there).
- *  Returns 0, or -1 and changes nothing for an unknown name or "onednn"
- *  when oneDNN is not available. GEMMs use OpenBLAS's thread count
- *  (OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS, then the number of cores). */
+/** Chooses the library of gaccrt_sgemm: "auto" (the default when gaccrt was
+ *  built with oneDNN's header and libdnnl.so.2 loads: each GEMM shape runs
+ *  on oneDNN's matmul primitive and on OpenBLAS in its first calls, timed,
+ *  then on the faster one), "onednn" (a fixed rule per shape: oneDNN's
+ *  matmul where it was measured faster, OpenBLAS elsewhere) or "openblas".
+ *  The environment variable GACCRT_GEMM sets the initial choice (gaccrt_init
+ *  rejects an unknown name there). Returns 0, or -1 and changes nothing for
+ *  an unknown name or "onednn" when oneDNN is not available ("auto" is then
+ *  "openblas"). GEMMs use OpenBLAS's thread count (OPENBLAS_NUM_THREADS,
+ *  then OMP_NUM_THREADS, then the number of cores); with more than one
+ *  thread OpenBLAS runs every GEMM. */
 GACCRT_API int32_t gaccrt_set_gemm_library(const char *name);
-/** The library chosen for gaccrt_sgemm: "onednn" or "openblas". With
- *  "onednn", GEMMs where oneDNN was measured slower (narrow outputs, the
- *  weight gradients of small micro-batches, more than one thread) or that
- *  it has no brgemm kernel for (no AVX-512) still go to OpenBLAS. */
+/** The library chosen for gaccrt_sgemm: "auto", "onednn" or "openblas".
+ *  With "auto" and "onednn", GEMMs that oneDNN has no brgemm kernel for (no
+ *  AVX-512) or that run on more than one thread go to OpenBLAS. */
 GACCRT_API const char *gaccrt_gemm_library(void);
 
 #ifdef __cplusplus

@@ -1,9 +1,12 @@
-"""Runs one generated MLP with gaccrt_sgemm on oneDNN (the default) and on
-OpenBLAS (GACCRT_GEMM=openblas): the losses of every step agree, and the
-traces show which library ran each GEMM (oneDNN for the forward and
+"""Runs one generated MLP with gaccrt_sgemm's shape rule (GACCRT_GEMM=onednn)
+and on OpenBLAS (GACCRT_GEMM=openblas): the losses of every step agree, and
+the traces show which library ran each GEMM (oneDNN for the forward and
 backward-data GEMMs with n >= 64 on CPUs with AVX-512, OpenBLAS for the
 weight gradients and the logits layer; only OpenBLAS when it is chosen or
-when GEMMs run on two threads).
+when GEMMs run on two threads). Then a larger MLP with the default, "auto":
+each GEMM shape of at least 2^20 multiply-adds is decided once (a
+"gemm-tuning" trace event) after 10 calls, and every later call of the shape
+runs the library decided; the losses agree with OpenBLAS's.
 
   gemm_libraries.py GACC_RUN GEN_MLP WORKDIR
 """
@@ -14,32 +17,43 @@ import subprocess
 import sys
 
 gacc_run, gen_mlp, work = sys.argv[1:4]
-graph = os.path.join(work, "mlp.mlir")
-with open(graph, "w") as out:
-    subprocess.run([sys.executable, gen_mlp, "--batch", "64", "--dims",
-                    "96,128,128,10"], stdout=out, check=True)
+def generate(name, batch, dims):
+    path = os.path.join(work, name)
+    with open(path, "w") as out:
+        subprocess.run([sys.executable, gen_mlp, "--batch", batch, "--dims",
+                        dims], stdout=out, check=True)
+    return path
 
 
-def run(library, threads="1"):
+graph = generate("mlp.mlir", "64", "96,128,128,10")
+
+
+def run(library, threads="1", steps=4):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=threads)
     if library:
         env["GACCRT_GEMM"] = library
-    trace = os.path.join(work, "trace-%s-%s.json" % (library or "default",
-                                                      threads))
-    text = subprocess.run([gacc_run, graph, "--micro-batches=2", "--steps=4",
+    trace = os.path.join(work, "trace-%s-%s-%s.json" % (
+        library or "default", threads, os.path.basename(graph)))
+    text = subprocess.run([gacc_run, graph, "--micro-batches=2",
+                           "--steps=%d" % steps,
                            "--seed=3", "--trace=" + trace], env=env,
                           check=True, capture_output=True, text=True).stdout
     losses = [float(v) for v in re.findall(r"loss = (\S+)", text)]
     events = [e for e in json.load(open(trace))["traceEvents"]
-              if e.get("cat") in ("gemm", "accumulate")]
+              if e.get("cat") in ("gemm", "accumulate", "gemm-tuning")]
     return losses, events
 
 
-default_losses, default_events = run(None)
+def agree(losses, reference):
+    assert len(losses) == len(reference), (losses, reference)
+    for a, b in zip(losses, reference):
+        assert abs(a - b) <= 1e-4 * max(1.0, abs(b)), (losses, reference)
+
+
+default_losses, default_events = run("onednn")
 blas_losses, blas_events = run("openblas")
 assert len(default_losses) == 4, default_losses
-for a, b in zip(default_losses, blas_losses):
-    assert abs(a - b) <= 1e-4 * max(1.0, abs(b)), (default_losses, blas_losses)
+agree(default_losses, blas_losses)
 print("losses agree:", " ".join("%.5f" % v for v in default_losses))
 
 
@@ -59,17 +73,52 @@ wide = lambda e: e["cat"] == "gemm" and e["args"]["n"] >= 64
 expected = ["onednn"] if brgemm else ["openblas"]
 got = libraries(default_events, wide)
 assert got == expected, (got, expected, "AVX-512: %s" % brgemm)
-print("default: forward/backward-data n >= 64: as expected (%s, AVX-512: %s)"
+print("rule: forward/backward-data n >= 64: as expected (%s, AVX-512: %s)"
       % (got[0], "yes" if brgemm else "no"))
-print("default: weight gradients:",
+print("rule: weight gradients:",
       libraries(default_events, lambda e: e["cat"] == "accumulate"))
-print("default: n < 64:",
+print("rule: n < 64:",
       libraries(default_events, lambda e: e["args"]["n"] < 64))
 print("GACCRT_GEMM=openblas: all:", libraries(blas_events, lambda e: True))
 # With two GEMM threads OpenBLAS runs everything (oneDNN's OpenMP threads and
 # OpenBLAS's would compete for the cores).
 two_losses, two_events = run(None, threads="2")
-for a, b in zip(two_losses, blas_losses):
-    assert abs(a - b) <= 1e-4 * max(1.0, abs(b)), (two_losses, blas_losses)
+agree(two_losses, blas_losses)
 print("2 threads: all:", libraries(two_events, lambda e: True))
+
+# "auto" (the default) on an MLP whose GEMMs are large enough to be timed.
+graph = generate("mlp-large.mlir", "128", "256,256,256,10")
+auto_losses, auto_events = run(None, steps=6)
+agree(auto_losses, run("openblas", steps=6)[0])
+# A shape is its sizes, transposes and whether C is read (beta != 0,
+# "accumulate"); the decision event carries the sizes and transposes of the
+# call that made it, which is a call of that shape.
+decided = {}
+calls = {}
+last = None
+for e in auto_events:
+    a = e["args"]
+    if e["cat"] == "gemm-tuning":
+        shape = last
+        assert shape[:3] == (e["name"].split()[-1], a["trans_a"],
+                             a["trans_b"]), (e, last)
+        assert shape not in decided, "decided twice: %s" % (shape,)
+        assert calls.get(shape) == 10, (shape, calls.get(shape))
+        decided[shape] = a["library"]
+        continue
+    shape = (e["name"].split()[-1], a["trans_a"], a["trans_b"], e["cat"])
+    last = shape
+    calls[shape] = calls.get(shape, 0) + 1
+    if shape in decided:
+        assert a["library"] == decided[shape], (shape, a)
+tuned = sorted(s for s in calls if eval(s[0].replace("x", "*")) >= 2 ** 20)
+print("auto: tuned shapes:", " ".join(sorted({s[0] for s in tuned})),
+      "(AVX-512: %s)" % ("yes" if brgemm else "no"))
+if brgemm:
+    assert sorted(decided) == tuned, (sorted(decided), tuned)
+else:
+    # oneDNN declines in the first call: OpenBLAS without timing.
+    assert not decided, decided
+    assert libraries(auto_events, lambda e: True) == ["openblas"]
+print("auto: every call after a shape's decision ran the library decided")
 print("PASS")
