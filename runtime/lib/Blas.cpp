@@ -231,8 +231,13 @@ struct GemmKeyHash {
   }
 };
 
-/// Timed calls per library before a shape's choice is made, after one
-/// untimed warm-up call each (oneDNN creates its primitive in its first).
+/// Untimed warm-up calls per library before the timed ones: oneDNN creates
+/// its primitive in its first call, and a shape's first calls are slowed
+/// down by the first touches of a step's buffers (a 512x512x32 weight
+/// gradient took 635, 336, 372, 250 us in its first four calls, 160-180 us
+/// from the sixth on).
+constexpr int kWarmupCallsPerLibrary = 2;
+/// Timed calls per library before a shape's choice is made.
 constexpr int kTimedCallsPerLibrary = 4;
 /// The library the shape rule does not pick must be at least this much
 /// faster (ratio of the fastest timed calls) to take the shape over: near-ties
@@ -278,11 +283,12 @@ void decide(GemmTuning &tuning, bool ruleOnednn) {
                       (tuning.useOnednn ? "onednn" : "openblas") + "\"";
 }
 
-/// "auto": the shape's first call runs oneDNN, its second OpenBLAS (both
-/// untimed warm-ups), the next 2 * kTimedCallsPerLibrary alternate in the
-/// Thue-Morse order (ABBABAAB: neither library always gets the same position
-/// in a step that repeats the shape) and are timed; then the faster library
-/// (see kTakeOverRatio) runs every later call of the shape on this thread.
+/// "auto": the shape's first 2 * kWarmupCallsPerLibrary calls alternate
+/// between oneDNN and OpenBLAS untimed, the next 2 * kTimedCallsPerLibrary
+/// alternate in the Thue-Morse order (ABBABAAB: neither library always gets
+/// the same position in a step that repeats the shape) and are timed; then
+/// the faster library (see kTakeOverRatio) runs every later call of the
+/// shape on this thread.
 void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
                 int64_t k, float alpha, float beta, float *c,
                 int64_t cRowStride) {
@@ -298,19 +304,17 @@ void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
     return;
   }
   int call = tuning.calls++;
-  if (call == 0) {
-    if (!runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride)) {
+  if (call < 2 * kWarmupCallsPerLibrary) {
+    if (call % 2)
+      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    else if (!runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride)) {
       // No brgemm kernel for this layout: OpenBLAS from now on.
       tuning.decided = true;
       runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     }
     return;
   }
-  if (call == 1) {
-    runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
-    return;
-  }
-  int timed = call - 2;
+  int timed = call - 2 * kWarmupCallsPerLibrary;
   bool onednn = __builtin_popcount(unsigned(timed)) % 2 == 0;
   double start = gaccrt_now_us();
   if (onednn)

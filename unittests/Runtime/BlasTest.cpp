@@ -282,14 +282,14 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
         EXPECT_EQ(library, "openblas");
       continue;
     }
-    // Two warm-up calls, then 8 timed ones in Thue-Morse order (o: oneDNN,
+    // Four warm-up calls, then 8 timed ones in Thue-Morse order (o: oneDNN,
     // b: OpenBLAS), then the chosen library for good.
-    const char *order = "obobboboob";
-    for (int call = 0; call < 10; ++call)
+    const char *order = "obobobboboob";
+    for (int call = 0; call < 12; ++call)
       EXPECT_EQ(ran[size_t(call)], order[call] == 'o' ? "onednn" : "openblas")
           << "call " << call;
-    for (int call = 11; call < 16; ++call)
-      EXPECT_EQ(ran[size_t(call)], ran[10]) << "call " << call;
+    for (int call = 13; call < 16; ++call)
+      EXPECT_EQ(ran[size_t(call)], ran[12]) << "call " << call;
   }
   // Smaller shapes follow the fixed rule without timing.
   runCase(forward, 16, 96, 32);
