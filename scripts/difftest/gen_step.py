@@ -603,7 +603,14 @@ class Act(Layer):
                 d, x = ar
                 z = g.scalar_const(0.0)
                 c = g.op("arith.cmpf ogt, %s, %s" % (x, z), "f32")
-                return g.op("arith.select %s, %s, %s" % (c, d, z))
+                if k == "relu_sel":
+                    return g.op("arith.select %s, %s, %s" % (c, d, z))
+                # torch.maximum splits the gradient between tied operands:
+                # at x == 0 the input gets half of it.
+                e = g.op("arith.cmpf oeq, %s, %s" % (x, z), "f32")
+                h = g.op("arith.mulf %s, %s" % (d, g.scalar_const(0.5)))
+                tie = g.op("arith.select %s, %s, %s" % (e, h, z))
+                return g.op("arith.select %s, %s, %s" % (c, d, tie))
             return g.ew([(dy, "id"), (self.x, "id")], body)
         if k == "sigmoid":
             def body(ar, o):
