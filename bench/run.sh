@@ -78,7 +78,7 @@ for m in $MS; do
   ratio=$(python3 -c "print(f'{$g / $t:.2f}')")
   echo "| $m | $((BATCH / m)) | $g | $t | $ratio | $((grss / 1024)) MiB | $((trss / 1024)) MiB | $acc |"
   # Which library ran which GEMMs (a short traced run; not timed).
-  "${gacc[@]}" --steps=4 --quiet --trace="$tmp/trace.json"
+  "${gacc[@]}" --steps=16 --quiet --trace="$tmp/trace.json"
   libs+=("m = $m: $(python3 - "$tmp/trace.json" <<'PY'
 import json, sys
 events = json.load(open(sys.argv[1]))["traceEvents"]
@@ -101,5 +101,5 @@ PY
 )")
 done
 echo
-echo "gacc's GEMM libraries (trace of 4 steps, after the last tuning decision):"
+echo "gacc's GEMM libraries (trace of 16 steps, calls after the last tuning decision):"
 for line in "${libs[@]}"; do echo "- $line"; done
