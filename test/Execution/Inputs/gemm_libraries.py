@@ -98,21 +98,22 @@ calls = {}
 last = None
 for e in auto_events:
     a = e["args"]
+    sizes = (a["m"], a["n"], a["k"], a["trans_a"], a["trans_b"])
     if e["cat"] == "gemm-tuning":
         shape = last
-        assert shape[:3] == (e["name"].split()[-1], a["trans_a"],
-                             a["trans_b"]), (e, last)
+        assert shape[:5] == sizes, (e, last)
         assert shape not in decided, "decided twice: %s" % (shape,)
         assert calls.get(shape) == 12, (shape, calls.get(shape))
         decided[shape] = a["library"]
         continue
-    shape = (e["name"].split()[-1], a["trans_a"], a["trans_b"], e["cat"])
+    shape = sizes + (e["cat"],)
     last = shape
     calls[shape] = calls.get(shape, 0) + 1
     if shape in decided:
         assert a["library"] == decided[shape], (shape, a)
-tuned = sorted(s for s in calls if eval(s[0].replace("x", "*")) >= 2 ** 20)
-print("auto: tuned shapes:", " ".join(sorted({s[0] for s in tuned})),
+tuned = sorted(s for s in calls if s[0] * s[1] * s[2] >= 2 ** 20)
+print("auto: tuned shapes:",
+      " ".join(sorted({"%dx%dx%d" % s[:3] for s in tuned})),
       "(AVX-512: %s)" % ("yes" if brgemm else "no"))
 if brgemm:
     assert sorted(decided) == tuned, (sorted(decided), tuned)
