@@ -1,15 +1,15 @@
 //===- Blas.cpp - GEMM for compiled code through oneDNN or OpenBLAS -------===//
 //
 // gaccrt_sgemm: C = alpha * op(A) * op(B) + beta * C on 2-D f32 memrefs in
-// MLIR's expanded descriptor form, by one oneDNN matmul (OnednnGemm.cpp) or
-// one cblas_sgemm call. Strided views are passed in place when the library
-// can describe them (a row stride with unit column stride, or the
-// transposed, column-major layout); anything else goes through a contiguous
-// copy. The compiled accumulation `acc += x^T g` is the beta = 1 case and is
-// traced as "accumulate". The library is chosen by gaccrt_set_gemm_library
-// or GACCRT_GEMM (default "auto" when libdnnl.so.2 can be loaded: each GEMM
-// shape is timed with both libraries in its first calls and keeps the
-// faster one).
+// MLIR's expanded descriptor form, by one oneDNN matmul (OnednnGemm.cpp),
+// gaccrt's AVX-512 kernels (Avx512Gemm.cpp) or one cblas_sgemm call. Strided
+// views are passed in place when the library can describe them (a row stride
+// with unit column stride, or the transposed, column-major layout); anything
+// else goes through a contiguous copy. The compiled accumulation `acc += x^T g`
+// is the beta = 1 case and is traced as "accumulate". The library is chosen by
+// gaccrt_set_gemm_library or GACCRT_GEMM (default "auto" when oneDNN or the
+// AVX-512 kernels can run: each GEMM shape is timed with every library in its
+// first calls and keeps the fastest).
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,21 +99,28 @@ void scale(float *c, int64_t rows, int64_t cols, int64_t stride0,
     }
 }
 
-/// Auto: oneDNN or OpenBLAS per GEMM shape, timed in its first calls.
-/// Onednn: the fixed shape rule of prefersOnednn. Openblas: OpenBLAS alone.
-enum class Library { Unset, Auto, Onednn, Openblas };
+/// Auto: oneDNN, the AVX-512 kernels or OpenBLAS per GEMM shape, timed in
+/// its first calls. Onednn: the fixed shape rule of prefersOnednn.
+/// Avx512: gaccrt's kernels for every GEMM (one GEMM thread). Openblas:
+/// OpenBLAS alone.
+enum class Library { Unset, Auto, Onednn, Avx512, Openblas };
 
 std::atomic<Library> chosenLibrary{Library::Unset};
 
-/// Parses a library name; Unset for an unknown one, and for oneDNN when it
-/// is not available (no header at build time or no libdnnl.so.2).
+/// Parses a library name; Unset for an unknown one, for oneDNN when it is
+/// not available (no header at build time or no libdnnl.so.2) and for the
+/// AVX-512 kernels on a CPU without AVX-512F. "auto" is OpenBLAS when it is
+/// the only library.
 Library parseLibrary(const char *name) {
   if (std::strcmp(name, "openblas") == 0)
     return Library::Openblas;
   if (std::strcmp(name, "onednn") == 0 && onednnAvailable())
     return Library::Onednn;
+  if (std::strcmp(name, "avx512") == 0 && avx512Available())
+    return Library::Avx512;
   if (std::strcmp(name, "auto") == 0)
-    return onednnAvailable() ? Library::Auto : Library::Openblas;
+    return onednnAvailable() || avx512Available() ? Library::Auto
+                                                  : Library::Openblas;
   return Library::Unset;
 }
 
@@ -123,12 +130,16 @@ std::string gaccrt::checkGemmLibraryEnv() {
   const char *env = std::getenv("GACCRT_GEMM");
   if (!env || !*env || parseLibrary(env) != Library::Unset)
     return "";
-  return std::string("GACCRT_GEMM must be ") +
-         (onednnAvailable()
-              ? "'auto', 'onednn' or 'openblas'"
-              : "'auto' or 'openblas' (oneDNN's libdnnl.so.2 is not "
-                "available)") +
-         ", got '" + env + "'";
+  std::string names = "'auto', ";
+  if (onednnAvailable())
+    names += "'onednn', ";
+  if (avx512Available())
+    names += "'avx512', ";
+  names.resize(names.size() - 2);
+  names += " or 'openblas'";
+  if (!onednnAvailable())
+    names += " (oneDNN's libdnnl.so.2 is not available)";
+  return "GACCRT_GEMM must be " + names + ", got '" + env + "'";
 }
 
 namespace {
@@ -137,7 +148,7 @@ Library library() {
   Library current = chosenLibrary.load(std::memory_order_relaxed);
   if (current != Library::Unset)
     return current;
-  Library initial = onednnAvailable() ? Library::Auto : Library::Openblas;
+  Library initial = parseLibrary("auto");
   if (const char *env = std::getenv("GACCRT_GEMM"); env && *env) {
     initial = parseLibrary(env);
     if (initial == Library::Unset)
@@ -169,11 +180,10 @@ bool prefersOnednn(const Operand &a, int64_t n, int64_t k) {
 /// and gaccrt_internal_last_gemm_library).
 thread_local const char *lastLibrary = "none";
 
-/// Runs the GEMM through oneDNN; false (nothing written) when oneDNN has no
-/// brgemm kernel for it.
-bool runOnednn(const Operand &a, const Operand &b, int64_t m, int64_t n,
-               int64_t k, float alpha, float beta, float *c,
-               int64_t cRowStride) {
+/// The GEMM in the element strides of GemmArgs (row-major C).
+GemmArgs gemmArgs(const Operand &a, const Operand &b, int64_t m, int64_t n,
+                  int64_t k, float alpha, float beta, float *c,
+                  int64_t cRowStride) {
   GemmArgs args;
   args.m = m;
   args.n = n;
@@ -189,7 +199,15 @@ bool runOnednn(const Operand &a, const Operand &b, int64_t m, int64_t n,
   args.c = c;
   args.cRowStride = cRowStride;
   args.cColStride = 1;
-  if (!onednnSgemm(args))
+  return args;
+}
+
+/// Runs the GEMM through oneDNN; false (nothing written) when oneDNN has no
+/// brgemm kernel for it.
+bool runOnednn(const Operand &a, const Operand &b, int64_t m, int64_t n,
+               int64_t k, float alpha, float beta, float *c,
+               int64_t cRowStride) {
+  if (!onednnSgemm(gemmArgs(a, b, m, n, k, alpha, beta, c, cRowStride)))
     return false;
   lastLibrary = "onednn";
   return true;
@@ -202,6 +220,40 @@ void runOpenblas(const Operand &a, const Operand &b, int64_t m, int64_t n,
   cblas_sgemm(CblasRowMajor, toBlas(a.transposed), toBlas(b.transposed), int(m),
               int(n), int(k), alpha, a.data, int(a.ld), b.data, int(b.ld), beta,
               c, int(cRowStride));
+}
+
+/// Runs the GEMM through gaccrt's AVX-512 kernels; false (nothing written)
+/// on a CPU without AVX-512F.
+bool runAvx512(const Operand &a, const Operand &b, int64_t m, int64_t n,
+               int64_t k, float alpha, float beta, float *c,
+               int64_t cRowStride) {
+  if (!avx512Sgemm(gemmArgs(a, b, m, n, k, alpha, beta, c, cRowStride)))
+    return false;
+  lastLibrary = "avx512";
+  return true;
+}
+
+/// The libraries of "auto", in the order their calls alternate.
+enum Candidate { kOnednn, kOpenblas, kAvx512, kCandidates };
+
+const char *candidateName(int candidate) {
+  static const char *const names[] = {"onednn", "openblas", "avx512"};
+  return names[candidate];
+}
+
+/// Runs the GEMM on `candidate`; false (nothing written) when it declines.
+bool runCandidate(int candidate, const Operand &a, const Operand &b, int64_t m,
+                  int64_t n, int64_t k, float alpha, float beta, float *c,
+                  int64_t cRowStride) {
+  switch (candidate) {
+  case kOnednn:
+    return runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride);
+  case kAvx512:
+    return runAvx512(a, b, m, n, k, alpha, beta, c, cRowStride);
+  default:
+    runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return true;
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -249,11 +301,16 @@ constexpr int64_t kMinTunedMacs = int64_t(1) << 20;
 
 struct GemmTuning {
   int calls = 0;
-  double onednnUs[kTimedCallsPerLibrary] = {};
-  double openblasUs[kTimedCallsPerLibrary] = {};
-  int onednnTimed = 0, openblasTimed = 0;
+  /// The libraries timed for this shape (Candidate), in call order.
+  int libraries[kCandidates] = {};
+  int count = 0;
+  double us[kCandidates][kTimedCallsPerLibrary] = {};
+  int timed[kCandidates] = {};
+  /// The libraries that declined the shape (1 << Candidate).
+  unsigned dropped = 0;
   /// Set once decided.
-  bool decided = false, useOnednn = false;
+  bool decided = false;
+  int chosen = kOpenblas;
 };
 
 /// Per thread, as oneDNN's primitives: no locking on the GEMM path.
@@ -268,66 +325,94 @@ double fastest(const double *values, int count) {
   return *std::min_element(values, values + count);
 }
 
-/// Decides `tuning` from its timed calls (see pendingDecision).
-void decide(GemmTuning &tuning, bool ruleOnednn) {
-  double onednn = fastest(tuning.onednnUs, tuning.onednnTimed);
-  double openblas = fastest(tuning.openblasUs, tuning.openblasTimed);
+/// Decides `tuning` from its timed calls (see pendingDecision): the fastest
+/// library, unless it is not kTakeOverRatio faster than `incumbent`.
+void decide(GemmTuning &tuning, int incumbent) {
+  double best[kCandidates] = {};
+  int winner = incumbent;
+  for (int i = 0; i < tuning.count; ++i) {
+    int library = tuning.libraries[i];
+    best[library] = fastest(tuning.us[library], tuning.timed[library]);
+    if (best[library] < best[winner])
+      winner = library;
+  }
+  if (winner != incumbent && !(best[winner] < kTakeOverRatio * best[incumbent]))
+    winner = incumbent;
   tuning.decided = true;
-  tuning.useOnednn = ruleOnednn ? !(openblas < kTakeOverRatio * onednn)
-                                : onednn < kTakeOverRatio * openblas;
-  if (traceEnabled())
-    pendingDecision = "\"onednn_us\": " + std::to_string(onednn) +
-                      ", \"openblas_us\": " + std::to_string(openblas) +
-                      ", \"rule\": \"" + (ruleOnednn ? "onednn" : "openblas") +
-                      "\", \"library\": \"" +
-                      (tuning.useOnednn ? "onednn" : "openblas") + "\"";
+  tuning.chosen = winner;
+  if (!traceEnabled())
+    return;
+  pendingDecision.clear();
+  for (int i = 0; i < tuning.count; ++i)
+    pendingDecision += std::string("\"") + candidateName(tuning.libraries[i]) +
+                       "_us\": " + std::to_string(best[tuning.libraries[i]]) +
+                       ", ";
+  pendingDecision += std::string("\"rule\": \"") + candidateName(incumbent) +
+                     "\", \"library\": \"" + candidateName(winner) + "\"";
 }
 
-/// "auto": the shape's first 2 * kWarmupCallsPerLibrary calls alternate
-/// between oneDNN and OpenBLAS untimed, the next 2 * kTimedCallsPerLibrary
-/// alternate in the Thue-Morse order (ABBABAAB: neither library always gets
-/// the same position in a step that repeats the shape) and are timed; then
-/// the faster library (see kTakeOverRatio) runs every later call of the
-/// shape on this thread.
+/// Starts (or restarts) tuning a shape with the libraries that can run,
+/// less those in the bit set `dropped` (1 << Candidate).
+void startTuning(GemmTuning &tuning, unsigned dropped) {
+  tuning = GemmTuning();
+  tuning.dropped = dropped;
+  bool available[kCandidates] = {onednnAvailable(), true, avx512Available()};
+  for (int library = 0; library < kCandidates; ++library)
+    if (available[library] && !(dropped & (1u << library)))
+      tuning.libraries[tuning.count++] = library;
+  if (tuning.count == 1) {
+    tuning.decided = true;
+    tuning.chosen = kOpenblas;
+  }
+}
+
+/// "auto": with n libraries (oneDNN where it loads, OpenBLAS, the AVX-512
+/// kernels on an AVX-512 CPU, in that order), the shape's first
+/// n * kWarmupCallsPerLibrary calls cycle through them untimed and the next
+/// n * kTimedCallsPerLibrary are timed, round t starting at library t mod n
+/// (with two: ABBAABBA; no library always gets the same position in a step
+/// that repeats the shape); then the fastest (see kTakeOverRatio, where the
+/// shape rule's library is the incumbent) runs every later call of the shape
+/// on this thread. A library that declines in a warm-up call (oneDNN without
+/// brgemm for the layout) is dropped and tuning restarts without it.
 void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
                 int64_t k, float alpha, float beta, float *c,
                 int64_t cRowStride) {
-  bool ruleOnednn = prefersOnednn(a, n, k);
   GemmKey key{
       m,           n, k, a.ld, b.ld, cRowStride, a.transposed, b.transposed,
       beta != 0.0f};
-  GemmTuning &tuning = tunings[key];
+  auto [entry, inserted] = tunings.try_emplace(key);
+  GemmTuning &tuning = entry->second;
+  if (inserted)
+    startTuning(tuning, /*dropped=*/0);
   if (tuning.decided) {
-    if (!tuning.useOnednn ||
-        !runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride))
+    if (!runCandidate(tuning.chosen, a, b, m, n, k, alpha, beta, c, cRowStride))
       runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
+  int count = tuning.count;
   int call = tuning.calls++;
-  if (call < 2 * kWarmupCallsPerLibrary) {
-    if (call % 2)
-      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
-    else if (!runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride)) {
-      // No brgemm kernel for this layout: OpenBLAS from now on.
-      tuning.decided = true;
+  if (call < count * kWarmupCallsPerLibrary) {
+    int library = tuning.libraries[call % count];
+    if (!runCandidate(library, a, b, m, n, k, alpha, beta, c, cRowStride)) {
+      // No kernel for this layout: tune without the library.
+      startTuning(tuning, tuning.dropped | 1u << library);
       runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     }
     return;
   }
-  int timed = call - 2 * kWarmupCallsPerLibrary;
-  bool onednn = __builtin_popcount(unsigned(timed)) % 2 == 0;
+  int t = call - count * kWarmupCallsPerLibrary;
+  int library = tuning.libraries[(t % count + t / count) % count];
   double start = gaccrt_now_us();
-  // oneDNN ran this shape in its warm-up calls, so it does not decline here;
-  // should it, OpenBLAS computes the result all the same.
-  if (!onednn || !runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride))
+  // The library ran this shape in its warm-up calls, so it does not decline
+  // here; should it, OpenBLAS computes the result all the same.
+  if (!runCandidate(library, a, b, m, n, k, alpha, beta, c, cRowStride))
     runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
-  double us = gaccrt_now_us() - start;
-  if (onednn)
-    tuning.onednnUs[tuning.onednnTimed++] = us;
-  else
-    tuning.openblasUs[tuning.openblasTimed++] = us;
-  if (timed + 1 == 2 * kTimedCallsPerLibrary)
-    decide(tuning, ruleOnednn);
+  tuning.us[library][tuning.timed[library]++] = gaccrt_now_us() - start;
+  if (t + 1 == count * kTimedCallsPerLibrary) {
+    bool ruleOnednn = prefersOnednn(a, n, k) && tuning.libraries[0] == kOnednn;
+    decide(tuning, ruleOnednn ? kOnednn : kOpenblas);
+  }
 }
 
 /// One GEMM on row-major-describable operands through the chosen library
@@ -337,17 +422,22 @@ void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
                    int64_t cRowStride) {
   // With several GEMM threads OpenBLAS runs everything and libdnnl.so.2 is
   // never loaded: oneDNN's OpenMP threads and OpenBLAS's would spin against
-  // each other between calls.
+  // each other between calls (and the AVX-512 kernels use one thread).
   Library chosen = library();
   if (chosen == Library::Openblas || gemmThreads() != 1) {
     runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  if (chosen == Library::Avx512) {
+    if (!runAvx512(a, b, m, n, k, alpha, beta, c, cRowStride))
+      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
   if (chosen == Library::Auto && m * n * k >= kMinTunedMacs) {
     tunedSgemm(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
-  if (prefersOnednn(a, n, k) &&
+  if (prefersOnednn(a, n, k) && onednnAvailable() &&
       runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride))
     return;
   runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
@@ -373,6 +463,8 @@ const char *gaccrt_gemm_library(void) {
     return "auto";
   case Library::Onednn:
     return "onednn";
+  case Library::Avx512:
+    return "avx512";
   default:
     return "openblas";
   }

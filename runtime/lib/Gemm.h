@@ -1,10 +1,13 @@
 //===- Gemm.h - gaccrt_sgemm's libraries ----------------------------------===//
 //
-// gaccrt_sgemm runs a GEMM through oneDNN's matmul primitive when oneDNN can
-// be loaded and is chosen for the shape (timed per shape under "auto", the
-// default, or by a fixed rule under "onednn"), and through OpenBLAS
-// otherwise, or when oneDNN has no fast implementation for the layout. Blas.cpp owns the choice; OnednnGemm.cpp
-// loads oneDNN and calls it.
+// gaccrt_sgemm runs a GEMM through oneDNN's matmul primitive, gaccrt's own
+// AVX-512 kernels or OpenBLAS: under "auto", the default, each GEMM shape is
+// timed on every library that can run it and keeps the fastest; "onednn" is
+// a fixed shape rule between oneDNN and OpenBLAS; "avx512" and "openblas"
+// run everything they can on that library. A library that has no kernel for
+// the CPU or the layout declines and OpenBLAS runs the GEMM. Blas.cpp owns
+// the choice; OnednnGemm.cpp loads oneDNN and calls it; Avx512Gemm.cpp has
+// the kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +39,14 @@ bool onednnSgemm(const GemmArgs &args);
 /// Whether gaccrt was built with oneDNN's header and libdnnl.so.2 loads
 /// (loaded at the first call).
 bool onednnAvailable();
+
+/// Runs `args` through gaccrt's own register-blocked AVX-512 kernels
+/// (Avx512Gemm.cpp); false (nothing written) when the CPU has no AVX-512F or
+/// C or op(B) has no unit stride.
+bool avx512Sgemm(const GemmArgs &args);
+
+/// Whether the CPU runs gaccrt's AVX-512 kernels (AVX-512F).
+bool avx512Available();
 
 /// The thread count of the GEMM libraries: OpenBLAS's
 /// (OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS, then the core count).

@@ -168,13 +168,24 @@ std::optional<bool> onednnRuns() {
          __builtin_cpu_supports("avx512dq");
 }
 
-/// The GEMM libraries this gaccrt has: "openblas", and "onednn" when built
-/// with it. Each test that uses it restores the default choice.
+/// Whether gaccrt's AVX-512 kernels run the GEMMs they are picked for: with
+/// one GEMM thread on a CPU with AVX-512F.
+bool avx512Runs() {
+  const char *threads = std::getenv("OPENBLAS_NUM_THREADS");
+  return threads && std::string(threads) == "1" &&
+         __builtin_cpu_supports("avx512f");
+}
+
+/// The GEMM libraries this gaccrt has, in the order "auto" times them:
+/// "onednn" when built with it and libdnnl.so.2 loads, "openblas", and
+/// "avx512" on a CPU with AVX-512F. Each test that uses it restores the
+/// default choice.
 std::vector<std::string> libraries() {
-  std::vector<std::string> names = {"openblas"};
+  std::vector<std::string> names;
   std::string initial = gaccrt_gemm_library();
-  if (gaccrt_set_gemm_library("onednn") == 0)
-    names.push_back("onednn");
+  for (const char *name : {"onednn", "openblas", "avx512"})
+    if (gaccrt_set_gemm_library(name) == 0)
+      names.push_back(name);
   EXPECT_EQ(gaccrt_set_gemm_library(initial.c_str()), 0);
   return names;
 }
@@ -199,6 +210,14 @@ TEST(Sgemm, AllTransposesBetasAndLayoutsMatchNaiveLoop) {
     // Small: OpenBLAS either way. n >= 64: where oneDNN is preferred.
     runLayoutMatrix(5, 3, 7);
     runLayoutMatrix(9, 70, 13);
+    // The AVX-512 kernels' edges: two column blocks (64 + a masked 36),
+    // row tiles of 6 and 8 with remainders, the transposed route for op(B)
+    // = B^T with op(A) = A and A^T, and two passes over an inner size above
+    // 512.
+    runLayoutMatrix(13, 100, 37);
+    runLayoutMatrix(7, 20, 530);
+    // More rows of C than the inner size: tiles along the rows of C.
+    runLayoutMatrix(40, 100, 9);
   }
   gaccrt_set_gemm_library(initial.c_str());
 }
@@ -247,6 +266,16 @@ TEST(Sgemm, LibraryChoice) {
     runCase(plain, 16, 10, 32);
     EXPECT_STREQ(gaccrt_internal_last_gemm_library(), "openblas");
   }
+  // The AVX-512 kernels: every GEMM where they can run (one GEMM thread).
+  EXPECT_EQ(gaccrt_set_gemm_library("avx512") == 0,
+            __builtin_cpu_supports("avx512f") != 0);
+  if (std::string(gaccrt_gemm_library()) == "avx512") {
+    for (const Case &test : {plain, transposedA}) {
+      runCase(test, 16, 10, 32);
+      EXPECT_STREQ(gaccrt_internal_last_gemm_library(),
+                   avx512Runs() ? "avx512" : "openblas");
+    }
+  }
   gaccrt_set_gemm_library(initial.c_str());
 }
 
@@ -256,8 +285,23 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
   // Whether shapes are timed: not without oneDNN ("auto" is then
   // "openblas"); unknown under oneDNN's ISA limit.
   std::optional<bool> tuning = onednnRuns();
+  if (tuning == false && avx512Runs())
+    tuning = std::nullopt; // AVX-512F without oneDNN's brgemm ISA
   if (std::string(gaccrt_gemm_library()) != "auto")
     tuning = false;
+  // The libraries timed (o: oneDNN, b: OpenBLAS, a: the AVX-512 kernels):
+  // 2 untimed warm-up calls each, cycling, then 4 timed calls each in
+  // rounds, round t starting at library t mod n.
+  std::string order;
+  std::vector<std::string> timed = libraries();
+  if (timed == std::vector<std::string>{"onednn", "openblas", "avx512"})
+    order = "obaoba"
+            "obabaoaoboba";
+  else if (timed == std::vector<std::string>{"onednn", "openblas"})
+    order = "obob"
+            "obboobbo";
+  else
+    tuning = std::nullopt; // a combination this test does not spell out
   // Shapes of at least 2^20 multiply-adds are tuned; each key here is used
   // by this test only (the tuning state is per thread and per process).
   Case forward{false,
@@ -276,7 +320,7 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
                                std::tuple(weightGradient, 128, 96, 96)}) {
     SCOPED_TRACE(describe(test));
     std::vector<std::string> ran;
-    for (int call = 0; call < 16; ++call) {
+    for (int call = 0; call < 22; ++call) {
       runCase(test, m, n, k); // every call's result is checked
       ran.push_back(gaccrt_internal_last_gemm_library());
     }
@@ -289,14 +333,15 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
         EXPECT_EQ(library, "openblas");
       continue;
     }
-    // Four warm-up calls, then 8 timed ones in Thue-Morse order (o: oneDNN,
-    // b: OpenBLAS), then the chosen library for good.
-    const char *order = "obobobboboob";
-    for (int call = 0; call < 12; ++call)
-      EXPECT_EQ(ran[size_t(call)], order[call] == 'o' ? "onednn" : "openblas")
+    // The warm-up and timed calls, then the chosen library for good.
+    size_t decided = order.size();
+    for (size_t call = 0; call < decided; ++call)
+      EXPECT_EQ(ran[call], order[call] == 'o'   ? "onednn"
+                           : order[call] == 'b' ? "openblas"
+                                                : "avx512")
           << "call " << call;
-    for (int call = 13; call < 16; ++call)
-      EXPECT_EQ(ran[size_t(call)], ran[12]) << "call " << call;
+    for (size_t call = decided + 1; call < ran.size(); ++call)
+      EXPECT_EQ(ran[call], ran[decided]) << "call " << call;
   }
   // Smaller shapes follow the fixed rule without timing.
   runCase(forward, 16, 96, 32);

@@ -199,8 +199,9 @@ GACCRT_API int gaccrt_trace_write(void);
 
 /*===--- GEMM -------------------------------------------------------------===*/
 
-/** C = alpha * op(A) * op(B) + beta * C through oneDNN's matmul or OpenBLAS's
- *  cblas_sgemm (see gaccrt_set_gemm_library), with A, B, C 2-D
+/** C = alpha * op(A) * op(B) + beta * C through oneDNN's matmul, gaccrt's
+ *  AVX-512 kernels or OpenBLAS's cblas_sgemm (see gaccrt_set_gemm_library),
+ *  with A, B, C 2-D
  *  f32 memrefs in MLIR's expanded descriptor form. op(X) = X^T when transX is
  *  non-zero; the sizes passed are those of the stored X. Any row stride with
  *  unit column stride is used in place, as is a column-major layout (unit row
@@ -216,21 +217,25 @@ GACCRT_API void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha,
                              int64_t cSize0, int64_t cSize1, int64_t cStride0,
                              int64_t cStride1);
 
-/** Chooses the library of gaccrt_sgemm: "auto" (the default when gaccrt was
- *  built with oneDNN's header and libdnnl.so.2 loads: each GEMM shape runs
- *  on oneDNN's matmul primitive and on OpenBLAS in its first calls, timed,
- *  then on the faster one), "onednn" (a fixed rule per shape: oneDNN's
- *  matmul where it was measured faster, OpenBLAS elsewhere) or "openblas".
- *  The environment variable GACCRT_GEMM sets the initial choice (gaccrt_init
- *  rejects an unknown name there). Returns 0, or -1 and changes nothing for
- *  an unknown name or "onednn" when oneDNN is not available ("auto" is then
- *  "openblas"). GEMMs use OpenBLAS's thread count (OPENBLAS_NUM_THREADS,
- *  then OMP_NUM_THREADS, then the number of cores); with more than one
- *  thread OpenBLAS runs every GEMM. */
+/** Chooses the library of gaccrt_sgemm: "auto" (the default when oneDNN
+ *  or the AVX-512 kernels can run: each GEMM shape runs on every library
+ *  in its first calls, timed, then on the fastest), "onednn" (a fixed rule
+ *  per shape: oneDNN's matmul where it was measured faster, OpenBLAS
+ *  elsewhere), "avx512" (gaccrt's own register-blocked AVX-512 kernels for
+ *  every GEMM) or "openblas". oneDNN needs gaccrt built with oneDNN's
+ *  header and libdnnl.so.2 at run time; the AVX-512 kernels a CPU with
+ *  AVX-512F. The environment variable GACCRT_GEMM sets the initial choice
+ *  (gaccrt_init rejects an unknown name there). Returns 0, or -1 and
+ *  changes nothing for an unknown name or a library that cannot run here
+ *  ("auto" is "openblas" when OpenBLAS is the only one). GEMMs use
+ *  OpenBLAS's thread count (OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS,
+ *  then the number of cores); with more than one thread OpenBLAS runs every
+ *  GEMM. */
 GACCRT_API int32_t gaccrt_set_gemm_library(const char *name);
-/** The library chosen for gaccrt_sgemm: "auto", "onednn" or "openblas".
- *  With "auto" and "onednn", GEMMs that oneDNN has no brgemm kernel for (no
- *  AVX-512) or that run on more than one thread go to OpenBLAS. */
+/** The library chosen for gaccrt_sgemm: "auto", "onednn", "avx512" or
+ *  "openblas". GEMMs that run on more than one thread, and under "auto" and
+ *  "onednn" those that oneDNN has no brgemm kernel for (no AVX-512), go to
+ *  OpenBLAS. */
 GACCRT_API const char *gaccrt_gemm_library(void);
 
 #ifdef __cplusplus

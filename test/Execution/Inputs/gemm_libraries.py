@@ -3,10 +3,12 @@ and on OpenBLAS (GACCRT_GEMM=openblas): the losses of every step agree, and
 the traces show which library ran each GEMM (oneDNN for the forward and
 backward-data GEMMs with n >= 64 on CPUs with AVX-512, OpenBLAS for the
 weight gradients and the logits layer; only OpenBLAS when it is chosen or
-when GEMMs run on two threads). Then a larger MLP with the default, "auto":
-each GEMM shape of at least 2^20 multiply-adds is decided once (a
-"gemm-tuning" trace event) after 12 calls, and every later call of the shape
-runs the library decided; the losses agree with OpenBLAS's.
+when GEMMs run on two threads), and with gaccrt's AVX-512 kernels
+(GACCRT_GEMM=avx512) where the CPU has AVX-512F. Then a larger MLP with the
+default, "auto": each GEMM shape of at least 2^20 multiply-adds is decided
+once (a "gemm-tuning" trace event with the fastest time of each library)
+after 6 calls per library timed, and every later call of the shape runs the
+library decided; the losses agree with OpenBLAS's.
 
   gemm_libraries.py GACC_RUN GEN_MLP WORKDIR
 """
@@ -85,11 +87,22 @@ print("GACCRT_GEMM=openblas: all:", libraries(blas_events, lambda e: True))
 two_losses, two_events = run(None, threads="2")
 agree(two_losses, blas_losses)
 print("2 threads: all:", libraries(two_events, lambda e: True))
+# gaccrt's AVX-512 kernels run every GEMM (one thread, AVX-512F).
+avx512 = "avx512f" in flags
+if avx512:
+    kernel_losses, kernel_events = run("avx512")
+    agree(kernel_losses, blas_losses)
+    got = libraries(kernel_events, lambda e: True)
+    assert got == ["avx512"], got
+print("GACCRT_GEMM=avx512: as expected (AVX-512F: %s)"
+      % ("yes" if avx512 else "no"))
 
 # "auto" (the default) on an MLP whose GEMMs are large enough to be timed.
 graph = generate("mlp-large.mlir", "128", "256,256,256,10")
-auto_losses, auto_events = run(None, steps=6)
-agree(auto_losses, run("openblas", steps=6)[0])
+# 10 steps of 2 micro-batches: the backward-data shape, once per
+# micro-batch, gets 20 calls, more than the 18 of tuning three libraries.
+auto_losses, auto_events = run(None, steps=10)
+agree(auto_losses, run("openblas", steps=10)[0])
 # A shape is its sizes, transposes and whether C is read (beta != 0,
 # "accumulate"); the decision event carries the sizes and transposes of the
 # call that made it, which is a call of that shape.
@@ -103,7 +116,15 @@ for e in auto_events:
         shape = last
         assert shape[:5] == sizes, (e, last)
         assert shape not in decided, "decided twice: %s" % (shape,)
-        assert calls.get(shape) == 12, (shape, calls.get(shape))
+        timed = sorted(k[:-3] for k in a if k.endswith("_us"))
+        # oneDNN only where its brgemm kernels run (else it declines in its
+        # first call and is not timed), the AVX-512 kernels on AVX-512F.
+        expected = sorted(["openblas"] + ["onednn"] * brgemm +
+                          ["avx512"] * avx512)
+        assert timed == expected, (timed, expected)
+        if brgemm:
+            assert calls.get(shape) == 6 * len(timed), (shape, calls.get(shape))
+        assert a["library"] in timed, a
         decided[shape] = a["library"]
         continue
     shape = sizes + (e["cat"],)
@@ -115,7 +136,7 @@ tuned = sorted(s for s in calls if s[0] * s[1] * s[2] >= 2 ** 20)
 print("auto: tuned shapes:",
       " ".join(sorted({"%dx%dx%d" % s[:3] for s in tuned})),
       "(AVX-512: %s)" % ("yes" if brgemm else "no"))
-if brgemm:
+if avx512:
     assert sorted(decided) == tuned, (sorted(decided), tuned)
 else:
     # oneDNN declines in the first call: OpenBLAS without timing.
