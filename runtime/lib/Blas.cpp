@@ -202,15 +202,24 @@ GemmArgs gemmArgs(const Operand &a, const Operand &b, int64_t m, int64_t n,
   return args;
 }
 
-/// Runs the GEMM through oneDNN; false (nothing written) when oneDNN has no
-/// brgemm kernel for it.
+/// Runs the GEMM through `sgemm` (onednnSgemm: oneDNN, declining without a
+/// brgemm kernel; avx512Sgemm: gaccrt's kernels, declining without
+/// AVX-512F), traced as `name`; false (nothing written) when it declines.
+bool runThrough(bool (*sgemm)(const GemmArgs &), const char *name,
+                const Operand &a, const Operand &b, int64_t m, int64_t n,
+                int64_t k, float alpha, float beta, float *c,
+                int64_t cRowStride) {
+  if (!sgemm(gemmArgs(a, b, m, n, k, alpha, beta, c, cRowStride)))
+    return false;
+  lastLibrary = name;
+  return true;
+}
+
 bool runOnednn(const Operand &a, const Operand &b, int64_t m, int64_t n,
                int64_t k, float alpha, float beta, float *c,
                int64_t cRowStride) {
-  if (!onednnSgemm(gemmArgs(a, b, m, n, k, alpha, beta, c, cRowStride)))
-    return false;
-  lastLibrary = "onednn";
-  return true;
+  return runThrough(onednnSgemm, "onednn", a, b, m, n, k, alpha, beta, c,
+                    cRowStride);
 }
 
 void runOpenblas(const Operand &a, const Operand &b, int64_t m, int64_t n,
@@ -220,17 +229,6 @@ void runOpenblas(const Operand &a, const Operand &b, int64_t m, int64_t n,
   cblas_sgemm(CblasRowMajor, toBlas(a.transposed), toBlas(b.transposed), int(m),
               int(n), int(k), alpha, a.data, int(a.ld), b.data, int(b.ld), beta,
               c, int(cRowStride));
-}
-
-/// Runs the GEMM through gaccrt's AVX-512 kernels; false (nothing written)
-/// on a CPU without AVX-512F.
-bool runAvx512(const Operand &a, const Operand &b, int64_t m, int64_t n,
-               int64_t k, float alpha, float beta, float *c,
-               int64_t cRowStride) {
-  if (!avx512Sgemm(gemmArgs(a, b, m, n, k, alpha, beta, c, cRowStride)))
-    return false;
-  lastLibrary = "avx512";
-  return true;
 }
 
 /// The libraries of "auto", in the order their calls alternate.
@@ -249,7 +247,8 @@ bool runCandidate(int candidate, const Operand &a, const Operand &b, int64_t m,
   case kOnednn:
     return runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride);
   case kAvx512:
-    return runAvx512(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return runThrough(avx512Sgemm, "avx512", a, b, m, n, k, alpha, beta, c,
+                      cRowStride);
   default:
     runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     return true;
@@ -429,7 +428,8 @@ void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
     return;
   }
   if (chosen == Library::Avx512) {
-    if (!runAvx512(a, b, m, n, k, alpha, beta, c, cRowStride))
+    if (!runThrough(avx512Sgemm, "avx512", a, b, m, n, k, alpha, beta, c,
+                    cRowStride))
       runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
