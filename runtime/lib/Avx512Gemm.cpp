@@ -229,6 +229,15 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
 /// Scratch space of the calling thread (the transposed route's operands).
 thread_local std::vector<float> scratchT, scratchA;
 
+/// Scratch kept for the next call up to this many floats (16 MiB); a larger
+/// one is freed after its call.
+constexpr size_t kKeptScratchFloats = size_t(4) << 20;
+
+void releaseLargeScratch(std::vector<float> &scratch) {
+  if (scratch.capacity() > kKeptScratchFloats)
+    std::vector<float>().swap(scratch);
+}
+
 } // namespace
 
 bool gaccrt::avx512Available() {
@@ -284,6 +293,8 @@ bool gaccrt::avx512Sgemm(const GemmArgs &args) {
           float &out = c[i * ldc + j];
           out = args.beta == 0.0f ? value : value + args.beta * out;
         }
+  releaseLargeScratch(scratchT);
+  releaseLargeScratch(scratchA);
   return true;
 }
 

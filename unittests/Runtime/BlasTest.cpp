@@ -354,17 +354,23 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
 
 TEST(Sgemm, DegenerateSizes) {
   // Row and column vectors (a stride along a size-1 dimension is ignored)
-  // and an inner size of 1.
-  for (bool ta : {false, true})
-    for (bool tb : {false, true})
-      for (float beta : {0.0f, 1.0f}) {
-        runCase({ta, tb, beta, Layout::SubView, Layout::ColMajor,
-                 Layout::Contiguous},
-                1, 4, 3);
-        runCase(
-            {ta, tb, beta, Layout::Strided, Layout::SubView, Layout::ColMajor},
-            4, 1, 1);
-      }
+  // and an inner size of 1, on every library.
+  std::string initial = gaccrt_gemm_library();
+  for (const std::string &library : libraries()) {
+    SCOPED_TRACE(library);
+    ASSERT_EQ(gaccrt_set_gemm_library(library.c_str()), 0);
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (float beta : {0.0f, 1.0f}) {
+          runCase({ta, tb, beta, Layout::SubView, Layout::ColMajor,
+                   Layout::Contiguous},
+                  1, 4, 3);
+          runCase({ta, tb, beta, Layout::Strided, Layout::SubView,
+                   Layout::ColMajor},
+                  4, 1, 1);
+        }
+  }
+  gaccrt_set_gemm_library(initial.c_str());
 }
 
 TEST(Sgemm, BetaZeroIgnoresNaNInC) {
