@@ -50,6 +50,14 @@ constexpr int64_t kInnerBlock = 512;
 /// Floats of B kept in L2 across the tiles of one inner block (512 KiB).
 constexpr int64_t kL2Floats = 128 * 1024;
 
+/// Cache lines a tile prefetches while it computes, one per inner step
+/// while p < count: line p is base + (p / linesPerRow) * stride +
+/// (p % linesPerRow) * 16 floats.
+struct Prefetch {
+  const float *base = nullptr;
+  int64_t stride = 0, linesPerRow = 1, count = 0;
+};
+
 /// C[0:MR, 0:16*NV] = alpha * op(A)[0:MR, 0:kc] * B[0:kc, 0:16*NV]
 /// (+ C when `loadC`), where op(A)[i, p] = a[i * rsA + p * csA] and
 /// B[p, j] = b[p * ldb + j]; the last vector of each row is masked by
@@ -58,7 +66,7 @@ template <int MR, int NV>
 GACCRT_AVX512 inline __attribute__((always_inline)) void
 tile(int64_t kc, const float *a, int64_t rsA, int64_t csA, const float *b,
      int64_t ldb, float *c, int64_t ldc, float alpha, bool loadC,
-     __mmask16 lastMask, const float *prefetch) {
+     __mmask16 lastMask, const Prefetch &prefetch) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
@@ -66,8 +74,11 @@ tile(int64_t kc, const float *a, int64_t rsA, int64_t csA, const float *b,
     for (int v = 0; v < NV; ++v)
       acc[r][v] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {
-    if (prefetch)
-      _mm_prefetch(reinterpret_cast<const char *>(prefetch + p * ldb),
+    if (p < prefetch.count)
+      _mm_prefetch(reinterpret_cast<const char *>(
+                       prefetch.base +
+                       (p / prefetch.linesPerRow) * prefetch.stride +
+                       (p % prefetch.linesPerRow) * 16),
                    _MM_HINT_T0);
     __m512 row[NV];
 #pragma GCC unroll 4
@@ -105,7 +116,7 @@ template <int NV>
 GACCRT_AVX512 void
 tileRows(int64_t rows, int64_t kc, const float *a, int64_t rsA, int64_t csA,
          const float *b, int64_t ldb, float *c, int64_t ldc, float alpha,
-         bool loadC, __mmask16 lastMask, const float *prefetch) {
+         bool loadC, __mmask16 lastMask, const Prefetch &prefetch) {
 #define GACCRT_TILE(MR)                                                        \
   case MR:                                                                     \
     if constexpr (MR <= maxRows(NV))                                           \
@@ -140,7 +151,7 @@ GACCRT_AVX512 inline void kernelTile(int64_t rowEnd, int64_t n, int64_t i0,
                                      float alpha, const float *a, int64_t rsA,
                                      int64_t csA, const float *b, int64_t ldb,
                                      bool loadC, float *c, int64_t ldc,
-                                     const float *prefetch = nullptr) {
+                                     const Prefetch &prefetch) {
   int64_t cols = std::min<int64_t>(64, n - j0);
   int nv = int((cols + 15) / 16);
   int64_t lastCols = cols - 16 * (nv - 1);
@@ -178,12 +189,12 @@ GACCRT_AVX512 inline void kernelTile(int64_t rowEnd, int64_t n, int64_t i0,
 /// in a step): one core reads 22 GB/s in order but 8 GB/s in 256-byte
 /// pieces 2-4 KiB apart. So when C has more rows than the inner size (a
 /// weight gradient: C is the large operand), the tiles go along the rows
-/// of C (each C row is read in order) and the inner block is sized to
-/// keep its rows of B in L2; otherwise (forward, backward-data: B is the
-/// large operand) the tiles go down a 64-column panel of B within an inner
-/// block of 512 rows while the first tiles prefetch the next panel (the
-/// best of 64-512 rows; the prefetches made the 4x1024 m = 8 step 4 %
-/// faster).
+/// of C (each C row is read in order, the next band of rows prefetched)
+/// and the inner block is sized to keep its rows of B in L2; otherwise
+/// (forward, backward-data: B is the large operand) the tiles go down a
+/// 64-column panel of B within an inner block of 512 rows while the first tiles
+/// prefetch the next panel (the best of 64-512 rows; the prefetches made the
+/// 4x1024 m = 8 step 4 % faster).
 GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
                               const float *a, int64_t rsA, int64_t csA,
                               const float *b, int64_t ldb, bool accumulate,
@@ -195,6 +206,21 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
   // Along rows: bands of 6 rows of C (the widest tile's), each swept left to
   // right in tiles of up to 64 columns.
   int64_t band = n >= 64 ? maxRows(4) : maxRows(int((n + 15) / 16));
+  // Each tile of a band prefetches its columns of the next band's rows of
+  // C, which the hardware prefetcher fetches late (each row of a 512- or
+  // 1024-wide C is its own 2-4 KiB stream): a 100-layer 512-wide m = 8
+  // step got 17 % faster.
+  auto bandPrefetch = [&](int64_t i1, int64_t j0) {
+    Prefetch prefetch;
+    int64_t next = i1 + band;
+    if (next >= m)
+      return prefetch;
+    prefetch.base = c + next * ldc + j0;
+    prefetch.stride = ldc;
+    prefetch.linesPerRow = (std::min<int64_t>(64, n - j0) + 15) / 16;
+    prefetch.count = std::min<int64_t>(band, m - next) * prefetch.linesPerRow;
+    return prefetch;
+  };
   for (int64_t k0 = 0; k0 < k; k0 += block) {
     int64_t kc = std::min(block, k - k0);
     bool loadC = accumulate || k0 > 0;
@@ -205,7 +231,7 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
           int nv = int((std::min<int64_t>(64, n - j0) + 15) / 16);
           for (int64_t i1 = i0; i1 < rowEnd; i1 += maxRows(nv))
             kernelTile(rowEnd, n, i1, j0, k0, kc, alpha, a, rsA, csA, b, ldb,
-                       loadC, c, ldc);
+                       loadC, c, ldc, bandPrefetch(i1, j0));
         }
       }
       continue;
@@ -219,9 +245,16 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
                           : k0 + kc < k ? b + (k0 + kc) * ldb
                                         : nullptr;
       int64_t t = 0;
-      for (int64_t i0 = 0; i0 < m; i0 += maxRows(nv), ++t)
+      for (int64_t i0 = 0; i0 < m; i0 += maxRows(nv), ++t) {
+        Prefetch prefetch;
+        if (next && t < 4) {
+          prefetch.base = next + 16 * t;
+          prefetch.stride = ldb;
+          prefetch.count = kc;
+        }
         kernelTile(m, n, i0, j0, k0, kc, alpha, a, rsA, csA, b, ldb, loadC, c,
-                   ldc, next && t < 4 ? next + 16 * t : nullptr);
+                   ldc, prefetch);
+      }
     }
   }
 }
