@@ -259,6 +259,73 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
   }
 }
 
+/// vpermt2ps indices of transpose16's stages: stage s swaps the off-diagonal
+/// h x h blocks (h = 8, 4, 2, 1) of each 2h x 2h block; lane l of kLow takes
+/// row i's element l when (l / h) is even and row (i + h)'s element l - h
+/// otherwise (16 + index: the second source), kHigh the other halves.
+alignas(64) constexpr int32_t kLow[4][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+    {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+    {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+    {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}};
+alignas(64) constexpr int32_t kHigh[4][16] = {
+    {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+    {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+    {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+    {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}};
+
+/// Transposes the 16 x 16 block r[0..15] (rows) in registers: 4 stages of 8
+/// two-source permutes (vpermt2ps).
+GACCRT_AVX512 inline __attribute__((always_inline)) void
+transpose16(__m512 r[16]) {
+#pragma GCC unroll 4
+  for (int stage = 0; stage < 4; ++stage) {
+    int h = 8 >> stage;
+    __m512i low = _mm512_load_si512(kLow[stage]);
+    __m512i high = _mm512_load_si512(kHigh[stage]);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      if ((i / h) % 2)
+        continue;
+      __m512 first = r[i], second = r[i + h];
+      r[i] = _mm512_permutex2var_ps(first, low, second);
+      r[i + h] = _mm512_permutex2var_ps(first, high, second);
+    }
+  }
+}
+
+/// C[i, j] = alpha * T[j, i] (+ beta * C[i, j] unless beta is 0) for C
+/// m x n (ldc) and T n x m (row-major), in 16 x 16 blocks transposed in
+/// registers.
+GACCRT_AVX512 void addTransposed(const float *t, int64_t m, int64_t n,
+                                 float alpha, float beta, float *c,
+                                 int64_t ldc) {
+  __m512 scale = _mm512_set1_ps(alpha), betas = _mm512_set1_ps(beta);
+  for (int64_t i0 = 0; i0 < m; i0 += 16)
+    for (int64_t j0 = 0; j0 < n; j0 += 16) {
+      if (i0 + 16 <= m && j0 + 16 <= n) {
+        __m512 r[16];
+        for (int q = 0; q < 16; ++q)
+          r[q] = _mm512_loadu_ps(t + (j0 + q) * m + i0);
+        transpose16(r);
+        for (int q = 0; q < 16; ++q) {
+          float *out = c + (i0 + q) * ldc + j0;
+          __m512 value = _mm512_mul_ps(r[q], scale);
+          if (beta != 0.0f)
+            value = _mm512_fmadd_ps(betas, _mm512_loadu_ps(out), value);
+          _mm512_storeu_ps(out, value);
+        }
+        continue;
+      }
+      for (int64_t i = i0; i < std::min(m, i0 + 16); ++i)
+        for (int64_t j = j0; j < std::min(n, j0 + 16); ++j) {
+          float value = alpha * t[j * m + i];
+          float &out = c[i * ldc + j];
+          out = beta == 0.0f ? value : value + beta * out;
+        }
+    }
+}
+
 /// Scratch space of the calling thread (the transposed route's operands).
 thread_local std::vector<float> scratchT, scratchA;
 
@@ -317,15 +384,7 @@ bool gaccrt::avx512Sgemm(const GemmArgs &args) {
   float *t = scratchT.data();
   kernelGemm(n, m, k, 1.0f, args.b, args.bColStride, 1, aT, ldaT,
              /*accumulate=*/false, t, m);
-  // Transposed write-back in 16 x 16 blocks (both sides stay in cache).
-  for (int64_t i0 = 0; i0 < m; i0 += 16)
-    for (int64_t j0 = 0; j0 < n; j0 += 16)
-      for (int64_t i = i0; i < std::min(m, i0 + 16); ++i)
-        for (int64_t j = j0; j < std::min(n, j0 + 16); ++j) {
-          float value = args.alpha * t[j * m + i];
-          float &out = c[i * ldc + j];
-          out = args.beta == 0.0f ? value : value + args.beta * out;
-        }
+  addTransposed(t, m, n, args.alpha, args.beta, c, ldc);
   releaseLargeScratch(scratchT);
   releaseLargeScratch(scratchA);
   return true;
