@@ -5,7 +5,7 @@
 // b x N x K forward and backward-data GEMMs, and the N x K x b weight
 // gradients that accumulate into a large C). oneDNN and OpenBLAS are tuned
 // for large square-ish problems; inside a 3x512 MLP step at b = 32 both
-// run at 80-135 GFLOP/s on a Zen 5 core, these kernels at 140-175
+// run at 80-155 GFLOP/s on a Zen 5 core, these kernels at 160-190
 // (bench/README.md).
 //
 // The kernel computes a MR x (16 * NV) tile of C in MR * NV zmm registers:
@@ -13,7 +13,8 @@
 // broadcasts MR elements of column p of op(A). op(A) may have any strides
 // (the weight gradient's A^T is read in place); B must have unit column
 // stride. A transposed B (the backward-data GEMM, x W^T) is computed as
-// C^T = op(B)^T op(A)^T into a scratch buffer and added to C transposed.
+// C^T = op(B)^T op(A)^T into a scratch buffer and added to C in 16 x 16
+// blocks transposed in registers.
 // No packing; the order of the tiles follows the large operand's rows
 // (see kernelGemm).
 //
