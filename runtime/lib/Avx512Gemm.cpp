@@ -27,7 +27,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -143,8 +142,6 @@ tileRows(int64_t rows, int64_t kc, const float *a, int64_t rsA, int64_t csA,
 #undef GACCRT_TILE
 }
 
-/// C = alpha * op(A) * B + (C if `accumulate`), C row-major (ldc), B
-/// row-major (ldb), op(A)[i, p] = a[i * rsA + p * csA].
 /// One tile of C at (i0, j0), with rows below `rowEnd` and columns below
 /// `n`, over the inner rows [k0, k0 + kc).
 GACCRT_AVX512 inline void kernelTile(int64_t rowEnd, int64_t n, int64_t i0,

@@ -437,7 +437,7 @@ void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
     tunedSgemm(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
-  if (prefersOnednn(a, n, k) && onednnAvailable() &&
+  if (prefersOnednn(a, n, k) &&
       runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride))
     return;
   runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
