@@ -153,23 +153,17 @@ tileRows(int64_t rows, int64_t kc, const float *a, int64_t rsA, int64_t csA,
 #undef GACCRT_TILE
 }
 
-/// One tile of C at (i0, j0), with rows below `rowEnd` and columns below
-/// `n`, over the inner rows [k0, k0 + kc).
-GACCRT_AVX512 inline void kernelTile(int64_t rowEnd, int64_t n, int64_t i0,
-                                     int64_t j0, int64_t k0, int64_t kc,
-                                     float alpha, const float *a, int64_t rsA,
-                                     int64_t csA, const float *b, int64_t ldb,
-                                     bool loadC, float *c, int64_t ldc,
-                                     const Prefetch &prefetch) {
-  int64_t cols = std::min<int64_t>(64, n - j0);
+/// The tile of `rows` x `cols` (up to maxRows x 64) at `ct`, over kc inner
+/// steps from `at` and `bt`.
+GACCRT_AVX512 inline void tileAt(int64_t rows, int64_t cols, int64_t kc,
+                                 float alpha, const float *at, int64_t rsA,
+                                 int64_t csA, const float *bt, int64_t ldb,
+                                 bool loadC, float *ct, int64_t ldc,
+                                 const Prefetch &prefetch) {
   int nv = int((cols + 15) / 16);
   int64_t lastCols = cols - 16 * (nv - 1);
   __mmask16 lastMask =
       lastCols == 16 ? __mmask16(0xffff) : __mmask16((1u << lastCols) - 1);
-  int64_t rows = std::min<int64_t>(maxRows(nv), rowEnd - i0);
-  const float *at = a + i0 * rsA + k0 * csA;
-  const float *bt = b + k0 * ldb + j0;
-  float *ct = c + i0 * ldc + j0;
   switch (nv) {
   case 1:
     tileRows<1>(rows, kc, at, rsA, csA, bt, ldb, ct, ldc, alpha, loadC,
@@ -190,8 +184,35 @@ GACCRT_AVX512 inline void kernelTile(int64_t rowEnd, int64_t n, int64_t i0,
   }
 }
 
+/// One tile of C at (i0, j0), with rows below `rowEnd` and columns below
+/// `n`, over the inner rows [k0, k0 + kc).
+GACCRT_AVX512 inline void kernelTile(int64_t rowEnd, int64_t n, int64_t i0,
+                                     int64_t j0, int64_t k0, int64_t kc,
+                                     float alpha, const float *a, int64_t rsA,
+                                     int64_t csA, const float *b, int64_t ldb,
+                                     bool loadC, float *c, int64_t ldc,
+                                     const Prefetch &prefetch) {
+  int64_t cols = std::min<int64_t>(64, n - j0);
+  int nv = int((cols + 15) / 16);
+  int64_t rows = std::min<int64_t>(maxRows(nv), rowEnd - i0);
+  tileAt(rows, cols, kc, alpha, a + i0 * rsA + k0 * csA, rsA, csA,
+         b + k0 * ldb + j0, ldb, loadC, c + i0 * ldc + j0, ldc, prefetch);
+}
+
+/// The rows of a band of C when the tiles go along its rows.
+constexpr int64_t bandRows(int64_t n) {
+  return n >= 64 ? maxRows(4) : maxRows(int((n + 15) / 16));
+}
+
+/// Whether the tiles of C = op(A) * B (m x n, inner size k) go along the
+/// rows of C (see kernelGemm).
+constexpr bool tilesAlongRows(int64_t m, int64_t k) {
+  return m > std::min(k, kInnerBlock);
+}
+
 /// C = alpha * op(A) * B + (C if `accumulate`), C row-major (ldc), B
-/// row-major (ldb), op(A)[i, p] = a[i * rsA + p * csA].
+/// row-major (ldb), op(A)[i, p] = a[i * rsA + p * csA]; `alongRows` is
+/// tilesAlongRows(m, k) of the whole GEMM when this is a slice of it.
 ///
 /// Memory order matters more than the arithmetic once an operand comes from
 /// DRAM (a layer's weight or gradient accumulator does, between its uses
@@ -210,14 +231,13 @@ GACCRT_AVX512 inline void kernelTile(int64_t rowEnd, int64_t n, int64_t i0,
 GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
                               const float *a, int64_t rsA, int64_t csA,
                               const float *b, int64_t ldb, bool accumulate,
-                              float *c, int64_t ldc) {
-  bool alongRows = m > std::min(k, kInnerBlock);
+                              float *c, int64_t ldc, bool alongRows) {
   int64_t block = alongRows
                       ? std::clamp<int64_t>(kL2Floats / n, 16, kInnerBlock)
                       : kInnerBlock;
   // Along rows: bands of 6 rows of C (the widest tile's), each swept left to
   // right in tiles of up to 64 columns.
-  int64_t band = n >= 64 ? maxRows(4) : maxRows(int((n + 15) / 16));
+  int64_t band = bandRows(n);
   // Each tile of a band prefetches its columns of the next band's rows of
   // C, which the hardware prefetcher fetches late (each row of a 512- or
   // 1024-wide C is its own 2-4 KiB stream): a 100-layer 512-wide m = 8
@@ -279,6 +299,91 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
   }
 }
 
+GACCRT_AVX512 void packedGemm(int64_t m, int64_t n, int64_t k, float alpha,
+                              const float *a, int64_t rsA, int64_t csA,
+                              const float *w, int64_t ldw, bool accumulate,
+                              float *c, int64_t ldc);
+
+/// How a GEMM's tiles go (see kernelGemm and packedGemm).
+enum class Order { Rows, Panels, PackedPanels };
+
+/// A GEMM split into slices of C for several threads: bands of rows when its
+/// tiles go along the rows of C, else 64-column panels.
+struct Slices {
+  int64_t m, n, k;
+  float alpha;
+  const float *a;
+  int64_t rsA, csA;
+  /// B (row-major, ldb) or, for PackedPanels, W = B^T (row-major, ldb).
+  const float *b;
+  int64_t ldb;
+  bool accumulate;
+  float *c;
+  int64_t ldc;
+  Order order;
+  int64_t units, unit;
+  int parts;
+};
+
+GACCRT_AVX512 void runSlice(void *context, int part) {
+  const Slices &s = *static_cast<const Slices *>(context);
+  int64_t first = s.units * part / s.parts * s.unit;
+  int64_t last = s.units * (part + 1) / s.parts * s.unit;
+  switch (s.order) {
+  case Order::Rows:
+    last = std::min(last, s.m);
+    if (first < last)
+      kernelGemm(last - first, s.n, s.k, s.alpha, s.a + first * s.rsA, s.rsA,
+                 s.csA, s.b, s.ldb, s.accumulate, s.c + first * s.ldc, s.ldc,
+                 true);
+    return;
+  case Order::Panels:
+    last = std::min(last, s.n);
+    if (first < last)
+      kernelGemm(s.m, last - first, s.k, s.alpha, s.a, s.rsA, s.csA,
+                 s.b + first, s.ldb, s.accumulate, s.c + first, s.ldc, false);
+    return;
+  case Order::PackedPanels:
+    last = std::min(last, s.n);
+    if (first < last)
+      packedGemm(s.m, last - first, s.k, s.alpha, s.a, s.rsA, s.csA,
+                 s.b + first * s.ldb, s.ldb, s.accumulate, s.c + first, s.ldc);
+    return;
+  }
+}
+
+/// GEMMs with fewer multiply-adds run on one thread (2^20: about 10 us).
+constexpr int64_t kMinParallelMacs = int64_t(1) << 20;
+
+/// Runs the GEMM of `slices` (its sizes, operands and order set) on up to
+/// `threads` threads, each computing a slice of C.
+/// The parts (threads) of the calling thread's last GEMM on the kernels.
+thread_local int lastParts = 0;
+
+GACCRT_AVX512 void parallelGemm(Slices slices, int threads) {
+  bool rows = slices.order == Order::Rows;
+  slices.unit = rows ? bandRows(slices.n) : 64;
+  slices.units = ((rows ? slices.m : slices.n) + slices.unit - 1) / slices.unit;
+  slices.parts = int(std::min<int64_t>(threads, slices.units));
+  lastParts = slices.parts;
+  if (slices.parts > 1 && slices.m * slices.n * slices.k >= kMinParallelMacs &&
+      runGemmParts(slices.parts, runSlice, &slices))
+    return;
+  lastParts = slices.parts = 1;
+  runSlice(&slices, 0);
+}
+
+/// kernelGemm on up to `threads` threads.
+GACCRT_AVX512 void parallelGemm(int64_t m, int64_t n, int64_t k, float alpha,
+                                const float *a, int64_t rsA, int64_t csA,
+                                const float *b, int64_t ldb, bool accumulate,
+                                float *c, int64_t ldc, int threads) {
+  Order order = tilesAlongRows(m, k) ? Order::Rows : Order::Panels;
+  parallelGemm(Slices{m, n, k, alpha, a, rsA, csA, b, ldb, accumulate, c, ldc,
+                      order, 0, 0, 0},
+               threads);
+}
+
 /// vpermt2ps indices of transpose16's stages: stage s swaps the off-diagonal
 /// h x h blocks (h = 8, 4, 2, 1) of each 2h x 2h block; lane l of kLow takes
 /// row i's element l when (l / h) is even and row (i + h)'s element l - h
@@ -315,10 +420,10 @@ transpose16(__m512 r[16]) {
 }
 
 /// C[i, j] = alpha * T[j, i] (+ beta * C[i, j] unless beta is 0) for C
-/// m x n (ldc) and T n x m (row-major), in 16 x 16 blocks transposed in
-/// registers.
-GACCRT_AVX512 void addTransposed(const float *t, int64_t m, int64_t n,
-                                 float alpha, float beta, float *c,
+/// m x n (ldc) and T n x m (row-major, ldt), in 16 x 16 blocks transposed
+/// in registers.
+GACCRT_AVX512 void addTransposed(const float *t, int64_t ldt, int64_t m,
+                                 int64_t n, float alpha, float beta, float *c,
                                  int64_t ldc) {
   __m512 scale = _mm512_set1_ps(alpha), betas = _mm512_set1_ps(beta);
   for (int64_t i0 = 0; i0 < m; i0 += 16)
@@ -326,7 +431,7 @@ GACCRT_AVX512 void addTransposed(const float *t, int64_t m, int64_t n,
       if (i0 + 16 <= m && j0 + 16 <= n) {
         __m512 r[16];
         for (int q = 0; q < 16; ++q)
-          r[q] = _mm512_loadu_ps(t + (j0 + q) * m + i0);
+          r[q] = _mm512_loadu_ps(t + (j0 + q) * ldt + i0);
         transpose16(r);
         for (int q = 0; q < 16; ++q) {
           float *out = c + (i0 + q) * ldc + j0;
@@ -339,11 +444,80 @@ GACCRT_AVX512 void addTransposed(const float *t, int64_t m, int64_t n,
       }
       for (int64_t i = i0; i < std::min(m, i0 + 16); ++i)
         for (int64_t j = j0; j < std::min(n, j0 + 16); ++j) {
-          float value = alpha * t[j * m + i];
+          float value = alpha * t[j * ldt + i];
           float &out = c[i * ldc + j];
           out = beta == 0.0f ? value : value + beta * out;
         }
     }
+}
+
+/// Packs W[0:cols, 0:kc] (row-major, ldw; cols <= 64) transposed into
+/// panel[p * 64 + j] = W[j, p], in 16 x 16 blocks transposed in registers
+/// (columns of the panel from cols to the next multiple of 16 get zeros).
+GACCRT_AVX512 void packTransposed(const float *w, int64_t ldw, int64_t cols,
+                                  int64_t kc, float *panel) {
+  for (int64_t p0 = 0; p0 < kc; p0 += 16) {
+    int64_t steps = std::min<int64_t>(16, kc - p0);
+    __mmask16 mask =
+        steps == 16 ? __mmask16(0xffff) : __mmask16((1u << steps) - 1);
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      __m512 r[16];
+      for (int q = 0; q < 16; ++q)
+        r[q] = j0 + q < cols
+                   ? _mm512_maskz_loadu_ps(mask, w + (j0 + q) * ldw + p0)
+                   : _mm512_setzero_ps();
+      transpose16(r);
+      for (int64_t q = 0; q < steps; ++q)
+        _mm512_storeu_ps(panel + (p0 + q) * 64 + j0, r[q]);
+    }
+  }
+}
+
+/// The packed panel of the calling thread (kInnerBlock x 64 floats).
+thread_local std::vector<float> packedPanel;
+
+/// C = alpha * op(A) * W^T + (C if `accumulate`) for W n x k (row-major,
+/// ldw), the transposed B of a backward-data GEMM (x W^T): for each
+/// 64-column panel of C and inner block, the panel's 64 rows of W are
+/// packed transposed (W is read in memory order, 64 rows at a time) and
+/// every tile of the panel reads them from the packed copy; the next
+/// block's rows of W are prefetched meanwhile.
+GACCRT_AVX512 void packedGemm(int64_t m, int64_t n, int64_t k, float alpha,
+                              const float *a, int64_t rsA, int64_t csA,
+                              const float *w, int64_t ldw, bool accumulate,
+                              float *c, int64_t ldc) {
+  packedPanel.resize(size_t(kInnerBlock * 64));
+  float *panel = packedPanel.data();
+  for (int64_t j0 = 0; j0 < n; j0 += 64) {
+    int64_t cols = std::min<int64_t>(64, n - j0);
+    int nv = int((cols + 15) / 16);
+    int64_t tiles = (m + maxRows(nv) - 1) / maxRows(nv);
+    for (int64_t k0 = 0; k0 < k; k0 += kInnerBlock) {
+      int64_t kc = std::min(kInnerBlock, k - k0);
+      packTransposed(w + j0 * ldw + k0, ldw, cols, kc, panel);
+      // The next block: the panel's next inner block, else the next panel.
+      int64_t nextJ = k0 + kc < k ? j0 : j0 + 64;
+      int64_t nextK = k0 + kc < k ? k0 + kc : 0;
+      int64_t nextRows = nextJ < n ? std::min<int64_t>(64, n - nextJ) : 0;
+      int64_t nextLinesPerRow = (std::min(kInnerBlock, k - nextK) + 15) / 16;
+      int64_t lines = nextRows * nextLinesPerRow;
+      int64_t linesPerTile = (lines + tiles - 1) / tiles;
+      int64_t t = 0;
+      for (int64_t i0 = 0; i0 < m; i0 += maxRows(nv), ++t) {
+        Prefetch prefetch;
+        if (t * linesPerTile < lines) {
+          prefetch.base = w + nextJ * ldw + nextK;
+          prefetch.stride = ldw;
+          prefetch.linesPerRow = nextLinesPerRow;
+          prefetch.first = t * linesPerTile;
+          prefetch.count = std::min(linesPerTile, lines - prefetch.first);
+        }
+        tileAt(std::min<int64_t>(maxRows(nv), m - i0), cols, kc, alpha,
+               a + i0 * rsA + k0 * csA, rsA, csA, panel, 64,
+               accumulate || k0 > 0, c + i0 * ldc + j0, ldc, prefetch);
+      }
+    }
+  }
 }
 
 /// Scratch space of the calling thread (the transposed route's operands).
@@ -358,12 +532,33 @@ void releaseLargeScratch(std::vector<float> &scratch) {
     std::vector<float>().swap(scratch);
 }
 
+/// C = beta * C unless beta is 0 (C is never read) or 1.
+void prescaleC(float beta, int64_t m, int64_t n, float *c, int64_t ldc) {
+  if (beta != 0.0f && beta != 1.0f)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] *= beta;
+}
+
+/// Whether C = op(A) * W^T takes the transposed route (C^T = W * op(A)^T
+/// with W as the broadcast operand, read in memory order without packing)
+/// rather than packedGemm: on one thread for at most 64 rows of C and an
+/// inner size of 128 or more, where skipping the packing pays (64x1024x1024:
+/// 186 against 168 GFLOP/s, with hot caches on Zen 5; packed wins from 96
+/// rows on, 177-197 against 117-148, and for a small inner size). The
+/// transposed route adds C^T to C on one thread, so several threads pack.
+bool transposedRoute(int64_t m, int64_t k, int threads) {
+  return threads == 1 && m <= 64 && k >= 128;
+}
+
 } // namespace
 
 bool gaccrt::avx512Available() {
   static const bool available = __builtin_cpu_supports("avx512f");
   return available;
 }
+
+int gaccrt::avx512LastThreads() { return lastParts; }
 
 bool gaccrt::avx512Sgemm(const GemmArgs &args) {
   if (!avx512Available() || args.cColStride != 1 || args.m <= 0 ||
@@ -373,18 +568,25 @@ bool gaccrt::avx512Sgemm(const GemmArgs &args) {
   float *c = args.c;
   int64_t ldc = args.cRowStride;
   if (args.bColStride == 1) {
-    // C = beta * C first unless beta is 0 (never read) or 1.
-    if (args.beta != 0.0f && args.beta != 1.0f)
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j)
-          c[i * ldc + j] *= args.beta;
-    kernelGemm(m, n, k, args.alpha, args.a, args.aRowStride, args.aColStride,
-               args.b, args.bRowStride, args.beta != 0.0f, c, ldc);
+    prescaleC(args.beta, m, n, c, ldc);
+    parallelGemm(m, n, k, args.alpha, args.a, args.aRowStride, args.aColStride,
+                 args.b, args.bRowStride, args.beta != 0.0f, c, ldc,
+                 args.threads);
     return true;
   }
   if (args.bRowStride != 1)
     return false;
-  // op(B) is column-major, i.e. B stored row-major n x k: compute
+  // op(B) is column-major, i.e. B stored row-major n x k (W of x W^T).
+  if (!transposedRoute(m, k, args.threads)) {
+    prescaleC(args.beta, m, n, c, ldc);
+    parallelGemm(Slices{m, n, k, args.alpha, args.a, args.aRowStride,
+                        args.aColStride, args.b, args.bColStride,
+                        args.beta != 0.0f, c, ldc, Order::PackedPanels, 0, 0,
+                        0},
+                 args.threads);
+    return true;
+  }
+  // The transposed route: compute
   // T = op(B)^T * op(A)^T (n x m, row-major) with op(B)^T as the strided
   // operand and op(A)^T as the row-major one (in place when op(A) is
   // column-major, which is A stored transposed; else copied), then
@@ -393,18 +595,22 @@ bool gaccrt::avx512Sgemm(const GemmArgs &args) {
   int64_t ldaT = args.aColStride;
   if (args.aRowStride != 1) {
     scratchA.resize(size_t(k * m));
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t p = 0; p < k; ++p)
-        scratchA[size_t(p * m + i)] =
-            args.a[i * args.aRowStride + p * args.aColStride];
+    if (args.aColStride == 1)
+      addTransposed(args.a, args.aRowStride, k, m, 1.0f, 0.0f, scratchA.data(),
+                    m);
+    else
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t p = 0; p < k; ++p)
+          scratchA[size_t(p * m + i)] =
+              args.a[i * args.aRowStride + p * args.aColStride];
     aT = scratchA.data();
     ldaT = m;
   }
   scratchT.resize(size_t(n * m));
   float *t = scratchT.data();
-  kernelGemm(n, m, k, 1.0f, args.b, args.bColStride, 1, aT, ldaT,
-             /*accumulate=*/false, t, m);
-  addTransposed(t, m, n, args.alpha, args.beta, c, ldc);
+  parallelGemm(n, m, k, 1.0f, args.b, args.bColStride, 1, aT, ldaT,
+               /*accumulate=*/false, t, m, args.threads);
+  addTransposed(t, m, m, n, args.alpha, args.beta, c, ldc);
   releaseLargeScratch(scratchT);
   releaseLargeScratch(scratchA);
   return true;
@@ -413,6 +619,8 @@ bool gaccrt::avx512Sgemm(const GemmArgs &args) {
 #else // !GACCRT_AVX512_KERNELS
 
 bool gaccrt::avx512Available() { return false; }
+
+int gaccrt::avx512LastThreads() { return 0; }
 
 bool gaccrt::avx512Sgemm(const GemmArgs &) { return false; }
 

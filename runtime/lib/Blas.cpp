@@ -99,10 +99,11 @@ void scale(float *c, int64_t rows, int64_t cols, int64_t stride0,
     }
 }
 
-/// Auto: oneDNN, the AVX-512 kernels or OpenBLAS per GEMM shape, timed in
-/// its first calls. Onednn: the fixed shape rule of prefersOnednn.
-/// Avx512: gaccrt's kernels for every GEMM (one GEMM thread). Openblas:
-/// OpenBLAS alone.
+/// Auto: oneDNN (one GEMM thread only), the AVX-512 kernels or OpenBLAS
+/// per GEMM shape, timed in its first calls. Onednn: the fixed shape rule
+/// of prefersOnednn (OpenBLAS with several GEMM threads). Avx512: gaccrt's
+/// kernels for every GEMM, on the GEMM thread count. Openblas: OpenBLAS
+/// alone.
 enum class Library { Unset, Auto, Onednn, Avx512, Openblas };
 
 std::atomic<Library> chosenLibrary{Library::Unset};
@@ -180,6 +181,13 @@ bool prefersOnednn(const Operand &a, int64_t n, int64_t k) {
 /// and gaccrt_internal_last_gemm_library).
 thread_local const char *lastLibrary = "none";
 
+/// The trace argument ", \"threads\": N" of a GEMM gaccrt's kernels ran on
+/// several threads, else "".
+std::string threadsArg() {
+  int32_t threads = gaccrt_internal_last_gemm_threads();
+  return threads > 1 ? ", \"threads\": " + std::to_string(threads) : "";
+}
+
 /// The GEMM in the element strides of GemmArgs (row-major C).
 GemmArgs gemmArgs(const Operand &a, const Operand &b, int64_t m, int64_t n,
                   int64_t k, float alpha, float beta, float *c,
@@ -199,6 +207,7 @@ GemmArgs gemmArgs(const Operand &a, const Operand &b, int64_t m, int64_t n,
   args.c = c;
   args.cRowStride = cRowStride;
   args.cColStride = 1;
+  args.threads = gemmThreads();
   return args;
 }
 
@@ -264,10 +273,13 @@ bool runCandidate(int candidate, const Operand &a, const Operand &b, int64_t m,
 struct GemmKey {
   int64_t m, n, k, lda, ldb, ldc;
   bool transA, transB, readsC;
+  /// The GEMM thread count (the libraries that take part depend on it).
+  int threads;
   bool operator==(const GemmKey &other) const {
     return m == other.m && n == other.n && k == other.k && lda == other.lda &&
            ldb == other.ldb && ldc == other.ldc && transA == other.transA &&
-           transB == other.transB && readsC == other.readsC;
+           transB == other.transB && readsC == other.readsC &&
+           threads == other.threads;
   }
 };
 
@@ -276,7 +288,8 @@ struct GemmKeyHash {
     size_t h = 0;
     for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc,
                       int64_t(key.transA) | int64_t(key.transB) << 1 |
-                          int64_t(key.readsC) << 2})
+                          int64_t(key.readsC) << 2,
+                      int64_t(key.threads)})
       h = h * 1000003u ^ std::hash<int64_t>()(v);
     return h;
   }
@@ -355,7 +368,8 @@ void decide(GemmTuning &tuning, int incumbent) {
 void startTuning(GemmTuning &tuning, unsigned dropped) {
   tuning = GemmTuning();
   tuning.dropped = dropped;
-  bool available[kCandidates] = {onednnAvailable(), true, avx512Available()};
+  bool available[kCandidates] = {onednnAvailable() && gemmThreads() == 1, true,
+                                 avx512Available()};
   for (int library = 0; library < kCandidates; ++library)
     if (available[library] && !(dropped & (1u << library)))
       tuning.libraries[tuning.count++] = library;
@@ -377,9 +391,16 @@ void startTuning(GemmTuning &tuning, unsigned dropped) {
 void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
                 int64_t k, float alpha, float beta, float *c,
                 int64_t cRowStride) {
-  GemmKey key{
-      m,           n, k, a.ld, b.ld, cRowStride, a.transposed, b.transposed,
-      beta != 0.0f};
+  GemmKey key{m,
+              n,
+              k,
+              a.ld,
+              b.ld,
+              cRowStride,
+              a.transposed,
+              b.transposed,
+              beta != 0.0f,
+              gemmThreads()};
   auto [entry, inserted] = tunings.try_emplace(key);
   GemmTuning &tuning = entry->second;
   if (inserted)
@@ -419,11 +440,13 @@ void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
 void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
                    int64_t k, float alpha, float beta, float *c,
                    int64_t cRowStride) {
-  // With several GEMM threads OpenBLAS runs everything and libdnnl.so.2 is
-  // never loaded: oneDNN's OpenMP threads and OpenBLAS's would spin against
-  // each other between calls (and the AVX-512 kernels use one thread).
+  // With several GEMM threads oneDNN takes no part and libdnnl.so.2 is
+  // never loaded: its OpenMP threads and OpenBLAS's would spin against each
+  // other between calls. The AVX-512 kernels run on gaccrt's own workers
+  // (GemmThreads.cpp), which sleep while OpenBLAS runs.
   Library chosen = library();
-  if (chosen == Library::Openblas || gemmThreads() != 1) {
+  if (chosen == Library::Openblas ||
+      (chosen == Library::Onednn && gemmThreads() != 1)) {
     runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
@@ -437,6 +460,14 @@ void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
     tunedSgemm(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
+  // Small GEMMs with several GEMM threads: the kernels on the calling
+  // thread, rather than waking OpenBLAS's threads for a few microseconds of
+  // work (a 64x10x1024 logits GEMM took 775 us on two OpenBLAS threads, its
+  // threads then spinning against gaccrt's workers).
+  if (chosen == Library::Auto && gemmThreads() != 1 &&
+      runThrough(avx512Sgemm, "avx512", a, b, m, n, k, alpha, beta, c,
+                 cRowStride))
+    return;
   if (prefersOnednn(a, n, k) &&
       runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride))
     return;
@@ -456,6 +487,16 @@ int32_t gaccrt_set_gemm_library(const char *name) {
 }
 
 const char *gaccrt_internal_last_gemm_library(void) { return lastLibrary; }
+
+void gaccrt_internal_set_gemm_threads(int32_t threads) {
+  openblas_set_num_threads(threads);
+}
+
+int32_t gaccrt_internal_gemm_threads(void) { return gemmThreads(); }
+
+int32_t gaccrt_internal_last_gemm_threads(void) {
+  return std::strcmp(lastLibrary, "avx512") == 0 ? avx512LastThreads() : 0;
+}
 
 const char *gaccrt_gemm_library(void) {
   switch (library()) {
@@ -546,7 +587,8 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
         ", \"trans_b\": " + (tb ? "1" : "0");
     traceComplete("sgemm " + shape, beta != 0.0f ? "accumulate" : "gemm", start,
                   end - start,
-                  "{" + sizes + ", \"library\": \"" + lastLibrary + "\"}");
+                  "{" + sizes + ", \"library\": \"" + lastLibrary + "\"" +
+                      threadsArg() + "}");
     if (!pendingDecision.empty()) {
       traceComplete("gemm choice " + shape, "gemm-tuning", end, 0.0,
                     "{" + sizes + ", " + pendingDecision + "}");

@@ -30,6 +30,9 @@ struct GemmArgs {
   int64_t bRowStride = 0, bColStride = 0;
   float *c = nullptr;
   int64_t cRowStride = 0, cColStride = 0;
+  /// The most threads the GEMM may use (gaccrt's kernels; the libraries
+  /// have their own counts).
+  int threads = 1;
 };
 
 /// Runs `args` through oneDNN; false (nothing written) when oneDNN is not
@@ -47,7 +50,14 @@ bool avx512Sgemm(const GemmArgs &args);
 
 /// Whether the CPU runs gaccrt's AVX-512 kernels (AVX-512F).
 bool avx512Available();
+/// The threads that ran the calling thread's last avx512Sgemm (0 before
+/// the first).
+int avx512LastThreads();
 
+/// Runs body(context, part) for every part in [0, parts) on as many threads
+/// (GemmThreads.cpp), part 0 on the caller; false, with nothing run, when
+/// another thread's GEMM is using the workers.
+bool runGemmParts(int parts, void (*body)(void *, int), void *context);
 /// The thread count of the GEMM libraries: OpenBLAS's
 /// (OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS, then the core count).
 int gemmThreads();

@@ -26,6 +26,16 @@ GACCRT_API void gaccrt_internal_count_collective(int64_t bytes);
 /// of the calling thread's last gaccrt_sgemm: how the unit tests see which
 /// library a layout went to. Exported but not part of the public API.
 GACCRT_API const char *gaccrt_internal_last_gemm_library(void);
+/// The threads that ran the calling thread's last gaccrt_sgemm when
+/// gaccrt's AVX-512 kernels ran it, else 0. Exported but not part of the
+/// public API.
+GACCRT_API int32_t gaccrt_internal_last_gemm_threads(void);
+/// Sets the GEMM thread count (OpenBLAS's, which gaccrt's kernels follow):
+/// how the unit tests run the kernels on several threads. Exported but not
+/// part of the public API.
+GACCRT_API void gaccrt_internal_set_gemm_threads(int32_t threads);
+/// The GEMM thread count.
+GACCRT_API int32_t gaccrt_internal_gemm_threads(void);
 /// gaccrt_trace_complete on track (trace tid) `track`: how libgaccrt_cuda
 /// puts the communication stream's collectives on track 1, "communication".
 /// Exported (gaccrt_* prefix) but not part of the public API.

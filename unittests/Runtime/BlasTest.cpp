@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -92,19 +93,31 @@ void sgemm(bool ta, bool tb, float alpha, float beta, View &a, View &b,
                c.offset, c.size0, c.size1, c.stride0, c.stride1);
 }
 
-/// The expected C, computed in double by the definition.
+/// The expected C, computed in double by the definition, and the error
+/// bound of each element: float rounding in a sum of k products is at most
+/// k * 2^-24 times the sum of their magnitudes (the order of the sum is the
+/// library's), plus 1e-5 relative.
 std::vector<double> reference(bool ta, bool tb, float alpha, float beta,
-                              View &a, View &b, View &c) {
+                              View &a, View &b, View &c,
+                              std::vector<double> &bound) {
   int64_t m = c.size0, n = c.size1, k = ta ? a.size0 : a.size1;
   std::vector<double> result(size_t(m * n));
+  bound.assign(size_t(m * n), 0.0);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
-      double sum = 0.0;
-      for (int64_t l = 0; l < k; ++l)
-        sum += double(ta ? a.at(l, i) : a.at(i, l)) *
-               double(tb ? b.at(j, l) : b.at(l, j));
-      result[size_t(i * n + j)] =
+      double sum = 0.0, magnitude = 0.0;
+      for (int64_t l = 0; l < k; ++l) {
+        double product = double(ta ? a.at(l, i) : a.at(i, l)) *
+                         double(tb ? b.at(j, l) : b.at(l, j));
+        sum += product;
+        magnitude += std::abs(product);
+      }
+      double value =
           alpha * sum + (beta == 0.0f ? 0.0 : beta * double(c.at(i, j)));
+      result[size_t(i * n + j)] = value;
+      bound[size_t(i * n + j)] =
+          1e-5 * std::max(1.0, std::abs(value)) +
+          double(k) * 0x1p-24 * std::abs(alpha) * magnitude;
     }
   return result;
 }
@@ -132,13 +145,14 @@ void runCase(const Case &test, int64_t m, int64_t n, int64_t k) {
   View c = makeView(m, n, test.layoutC, rng);
   std::vector<float> storageBefore = c.storage;
   const float alpha = 0.75f;
+  std::vector<double> bound;
   std::vector<double> expected =
-      reference(test.ta, test.tb, alpha, test.beta, a, b, c);
+      reference(test.ta, test.tb, alpha, test.beta, a, b, c, bound);
   sgemm(test.ta, test.tb, alpha, test.beta, a, b, c);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
       ASSERT_NEAR(c.at(i, j), expected[size_t(i * n + j)],
-                  1e-5 * std::max(1.0, std::abs(expected[size_t(i * n + j)])))
+                  bound[size_t(i * n + j)])
           << describe(test) << " at (" << i << ", " << j << ")";
   // Nothing outside the view of C was written.
   std::vector<bool> inView(c.storage.size(), false);
@@ -160,21 +174,33 @@ void runCase(const Case &test, int64_t m, int64_t n, int64_t k) {
 std::optional<bool> onednnRuns() {
   if (std::getenv("ONEDNN_MAX_CPU_ISA") || std::getenv("DNNL_MAX_CPU_ISA"))
     return std::nullopt;
-  const char *threads = std::getenv("OPENBLAS_NUM_THREADS");
-  return threads && std::string(threads) == "1" &&
+  return gaccrt_internal_gemm_threads() == 1 &&
          __builtin_cpu_supports("avx512f") &&
          __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") &&
          __builtin_cpu_supports("avx512dq");
 }
 
-/// Whether gaccrt's AVX-512 kernels run the GEMMs they are picked for: with
-/// one GEMM thread on a CPU with AVX-512F.
-bool avx512Runs() {
-  const char *threads = std::getenv("OPENBLAS_NUM_THREADS");
-  return threads && std::string(threads) == "1" &&
-         __builtin_cpu_supports("avx512f");
-}
+/// Whether gaccrt's AVX-512 kernels run the GEMMs they are picked for: on a
+/// CPU with AVX-512F, on any number of GEMM threads.
+bool avx512Runs() { return __builtin_cpu_supports("avx512f"); }
+
+/// Sets the GEMM thread count for a scope (OpenBLAS's, process-wide).
+class GemmThreads {
+public:
+  explicit GemmThreads(int32_t threads)
+      : initial(gaccrt_internal_gemm_threads()) {
+    gaccrt_internal_set_gemm_threads(threads);
+  }
+  ~GemmThreads() { gaccrt_internal_set_gemm_threads(initial); }
+  /// Whether OpenBLAS took the count.
+  bool took(int32_t threads) const {
+    return gaccrt_internal_gemm_threads() == threads;
+  }
+
+private:
+  int32_t initial;
+};
 
 /// The GEMM libraries this gaccrt has, in the order "auto" times them:
 /// "onednn" when built with it and libdnnl.so.2 loads, "openblas", and
@@ -218,6 +244,10 @@ TEST(Sgemm, AllTransposesBetasAndLayoutsMatchNaiveLoop) {
     runLayoutMatrix(7, 20, 530);
     // More rows of C than the inner size: tiles along the rows of C.
     runLayoutMatrix(40, 100, 9);
+    // op(B) = B^T with more than 64 rows of C: B packed transposed in
+    // panels of 64 columns, a masked one here, with an inner size that
+    // ends inside a block of 16.
+    runLayoutMatrix(70, 20, 130);
   }
   gaccrt_set_gemm_library(initial.c_str());
 }
@@ -266,7 +296,7 @@ TEST(Sgemm, LibraryChoice) {
     runCase(plain, 16, 10, 32);
     EXPECT_STREQ(gaccrt_internal_last_gemm_library(), "openblas");
   }
-  // The AVX-512 kernels: every GEMM where they can run (one GEMM thread).
+  // The AVX-512 kernels: every GEMM where they can run.
   EXPECT_EQ(gaccrt_set_gemm_library("avx512") == 0,
             __builtin_cpu_supports("avx512f") != 0);
   if (std::string(gaccrt_gemm_library()) == "avx512") {
@@ -279,31 +309,33 @@ TEST(Sgemm, LibraryChoice) {
   gaccrt_set_gemm_library(initial.c_str());
 }
 
+/// The libraries "auto" times with `threads` GEMM threads, as letters (o:
+/// oneDNN, b: OpenBLAS, a: the AVX-512 kernels) in its order, or nothing
+/// when unknown (oneDNN's ISA limit).
+std::optional<std::string> autoLibraries(int32_t threads) {
+  std::string letters;
+  for (const std::string &library : libraries()) {
+    if (library == "onednn") {
+      std::optional<bool> runs = onednnRuns();
+      if (!runs)
+        return std::nullopt;
+      if (*runs)
+        letters += 'o';
+    } else {
+      letters += library == "openblas" ? 'b' : 'a';
+    }
+  }
+  (void)threads;
+  return letters;
+}
+
 TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
   std::string initial = gaccrt_gemm_library();
   ASSERT_EQ(gaccrt_set_gemm_library("auto"), 0);
-  // Whether shapes are timed: not without oneDNN ("auto" is then
-  // "openblas"); unknown under oneDNN's ISA limit.
-  std::optional<bool> tuning = onednnRuns();
-  if (tuning == false && avx512Runs())
-    tuning = std::nullopt; // AVX-512F without oneDNN's brgemm ISA
-  if (std::string(gaccrt_gemm_library()) != "auto")
-    tuning = false;
-  // The libraries timed (o: oneDNN, b: OpenBLAS, a: the AVX-512 kernels):
-  // 2 untimed warm-up calls each, cycling, then 4 timed calls each in
-  // rounds, round t starting at library t mod n.
-  std::string order;
-  std::vector<std::string> timed = libraries();
-  if (timed == std::vector<std::string>{"onednn", "openblas", "avx512"})
-    order = "obaoba"
-            "obabaoaoboba";
-  else if (timed == std::vector<std::string>{"onednn", "openblas"})
-    order = "obob"
-            "obboobbo";
-  else
-    tuning = std::nullopt; // a combination this test does not spell out
+  bool isAuto = std::string(gaccrt_gemm_library()) == "auto";
   // Shapes of at least 2^20 multiply-adds are tuned; each key here is used
-  // by this test only (the tuning state is per thread and per process).
+  // by this test only (the tuning state is per thread, per process and per
+  // GEMM thread count).
   Case forward{false,
                false,
                0.0f,
@@ -316,39 +348,120 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
                       Layout::Contiguous,
                       Layout::Contiguous,
                       Layout::Contiguous};
-  for (auto [test, m, n, k] : {std::tuple(forward, 128, 128, 64),
-                               std::tuple(weightGradient, 128, 96, 96)}) {
-    SCOPED_TRACE(describe(test));
-    std::vector<std::string> ran;
-    for (int call = 0; call < 22; ++call) {
-      runCase(test, m, n, k); // every call's result is checked
-      ran.push_back(gaccrt_internal_last_gemm_library());
-    }
-    if (!tuning)
-      continue; // every call's result was checked; the order is unknown
-    if (!*tuning) {
-      // One thread without AVX-512 (oneDNN declines in the first call),
-      // several threads, or no oneDNN at all: OpenBLAS throughout.
-      for (const std::string &library : ran)
-        EXPECT_EQ(library, "openblas");
+  for (int32_t threads : {1, 2}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    GemmThreads scope(threads);
+    if (!scope.took(threads))
       continue;
+    // With several GEMM threads oneDNN takes no part.
+    std::optional<std::string> timed = autoLibraries(threads);
+    if (timed && !isAuto)
+      timed = "b";
+    // 2 untimed warm-up calls each, cycling, then 4 timed calls each in
+    // rounds, round t starting at library t mod n.
+    std::string order;
+    if (timed == "oba")
+      order = "obaoba"
+              "obabaoaoboba";
+    else if (timed == "ob" || timed == "ba")
+      order = std::string("") + (*timed)[0] + (*timed)[1] + (*timed)[0] +
+              (*timed)[1] + (*timed)[0] + (*timed)[1] + (*timed)[1] +
+              (*timed)[0] + (*timed)[0] + (*timed)[1] + (*timed)[1] +
+              (*timed)[0];
+    else if (timed != "b")
+      timed = std::nullopt; // a combination this test does not spell out
+    for (auto [test, m, n, k] : {std::tuple(forward, 128, 128, 64),
+                                 std::tuple(weightGradient, 128, 96, 96)}) {
+      SCOPED_TRACE(describe(test));
+      std::vector<std::string> ran;
+      for (int call = 0; call < 22; ++call) {
+        runCase(test, m, n, k); // every call's result is checked
+        ran.push_back(gaccrt_internal_last_gemm_library());
+      }
+      if (!timed)
+        continue; // every call's result was checked; the order is unknown
+      if (*timed == "b") {
+        // OpenBLAS alone ("auto" without oneDNN or the kernels).
+        for (const std::string &library : ran)
+          EXPECT_EQ(library, "openblas");
+        continue;
+      }
+      // The warm-up and timed calls, then the chosen library for good.
+      size_t decided = order.size();
+      for (size_t call = 0; call < decided; ++call)
+        EXPECT_EQ(ran[call], order[call] == 'o'   ? "onednn"
+                             : order[call] == 'b' ? "openblas"
+                                                  : "avx512")
+            << "call " << call;
+      for (size_t call = decided + 1; call < ran.size(); ++call)
+        EXPECT_EQ(ran[call], ran[decided]) << "call " << call;
     }
-    // The warm-up and timed calls, then the chosen library for good.
-    size_t decided = order.size();
-    for (size_t call = 0; call < decided; ++call)
-      EXPECT_EQ(ran[call], order[call] == 'o'   ? "onednn"
-                           : order[call] == 'b' ? "openblas"
-                                                : "avx512")
-          << "call " << call;
-    for (size_t call = decided + 1; call < ran.size(); ++call)
-      EXPECT_EQ(ran[call], ran[decided]) << "call " << call;
+    // Smaller shapes are not timed: one thread follows the fixed rule
+    // (oneDNN for this one where it runs), several threads run the kernels
+    // on the calling thread.
+    runCase(forward, 16, 96, 32);
+    if (timed) {
+      const char *expected =
+          timed->find('o') != std::string::npos                  ? "onednn"
+          : threads > 1 && timed->find('a') != std::string::npos ? "avx512"
+                                                                 : "openblas";
+      EXPECT_STREQ(gaccrt_internal_last_gemm_library(), expected);
+    }
   }
-  // Smaller shapes follow the fixed rule without timing.
-  runCase(forward, 16, 96, 32);
-  if (tuning) {
-    EXPECT_STREQ(gaccrt_internal_last_gemm_library(),
-                 *tuning ? "onednn" : "openblas");
+  gaccrt_set_gemm_library(initial.c_str());
+}
+
+TEST(Sgemm, Avx512KernelsSplitAcrossThreads) {
+  std::string initial = gaccrt_gemm_library();
+  if (gaccrt_set_gemm_library("avx512") != 0)
+    GTEST_SKIP() << "the CPU has no AVX-512F";
+  const Layout layouts[] = {Layout::Contiguous, Layout::ColMajor,
+                            Layout::SubView};
+  for (int32_t threads : {2, 3}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    GemmThreads scope(threads);
+    ASSERT_TRUE(scope.took(threads));
+    // At least 2^20 multiply-adds, so that every part gets a slice: 64-column
+    // panels of C (4, the last masked), bands of 6 rows (C with more rows
+    // than the inner size), and two inner blocks; op(B) = B^T packed.
+    for (auto [m, n, k] : {std::tuple(70, 200, 100), std::tuple(200, 70, 100),
+                           std::tuple(20, 300, 600)})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true})
+          for (float beta : {0.0f, 1.0f, 0.5f})
+            for (Layout layoutA : layouts)
+              for (Layout layoutC : {Layout::Contiguous, Layout::SubView}) {
+                Case test{ta, tb, beta, layoutA, Layout::Contiguous, layoutC};
+                runCase(test, m, n, k);
+                ASSERT_STREQ(gaccrt_internal_last_gemm_library(), "avx512")
+                    << describe(test);
+                // One part per band of 6 rows of C when its tiles go along
+                // its rows, else per 64-column panel (always for B^T).
+                int64_t units =
+                    !tb && m > std::min(k, 512) ? (m + 5) / 6 : (n + 63) / 64;
+                EXPECT_EQ(gaccrt_internal_last_gemm_threads(),
+                          std::min<int64_t>(threads, units))
+                    << describe(test) << " " << m << "x" << n << "x" << k;
+              }
+    // Below 2^20 multiply-adds: the calling thread alone.
+    runCase({false, false, 0.0f, Layout::Contiguous, Layout::Contiguous,
+             Layout::Contiguous},
+            16, 64, 64);
+    EXPECT_EQ(gaccrt_internal_last_gemm_threads(), 1);
   }
+  // Two GEMMs at once: one gets the workers, the other runs on its own
+  // thread; both results are checked.
+  GemmThreads scope(2);
+  std::vector<std::thread> callers;
+  for (int caller = 0; caller < 2; ++caller)
+    callers.emplace_back([] {
+      for (int call = 0; call < 20; ++call)
+        runCase({false, true, 1.0f, Layout::Contiguous, Layout::Contiguous,
+                 Layout::Contiguous},
+                70, 200, 100);
+    });
+  for (std::thread &caller : callers)
+    caller.join();
   gaccrt_set_gemm_library(initial.c_str());
 }
 

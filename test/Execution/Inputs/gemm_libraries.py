@@ -2,13 +2,15 @@
 and on OpenBLAS (GACCRT_GEMM=openblas): the losses of every step agree, and
 the traces show which library ran each GEMM (oneDNN for the forward and
 backward-data GEMMs with n >= 64 on CPUs with AVX-512, OpenBLAS for the
-weight gradients and the logits layer; only OpenBLAS when it is chosen or
-when GEMMs run on two threads), and with gaccrt's AVX-512 kernels
+weight gradients and the logits layer; only OpenBLAS when it is chosen; no
+oneDNN when GEMMs run on two threads), and with gaccrt's AVX-512 kernels
 (GACCRT_GEMM=avx512) where the CPU has AVX-512F. Then a larger MLP with the
 default, "auto": each GEMM shape of at least 2^20 multiply-adds is decided
 once (a "gemm-tuning" trace event with the fastest time of each library)
 after 6 calls per library timed, and every later call of the shape runs the
-library decided; the losses agree with OpenBLAS's.
+library decided; the losses agree with OpenBLAS's. On two GEMM threads the
+kernels split those shapes across both threads, and "auto" times OpenBLAS
+against the kernels only.
 
   gemm_libraries.py GACC_RUN GEN_MLP WORKDIR
 """
@@ -82,13 +84,18 @@ print("rule: weight gradients:",
 print("rule: n < 64:",
       libraries(default_events, lambda e: e["args"]["n"] < 64))
 print("GACCRT_GEMM=openblas: all:", libraries(blas_events, lambda e: True))
-# With two GEMM threads OpenBLAS runs everything (oneDNN's OpenMP threads and
-# OpenBLAS's would compete for the cores).
+avx512 = "avx512f" in flags
+# With two GEMM threads oneDNN takes no part (its OpenMP threads and
+# OpenBLAS's would compete for the cores): these GEMMs, all below 2^20
+# multiply-adds, run on the AVX-512 kernels (on the calling thread) where the
+# CPU has AVX-512F, else on OpenBLAS.
 two_losses, two_events = run(None, threads="2")
 agree(two_losses, blas_losses)
-print("2 threads: all:", libraries(two_events, lambda e: True))
-# gaccrt's AVX-512 kernels run every GEMM (one thread, AVX-512F).
-avx512 = "avx512f" in flags
+got = libraries(two_events, lambda e: True)
+assert got == (["avx512"] if avx512 else ["openblas"]), got
+assert not any("threads" in e["args"] for e in two_events), two_events
+print("2 threads: no oneDNN: as expected (%s)" % got[0])
+# gaccrt's AVX-512 kernels run every GEMM (AVX-512F).
 if avx512:
     kernel_losses, kernel_events = run("avx512")
     agree(kernel_losses, blas_losses)
@@ -143,4 +150,23 @@ else:
     assert not decided, decided
     assert libraries(auto_events, lambda e: True) == ["openblas"]
 print("auto: every call after a shape's decision ran the library decided")
+
+if avx512:
+    # Two GEMM threads: the kernels split every GEMM of at least 2^20
+    # multiply-adds into one slice of C per thread (the trace's "threads"),
+    # and "auto" times OpenBLAS against them only.
+    kernel_losses, kernel_events = run("avx512", threads="2", steps=10)
+    agree(kernel_losses, auto_losses)
+    for e in kernel_events:
+        a = e["args"]
+        large = a["m"] * a["n"] * a["k"] >= 2 ** 20
+        assert a["library"] == "avx512", e
+        assert a.get("threads") == (2 if large else None), e
+    two_losses, two_events = run(None, threads="2", steps=10)
+    agree(two_losses, auto_losses)
+    timed = {tuple(sorted(k[:-3] for k in e["args"] if k.endswith("_us")))
+             for e in two_events if e["cat"] == "gemm-tuning"}
+    assert timed == {("avx512", "openblas")}, timed
+print("2 threads: the kernels split large GEMMs; auto times openblas and "
+      "avx512 (AVX-512F: %s)" % ("yes" if avx512 else "no"))
 print("PASS")

@@ -1,0 +1,125 @@
+//===- GemmThreads.cpp - the worker threads of gaccrt's GEMM kernels ------===//
+//
+// A small pool that runs the parts of one GEMM on several cores (the AVX-512
+// kernels split C into contiguous slices, one per part). The caller runs
+// part 0; workers, started at the first call that needs them, run the
+// others. A GEMM inside a step is followed within microseconds by the next
+// one, so a worker spins for a while after its part before it sleeps on a
+// condition variable; the caller spins until every part is done.
+//
+// One GEMM at a time uses the pool: a second caller that finds it busy gets
+// `false` and runs its GEMM on its own thread.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gemm.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define GACCRT_PAUSE() _mm_pause()
+#else
+#define GACCRT_PAUSE() std::this_thread::yield()
+#endif
+
+using namespace gaccrt;
+
+namespace {
+
+/// How long a worker spins for the next part before it sleeps.
+constexpr std::chrono::microseconds kWorkerSpin(100);
+
+class Pool {
+public:
+  bool run(int parts, void (*body)(void *, int), void *context);
+
+private:
+  void work(int part, uint64_t seen);
+  void startWorkers(int count);
+
+  /// Held by the one caller using the pool.
+  std::mutex callerMutex;
+  /// Guards the sleeping workers' wake-up.
+  std::mutex wakeMutex;
+  std::condition_variable wake;
+  /// Bumped (under wakeMutex) for every call; workers wait for a change.
+  std::atomic<uint64_t> generation{0};
+  /// Workers that have not yet finished with the current call (each one
+  /// acknowledges every call, with or without a part in it, so that none
+  /// reads the next call's fields for this one).
+  std::atomic<int> pending{0};
+  /// The current call; written before `generation` is bumped.
+  void (*body)(void *, int) = nullptr;
+  void *context = nullptr;
+  int parts = 0;
+  int workers = 0;
+};
+
+bool Pool::run(int count, void (*callBody)(void *, int), void *callContext) {
+  std::unique_lock<std::mutex> caller(callerMutex, std::try_to_lock);
+  if (!caller.owns_lock())
+    return false;
+  if (workers < count - 1)
+    startWorkers(count - 1);
+  body = callBody;
+  context = callContext;
+  parts = count;
+  pending.store(workers, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex);
+    generation.fetch_add(1, std::memory_order_release);
+  }
+  wake.notify_all();
+  callBody(callContext, 0);
+  while (pending.load(std::memory_order_acquire) != 0)
+    GACCRT_PAUSE();
+  return true;
+}
+
+void Pool::startWorkers(int count) {
+  for (; workers < count; ++workers)
+    // Detached: the pool lives until the process exits, and a worker that
+    // sleeps then holds nothing.
+    // A new worker waits for the generation after the current one, which
+    // the caller bumps next.
+    std::thread([this, part = workers + 1,
+                 seen = generation.load(std::memory_order_relaxed)] {
+      work(part, seen);
+    }).detach();
+}
+
+void Pool::work(int part, uint64_t seen) {
+  for (;;) {
+    auto spinUntil = std::chrono::steady_clock::now() + kWorkerSpin;
+    uint64_t current;
+    for (int spins = 0;
+         (current = generation.load(std::memory_order_acquire)) == seen;
+         ++spins) {
+      GACCRT_PAUSE();
+      if (spins % 64 == 63 && std::chrono::steady_clock::now() > spinUntil) {
+        std::unique_lock<std::mutex> lock(wakeMutex);
+        wake.wait(lock, [&] {
+          return generation.load(std::memory_order_acquire) != seen;
+        });
+      }
+    }
+    seen = current;
+    if (part < parts)
+      body(context, part);
+    pending.fetch_sub(1, std::memory_order_release);
+  }
+}
+
+} // namespace
+
+bool gaccrt::runGemmParts(int parts, void (*body)(void *, int), void *context) {
+  // Never destroyed: detached workers may still read it at exit.
+  static Pool *pool = new Pool;
+  return pool->run(parts, body, context);
+}
