@@ -229,13 +229,14 @@ GACCRT_API void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha,
  *  changes nothing for an unknown name or a library that cannot run here
  *  ("auto" is "openblas" when OpenBLAS is the only one). GEMMs use
  *  OpenBLAS's thread count (OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS,
- *  then the number of cores); with more than one thread OpenBLAS runs every
- *  GEMM. */
+ *  then the number of cores); with more than one thread oneDNN takes no
+ *  part ("onednn" means OpenBLAS) and the AVX-512 kernels split each large
+ *  GEMM across that many threads of their own. */
 GACCRT_API int32_t gaccrt_set_gemm_library(const char *name);
 /** The library chosen for gaccrt_sgemm: "auto", "onednn", "avx512" or
- *  "openblas". GEMMs that run on more than one thread, and under "auto" and
- *  "onednn" those that oneDNN has no brgemm kernel for (no AVX-512), go to
- *  OpenBLAS. */
+ *  "openblas". Under "onednn", GEMMs that run on more than one thread go to
+ *  OpenBLAS; under "auto" and "onednn", those that oneDNN has no brgemm
+ *  kernel for (no AVX-512) do too. */
 GACCRT_API const char *gaccrt_gemm_library(void);
 
 #ifdef __cplusplus
