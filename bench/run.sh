@@ -38,9 +38,10 @@ export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || echo unknown)
 # gaccrt's GEMM libraries (runtime/README.md#gemm): by default ("auto") each
 # GEMM shape is timed on oneDNN, OpenBLAS and gaccrt's AVX-512 kernels in its
-# first calls and keeps the fastest (oneDNN only with one thread on AVX-512,
-# the kernels on AVX-512 with any thread count); "onednn" is a fixed shape
-# rule. What each m's step ended up with is printed after the table.
+# first calls and keeps the fastest (oneDNN only with one thread on AVX-512;
+# with several threads the kernels run every GEMM on AVX-512, untimed);
+# "onednn" is a fixed shape rule. What each m's step ended up with is
+# printed after the table.
 case "${GACCRT_GEMM:-auto}" in
   auto) gemm="oneDNN, gaccrt's AVX-512 kernels or OpenBLAS per shape, timed in the first calls (auto)" ;;
   avx512) gemm="gaccrt's AVX-512 kernels" ;;

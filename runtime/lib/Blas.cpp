@@ -99,11 +99,11 @@ void scale(float *c, int64_t rows, int64_t cols, int64_t stride0,
     }
 }
 
-/// Auto: oneDNN (one GEMM thread only), the AVX-512 kernels or OpenBLAS
-/// per GEMM shape, timed in its first calls. Onednn: the fixed shape rule
-/// of prefersOnednn (OpenBLAS with several GEMM threads). Avx512: gaccrt's
-/// kernels for every GEMM, on the GEMM thread count. Openblas: OpenBLAS
-/// alone.
+/// Auto: with one GEMM thread oneDNN, the AVX-512 kernels or OpenBLAS per
+/// GEMM shape, timed in its first calls; with several the kernels (else
+/// OpenBLAS). Onednn: the fixed shape rule of prefersOnednn (OpenBLAS with
+/// several GEMM threads). Avx512: gaccrt's kernels for every GEMM, on the
+/// GEMM thread count. Openblas: OpenBLAS alone.
 enum class Library { Unset, Auto, Onednn, Avx512, Openblas };
 
 std::atomic<Library> chosenLibrary{Library::Unset};
@@ -273,13 +273,10 @@ bool runCandidate(int candidate, const Operand &a, const Operand &b, int64_t m,
 struct GemmKey {
   int64_t m, n, k, lda, ldb, ldc;
   bool transA, transB, readsC;
-  /// The GEMM thread count (the libraries that take part depend on it).
-  int threads;
   bool operator==(const GemmKey &other) const {
     return m == other.m && n == other.n && k == other.k && lda == other.lda &&
            ldb == other.ldb && ldc == other.ldc && transA == other.transA &&
-           transB == other.transB && readsC == other.readsC &&
-           threads == other.threads;
+           transB == other.transB && readsC == other.readsC;
   }
 };
 
@@ -288,8 +285,7 @@ struct GemmKeyHash {
     size_t h = 0;
     for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc,
                       int64_t(key.transA) | int64_t(key.transB) << 1 |
-                          int64_t(key.readsC) << 2,
-                      int64_t(key.threads)})
+                          int64_t(key.readsC) << 2})
       h = h * 1000003u ^ std::hash<int64_t>()(v);
     return h;
   }
@@ -368,8 +364,7 @@ void decide(GemmTuning &tuning, int incumbent) {
 void startTuning(GemmTuning &tuning, unsigned dropped) {
   tuning = GemmTuning();
   tuning.dropped = dropped;
-  bool available[kCandidates] = {onednnAvailable() && gemmThreads() == 1, true,
-                                 avx512Available()};
+  bool available[kCandidates] = {onednnAvailable(), true, avx512Available()};
   for (int library = 0; library < kCandidates; ++library)
     if (available[library] && !(dropped & (1u << library)))
       tuning.libraries[tuning.count++] = library;
@@ -391,16 +386,9 @@ void startTuning(GemmTuning &tuning, unsigned dropped) {
 void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
                 int64_t k, float alpha, float beta, float *c,
                 int64_t cRowStride) {
-  GemmKey key{m,
-              n,
-              k,
-              a.ld,
-              b.ld,
-              cRowStride,
-              a.transposed,
-              b.transposed,
-              beta != 0.0f,
-              gemmThreads()};
+  GemmKey key{
+      m,           n, k, a.ld, b.ld, cRowStride, a.transposed, b.transposed,
+      beta != 0.0f};
   auto [entry, inserted] = tunings.try_emplace(key);
   GemmTuning &tuning = entry->second;
   if (inserted)
@@ -456,18 +444,24 @@ void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
       runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
+  // "auto" with several GEMM threads: the kernels for every GEMM, untimed.
+  // OpenBLAS's pthread workers, like oneDNN's OpenMP threads, spin between
+  // calls, so mixing it with the kernels' workers slows both down and
+  // biases the timing against whichever runs next: per-shape tuning picked
+  // OpenBLAS for some shapes of the 3x512 m = 8 step on 2 threads, which
+  // then took 12.1-12.8 ms, as with OpenBLAS alone, against 5.7-5.8 ms with
+  // the kernels alone (a 64x10x1024 logits GEMM took 775 us on two OpenBLAS
+  // threads).
+  if (chosen == Library::Auto && gemmThreads() != 1) {
+    if (!runThrough(avx512Sgemm, "avx512", a, b, m, n, k, alpha, beta, c,
+                    cRowStride))
+      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
   if (chosen == Library::Auto && m * n * k >= kMinTunedMacs) {
     tunedSgemm(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
-  // Small GEMMs with several GEMM threads: the kernels on the calling
-  // thread, rather than waking OpenBLAS's threads for a few microseconds of
-  // work (a 64x10x1024 logits GEMM took 775 us on two OpenBLAS threads, its
-  // threads then spinning against gaccrt's workers).
-  if (chosen == Library::Auto && gemmThreads() != 1 &&
-      runThrough(avx512Sgemm, "avx512", a, b, m, n, k, alpha, beta, c,
-                 cRowStride))
-    return;
   if (prefersOnednn(a, n, k) &&
       runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride))
     return;

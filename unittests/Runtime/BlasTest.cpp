@@ -309,10 +309,10 @@ TEST(Sgemm, LibraryChoice) {
   gaccrt_set_gemm_library(initial.c_str());
 }
 
-/// The libraries "auto" times with `threads` GEMM threads, as letters (o:
-/// oneDNN, b: OpenBLAS, a: the AVX-512 kernels) in its order, or nothing
-/// when unknown (oneDNN's ISA limit).
-std::optional<std::string> autoLibraries(int32_t threads) {
+/// The libraries "auto" times with one GEMM thread, as letters (o: oneDNN,
+/// b: OpenBLAS, a: the AVX-512 kernels) in its order, or nothing when
+/// unknown (oneDNN's ISA limit).
+std::optional<std::string> autoLibraries() {
   std::string letters;
   for (const std::string &library : libraries()) {
     if (library == "onednn") {
@@ -325,7 +325,6 @@ std::optional<std::string> autoLibraries(int32_t threads) {
       letters += library == "openblas" ? 'b' : 'a';
     }
   }
-  (void)threads;
   return letters;
 }
 
@@ -334,8 +333,7 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
   ASSERT_EQ(gaccrt_set_gemm_library("auto"), 0);
   bool isAuto = std::string(gaccrt_gemm_library()) == "auto";
   // Shapes of at least 2^20 multiply-adds are tuned; each key here is used
-  // by this test only (the tuning state is per thread, per process and per
-  // GEMM thread count).
+  // by this test only (the tuning state is per thread and per process).
   Case forward{false,
                false,
                0.0f,
@@ -348,26 +346,22 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
                       Layout::Contiguous,
                       Layout::Contiguous,
                       Layout::Contiguous};
-  for (int32_t threads : {1, 2}) {
-    SCOPED_TRACE("threads=" + std::to_string(threads));
-    GemmThreads scope(threads);
-    if (!scope.took(threads))
-      continue;
-    // With several GEMM threads oneDNN takes no part.
-    std::optional<std::string> timed = autoLibraries(threads);
-    if (timed && !isAuto)
-      timed = "b";
+  {
+    GemmThreads scope(1);
+    ASSERT_TRUE(scope.took(1));
+    std::optional<std::string> timed = isAuto ? autoLibraries() : "b";
     // 2 untimed warm-up calls each, cycling, then 4 timed calls each in
     // rounds, round t starting at library t mod n.
     std::string order;
     if (timed == "oba")
       order = "obaoba"
               "obabaoaoboba";
-    else if (timed == "ob" || timed == "ba")
-      order = std::string("") + (*timed)[0] + (*timed)[1] + (*timed)[0] +
-              (*timed)[1] + (*timed)[0] + (*timed)[1] + (*timed)[1] +
-              (*timed)[0] + (*timed)[0] + (*timed)[1] + (*timed)[1] +
-              (*timed)[0];
+    else if (timed == "ob")
+      order = "obob"
+              "obboobbo";
+    else if (timed == "ba")
+      order = "baba"
+              "baabbaab";
     else if (timed != "b")
       timed = std::nullopt; // a combination this test does not spell out
     for (auto [test, m, n, k] : {std::tuple(forward, 128, 128, 64),
@@ -396,17 +390,29 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
       for (size_t call = decided + 1; call < ran.size(); ++call)
         EXPECT_EQ(ran[call], ran[decided]) << "call " << call;
     }
-    // Smaller shapes are not timed: one thread follows the fixed rule
-    // (oneDNN for this one where it runs), several threads run the kernels
-    // on the calling thread.
+    // Smaller shapes follow the fixed rule without timing (oneDNN for this
+    // one where it runs).
     runCase(forward, 16, 96, 32);
     if (timed) {
-      const char *expected =
-          timed->find('o') != std::string::npos                  ? "onednn"
-          : threads > 1 && timed->find('a') != std::string::npos ? "avx512"
-                                                                 : "openblas";
-      EXPECT_STREQ(gaccrt_internal_last_gemm_library(), expected);
+      EXPECT_STREQ(gaccrt_internal_last_gemm_library(),
+                   timed->find('o') != std::string::npos ? "onednn"
+                                                         : "openblas");
     }
+  }
+  // With several GEMM threads: the kernels for every GEMM, untimed, where
+  // they run; else OpenBLAS.
+  {
+    GemmThreads scope(2);
+    ASSERT_TRUE(scope.took(2));
+    const char *expected = isAuto && avx512Runs() ? "avx512" : "openblas";
+    for (auto [test, m, n, k] : {std::tuple(forward, 128, 128, 64),
+                                 std::tuple(weightGradient, 128, 96, 96),
+                                 std::tuple(forward, 16, 96, 32)})
+      for (int call = 0; call < 3; ++call) {
+        runCase(test, m, n, k);
+        EXPECT_STREQ(gaccrt_internal_last_gemm_library(), expected)
+            << describe(test) << " " << m << "x" << n << "x" << k;
+      }
   }
   gaccrt_set_gemm_library(initial.c_str());
 }

@@ -230,7 +230,8 @@ GACCRT_API void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha,
  *  ("auto" is "openblas" when OpenBLAS is the only one). GEMMs use
  *  OpenBLAS's thread count (OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS,
  *  then the number of cores); with more than one thread oneDNN takes no
- *  part ("onednn" means OpenBLAS) and the AVX-512 kernels split each large
+ *  part ("onednn" means OpenBLAS), "auto" runs every GEMM on the AVX-512
+ *  kernels where they can run, untimed, and the kernels split each large
  *  GEMM across that many threads of their own. */
 GACCRT_API int32_t gaccrt_set_gemm_library(const char *name);
 /** The library chosen for gaccrt_sgemm: "auto", "onednn", "avx512" or
