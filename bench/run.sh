@@ -43,7 +43,11 @@ blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || echo unknown)
 # "onednn" is a fixed shape rule. What each m's step ended up with is
 # printed after the table.
 case "${GACCRT_GEMM:-auto}" in
-  auto) gemm="oneDNN, gaccrt's AVX-512 kernels or OpenBLAS per shape, timed in the first calls (auto)" ;;
+  auto) if [ "$THREADS" = 1 ]; then
+          gemm="oneDNN, gaccrt's AVX-512 kernels or OpenBLAS per shape, timed in the first calls (auto)"
+        else
+          gemm="gaccrt's AVX-512 kernels on $THREADS threads (auto; OpenBLAS without AVX-512)"
+        fi ;;
   avx512) gemm="gaccrt's AVX-512 kernels" ;;
   onednn) gemm="oneDNN (forward, backward-data; weight gradients with b >= 512) + OpenBLAS (the rest) where oneDNN can run" ;;
   *) gemm="OpenBLAS" ;;
