@@ -19,7 +19,8 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
-#include <vector>
+
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -59,12 +60,19 @@ private:
   void *context = nullptr;
   int parts = 0;
   int workers = 0;
+  /// The process that started `workers`.
+  pid_t owner = getpid();
 };
 
 bool Pool::run(int count, void (*callBody)(void *, int), void *callContext) {
   std::unique_lock<std::mutex> caller(callerMutex, std::try_to_lock);
   if (!caller.owns_lock())
     return false;
+  // A forked child has none of its parent's workers: it starts its own.
+  if (pid_t current = getpid(); current != owner) {
+    owner = current;
+    workers = 0;
+  }
   if (workers < count - 1)
     startWorkers(count - 1);
   body = callBody;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -15,6 +16,10 @@
 #include <thread>
 #include <tuple>
 #include <vector>
+
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -468,6 +473,30 @@ TEST(Sgemm, Avx512KernelsSplitAcrossThreads) {
     });
   for (std::thread &caller : callers)
     caller.join();
+  // A forked child, which has none of the workers above, starts its own
+  // (rather than wait for its parent's forever). Not a death test: those
+  // run in a fresh process here (TestMain.cpp).
+  pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    std::vector<float> a(70 * 100, 1.0f), b(100 * 200, 0.5f), c(70 * 200);
+    gaccrt_sgemm(0, 0, 1.0f, 0.0f, a.data(), a.data(), 0, 70, 100, 100, 1,
+                 b.data(), b.data(), 0, 100, 200, 200, 1, c.data(), c.data(), 0,
+                 70, 200, 200, 1);
+    bool right = std::all_of(c.begin(), c.end(),
+                             [](float value) { return value == 50.0f; });
+    _exit(right && gaccrt_internal_last_gemm_threads() == 2 ? 0 : 1);
+  }
+  int status = 0;
+  for (int waited = 0; waitpid(child, &status, WNOHANG) == 0; ++waited) {
+    if (waited == 600) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      FAIL() << "the forked child's GEMM did not finish in 60 s";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   gaccrt_set_gemm_library(initial.c_str());
 }
 
