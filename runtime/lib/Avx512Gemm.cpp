@@ -352,8 +352,11 @@ GACCRT_AVX512 void runSlice(void *context, int part) {
   }
 }
 
-/// GEMMs with fewer multiply-adds run on one thread (2^20: about 10 us).
+/// GEMMs with fewer multiply-adds run on one thread (2^20: about 10 us),
+/// and a part gets at least half of that (so a GEMM near the threshold
+/// is not spread over every core of a large machine).
 constexpr int64_t kMinParallelMacs = int64_t(1) << 20;
+constexpr int64_t kMinPartMacs = kMinParallelMacs / 2;
 
 /// Runs the GEMM of `slices` (its sizes, operands and order set) on up to
 /// `threads` threads, each computing a slice of C.
@@ -364,9 +367,11 @@ GACCRT_AVX512 void parallelGemm(Slices slices, int threads) {
   bool rows = slices.order == Order::Rows;
   slices.unit = rows ? bandRows(slices.n) : 64;
   slices.units = ((rows ? slices.m : slices.n) + slices.unit - 1) / slices.unit;
-  slices.parts = int(std::min<int64_t>(threads, slices.units));
+  int64_t macs = slices.m * slices.n * slices.k;
+  slices.parts = int(std::min<int64_t>(
+      {threads, slices.units, std::max<int64_t>(1, macs / kMinPartMacs)}));
   lastParts = slices.parts;
-  if (slices.parts > 1 && slices.m * slices.n * slices.k >= kMinParallelMacs &&
+  if (slices.parts > 1 && macs >= kMinParallelMacs &&
       runGemmParts(slices.parts, runSlice, &slices))
     return;
   lastParts = slices.parts = 1;

@@ -432,10 +432,10 @@ TEST(Sgemm, Avx512KernelsSplitAcrossThreads) {
     SCOPED_TRACE("threads=" + std::to_string(threads));
     GemmThreads scope(threads);
     ASSERT_TRUE(scope.took(threads));
-    // At least 2^20 multiply-adds, so that every part gets a slice: 64-column
-    // panels of C (4, the last masked), bands of 6 rows (C with more rows
-    // than the inner size), and two inner blocks; op(B) = B^T packed.
-    for (auto [m, n, k] : {std::tuple(70, 200, 100), std::tuple(200, 70, 100),
+    // At least 2^20 multiply-adds: 64-column panels of C (4, the last
+    // masked), bands of 6 rows (C with more rows than the inner size), and
+    // two inner blocks; op(B) = B^T packed.
+    for (auto [m, n, k] : {std::tuple(70, 200, 100), std::tuple(300, 70, 100),
                            std::tuple(20, 300, 600)})
       for (bool ta : {false, true})
         for (bool tb : {false, true})
@@ -447,11 +447,13 @@ TEST(Sgemm, Avx512KernelsSplitAcrossThreads) {
                 ASSERT_STREQ(gaccrt_internal_last_gemm_library(), "avx512")
                     << describe(test);
                 // One part per band of 6 rows of C when its tiles go along
-                // its rows, else per 64-column panel (always for B^T).
+                // its rows, else per 64-column panel (always for B^T), and
+                // at most one per 2^19 multiply-adds.
                 int64_t units =
                     !tb && m > std::min(k, 512) ? (m + 5) / 6 : (n + 63) / 64;
+                int64_t macs = int64_t(m) * n * k;
                 EXPECT_EQ(gaccrt_internal_last_gemm_threads(),
-                          std::min<int64_t>(threads, units))
+                          std::min<int64_t>({threads, units, macs >> 19}))
                     << describe(test) << " " << m << "x" << n << "x" << k;
               }
     // Below 2^20 multiply-adds: the calling thread alone.
