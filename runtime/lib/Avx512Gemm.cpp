@@ -58,6 +58,24 @@ struct Prefetch {
   int64_t stride = 0, linesPerRow = 1, first = 0, count = 0;
 };
 
+/// Tile t's share, when `tiles` tiles share them evenly in row-major order,
+/// of the prefetches of a block of `lines` lines from `base` (linesPerRow
+/// lines per row, rows `stride` floats apart).
+inline Prefetch shareOfBlock(const float *base, int64_t stride,
+                             int64_t linesPerRow, int64_t lines, int64_t tiles,
+                             int64_t t) {
+  Prefetch prefetch;
+  int64_t linesPerTile = (lines + tiles - 1) / tiles;
+  if (t * linesPerTile < lines) {
+    prefetch.base = base;
+    prefetch.stride = stride;
+    prefetch.linesPerRow = linesPerRow;
+    prefetch.first = t * linesPerTile;
+    prefetch.count = std::min(linesPerTile, lines - prefetch.first);
+  }
+  return prefetch;
+}
+
 /// C[0:MR, 0:16*NV] = alpha * op(A)[0:MR, 0:kc] * B[0:kc, 0:16*NV]
 /// (+ C when `loadC`), where op(A)[i, p] = a[i * rsA + p * csA] and
 /// B[p, j] = b[p * ldb + j]; the last vector of each row is masked by
@@ -281,20 +299,12 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
       int64_t nextLinesPerRow = (std::min<int64_t>(64, n - nextJ) + 15) / 16;
       int64_t lines = nextRows > 0 ? nextRows * nextLinesPerRow : 0;
       int64_t tiles = (m + maxRows(nv) - 1) / maxRows(nv);
-      int64_t linesPerTile = (lines + tiles - 1) / tiles;
       int64_t t = 0;
-      for (int64_t i0 = 0; i0 < m; i0 += maxRows(nv), ++t) {
-        Prefetch prefetch;
-        if (t * linesPerTile < lines) {
-          prefetch.base = b + nextK * ldb + nextJ;
-          prefetch.stride = ldb;
-          prefetch.linesPerRow = nextLinesPerRow;
-          prefetch.first = t * linesPerTile;
-          prefetch.count = std::min(linesPerTile, lines - prefetch.first);
-        }
+      for (int64_t i0 = 0; i0 < m; i0 += maxRows(nv), ++t)
         kernelTile(m, n, i0, j0, k0, kc, alpha, a, rsA, csA, b, ldb, loadC, c,
-                   ldc, prefetch);
-      }
+                   ldc,
+                   shareOfBlock(b + nextK * ldb + nextJ, ldb, nextLinesPerRow,
+                                lines, tiles, t));
     }
   }
 }
@@ -506,21 +516,13 @@ GACCRT_AVX512 void packedGemm(int64_t m, int64_t n, int64_t k, float alpha,
       int64_t nextRows = nextJ < n ? std::min<int64_t>(64, n - nextJ) : 0;
       int64_t nextLinesPerRow = (std::min(kInnerBlock, k - nextK) + 15) / 16;
       int64_t lines = nextRows * nextLinesPerRow;
-      int64_t linesPerTile = (lines + tiles - 1) / tiles;
       int64_t t = 0;
-      for (int64_t i0 = 0; i0 < m; i0 += maxRows(nv), ++t) {
-        Prefetch prefetch;
-        if (t * linesPerTile < lines) {
-          prefetch.base = w + nextJ * ldw + nextK;
-          prefetch.stride = ldw;
-          prefetch.linesPerRow = nextLinesPerRow;
-          prefetch.first = t * linesPerTile;
-          prefetch.count = std::min(linesPerTile, lines - prefetch.first);
-        }
+      for (int64_t i0 = 0; i0 < m; i0 += maxRows(nv), ++t)
         tileAt(std::min<int64_t>(maxRows(nv), m - i0), cols, kc, alpha,
                a + i0 * rsA + k0 * csA, rsA, csA, panel, 64,
-               accumulate || k0 > 0, c + i0 * ldc + j0, ldc, prefetch);
-      }
+               accumulate || k0 > 0, c + i0 * ldc + j0, ldc,
+               shareOfBlock(w + nextJ * ldw + nextK, ldw, nextLinesPerRow,
+                            lines, tiles, t));
     }
   }
 }
