@@ -12,7 +12,12 @@
 # noise of a shared machine), BENCH_RUNNER (default jit: gacc-run compiles
 # the step in the process; aot: gacc-compile builds the step as a shared
 # library once per m, outside the timing, and gacc-run-aot runs it without
-# LLVM/MLIR in the process, as a deployed step would).
+# LLVM/MLIR in the process, as a deployed step would), BENCH_TORCH_THREADS
+# (LibTorch's intra-op threads, torch::set_num_threads; default 1: its
+# GEMMs run on OpenBLAS's THREADS threads either way, and with THREADS
+# intra-op threads as well its OpenMP and OpenBLAS threads compete, which
+# made its 3x512 step 2-3x slower on 2 threads than this, its best setting;
+# bench/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${1:-1}
@@ -23,6 +28,7 @@ MS=${BENCH_MS:-1 4 8}
 STEPS=${BENCH_STEPS:-20}
 ROUNDS=${BENCH_ROUNDS:-3}
 RUNNER=${BENCH_RUNNER:-jit}
+TORCH_THREADS=${BENCH_TORCH_THREADS:-1}
 WARMUP=3
 case "$RUNNER" in
   jit | aot) ;;
@@ -52,7 +58,7 @@ case "${GACCRT_GEMM:-auto}" in
   onednn) gemm="oneDNN (forward, backward-data; weight gradients with b >= 512) + OpenBLAS (the rest) where oneDNN can run" ;;
   *) gemm="OpenBLAS" ;;
 esac
-echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas, gacc runner: $RUNNER, gacc GEMMs: $gemm, LibTorch GEMMs: the BLAS"
+echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas, gacc runner: $RUNNER, gacc GEMMs: $gemm, LibTorch GEMMs: the BLAS on $THREADS thread(s), $TORCH_THREADS intra-op thread(s)"
 echo "best of $ROUNDS alternating runs of the median of $STEPS steps after $WARMUP warm-up steps; RSS = peak resident set of the whole process (/usr/bin/time -v)"
 echo
 echo "| m | b | gacc ms/step | torch ms/step | gacc / torch | gacc peak RSS | torch peak RSS | gacc accounted peak |"
@@ -73,7 +79,7 @@ for m in $MS; do
       --steps=$((STEPS + WARMUP)) --warmup=$WARMUP > "$tmp/gacc.out"
     /usr/bin/time -v -o "$tmp/torch.time" "$BUILD/bin/gacc-bench-torch-mlp" \
       --batch "$BATCH" --dims "$DIMS" --micro-batches "$m" --steps "$STEPS" \
-      --warmup $WARMUP --threads "$THREADS" > "$tmp/torch.out"
+      --warmup $WARMUP --threads "$TORCH_THREADS" > "$tmp/torch.out"
     gs+=("$(sed -n 's/.*time\/step median \([0-9.]*\) ms.*/\1/p' "$tmp/gacc.out")")
     ts+=("$(sed -n 's/.*time\/step median \([0-9.]*\) ms.*/\1/p' "$tmp/torch.out")")
   done
