@@ -18,6 +18,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
 
 #include <unistd.h>
@@ -68,13 +70,23 @@ bool Pool::run(int count, void (*callBody)(void *, int), void *callContext) {
   std::unique_lock<std::mutex> caller(callerMutex, std::try_to_lock);
   if (!caller.owns_lock())
     return false;
-  // A forked child has none of its parent's workers: it starts its own.
+  // A forked child has none of its parent's workers: it starts its own,
+  // with a fresh wake-up mutex (a parent's worker may have held it at the
+  // fork).
   if (pid_t current = getpid(); current != owner) {
     owner = current;
     workers = 0;
+    new (&wakeMutex) std::mutex;
+    new (&wake) std::condition_variable;
   }
-  if (workers < count - 1)
-    startWorkers(count - 1);
+  if (workers < count - 1) {
+    try {
+      startWorkers(count - 1);
+    } catch (const std::system_error &) {
+      // No more threads (resource limits): the caller runs the GEMM alone.
+      return false;
+    }
+  }
   body = callBody;
   context = callContext;
   parts = count;
