@@ -430,8 +430,8 @@ void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
                    int64_t cRowStride) {
   // With several GEMM threads oneDNN takes no part and libdnnl.so.2 is
   // never loaded: its OpenMP threads and OpenBLAS's would spin against each
-  // other between calls. The AVX-512 kernels run on gaccrt's own workers
-  // (GemmThreads.cpp), which sleep while OpenBLAS runs.
+  // other between calls. The AVX-512 kernels split their GEMMs over
+  // gaccrt's own workers (GemmThreads.cpp).
   Library chosen = library();
   if (chosen == Library::Openblas ||
       (chosen == Library::Onednn && gemmThreads() != 1)) {
