@@ -12,11 +12,13 @@
 // for each p of the inner size it loads NV vectors of row p of B and
 // broadcasts MR elements of column p of op(A). op(A) may have any strides
 // (the weight gradient's A^T is read in place); B must have unit column
-// stride. A transposed B (the backward-data GEMM, x W^T) is computed as
-// C^T = op(B)^T op(A)^T into a scratch buffer and added to C in 16 x 16
-// blocks transposed in registers.
-// No packing; the order of the tiles follows the large operand's rows
-// (see kernelGemm).
+// stride, and is read in place. A transposed B (the backward-data GEMM,
+// x W^T) is either computed as C^T = op(B)^T op(A)^T into a scratch buffer
+// and added to C in 16 x 16 blocks transposed in registers (one thread,
+// few rows of C), or packed transposed panel by panel (packedGemm). The
+// order of the tiles follows the large operand's rows (see kernelGemm).
+// With several GEMM threads a GEMM is split into slices of C, one per
+// thread (parallelGemm, GemmThreads.cpp).
 //
 // Compiled for AVX-512F through function target attributes, so that gaccrt
 // itself still runs on any x86-64; avx512Available() checks the CPU once.
