@@ -333,8 +333,10 @@ struct Slices {
   float *c;
   int64_t ldc;
   Order order;
-  int64_t units, unit;
-  int parts;
+  /// Set by parallelGemm: the slices of C (units of `unit` rows or
+  /// columns) and how many parts share them.
+  int64_t units = 0, unit = 0;
+  int parts = 1;
 };
 
 GACCRT_AVX512 void runSlice(void *context, int part) {
@@ -364,17 +366,16 @@ GACCRT_AVX512 void runSlice(void *context, int part) {
   }
 }
 
-/// GEMMs with fewer multiply-adds run on one thread (2^20: about 10 us),
-/// and a part gets at least half of that (so a GEMM near the threshold
-/// is not spread over every core of a large machine).
-constexpr int64_t kMinParallelMacs = int64_t(1) << 20;
-constexpr int64_t kMinPartMacs = kMinParallelMacs / 2;
+/// Multiply-adds per part at the least (about 5 us): a GEMM of fewer than
+/// 2^20 runs on its caller alone, and one near that is not spread over
+/// every core of a large machine.
+constexpr int64_t kMinPartMacs = int64_t(1) << 19;
 
-/// Runs the GEMM of `slices` (its sizes, operands and order set) on up to
-/// `threads` threads, each computing a slice of C.
 /// The parts (threads) of the calling thread's last GEMM on the kernels.
 thread_local int lastParts = 0;
 
+/// Runs the GEMM of `slices` (its sizes, operands and order set) on up to
+/// `threads` threads, each computing a slice of C.
 GACCRT_AVX512 void parallelGemm(Slices slices, int threads) {
   bool rows = slices.order == Order::Rows;
   slices.unit = rows ? bandRows(slices.n) : 64;
@@ -382,10 +383,10 @@ GACCRT_AVX512 void parallelGemm(Slices slices, int threads) {
   int64_t macs = slices.m * slices.n * slices.k;
   slices.parts = int(std::min<int64_t>(
       {threads, slices.units, std::max<int64_t>(1, macs / kMinPartMacs)}));
-  lastParts = slices.parts;
-  if (slices.parts > 1 && macs >= kMinParallelMacs &&
-      runGemmParts(slices.parts, runSlice, &slices))
+  if (slices.parts > 1 && runGemmParts(slices.parts, runSlice, &slices)) {
+    lastParts = slices.parts;
     return;
+  }
   lastParts = slices.parts = 1;
   runSlice(&slices, 0);
 }
@@ -396,9 +397,9 @@ GACCRT_AVX512 void parallelGemm(int64_t m, int64_t n, int64_t k, float alpha,
                                 const float *b, int64_t ldb, bool accumulate,
                                 float *c, int64_t ldc, int threads) {
   Order order = tilesAlongRows(m, k) ? Order::Rows : Order::Panels;
-  parallelGemm(Slices{m, n, k, alpha, a, rsA, csA, b, ldb, accumulate, c, ldc,
-                      order, 0, 0, 0},
-               threads);
+  parallelGemm(
+      Slices{m, n, k, alpha, a, rsA, csA, b, ldb, accumulate, c, ldc, order},
+      threads);
 }
 
 /// vpermt2ps indices of transpose16's stages: stage s swaps the off-diagonal
@@ -590,8 +591,7 @@ bool gaccrt::avx512Sgemm(const GemmArgs &args) {
     prescaleC(args.beta, m, n, c, ldc);
     parallelGemm(Slices{m, n, k, args.alpha, args.a, args.aRowStride,
                         args.aColStride, args.b, args.bColStride,
-                        args.beta != 0.0f, c, ldc, Order::PackedPanels, 0, 0,
-                        0},
+                        args.beta != 0.0f, c, ldc, Order::PackedPanels},
                  args.threads);
     return true;
   }

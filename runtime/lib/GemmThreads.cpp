@@ -105,9 +105,8 @@ bool Pool::run(int count, void (*callBody)(void *, int), void *callContext) {
 void Pool::startWorkers(int count) {
   for (; workers < count; ++workers)
     // Detached: the pool lives until the process exits, and a worker that
-    // sleeps then holds nothing.
-    // A new worker waits for the generation after the current one, which
-    // the caller bumps next.
+    // sleeps then holds nothing. A new worker waits for the generation
+    // after the current one, which the caller bumps next.
     std::thread([this, part = workers + 1,
                  seen = generation.load(std::memory_order_relaxed)] {
       work(part, seen);
