@@ -171,6 +171,26 @@ static void placeInBucket(RewriterBase &builder, BucketMember &member,
   }
 }
 
+/// Bytes of cache line alignment of the members whose size allows it.
+constexpr int64_t kMemberAlignment = 64;
+
+/// Sets the offsets of `bucket`'s members, in their order, the members whose
+/// bytes are a multiple of kMemberAlignment first: the bucket is allocated
+/// aligned, so each of those starts on a cache line, and no gap is reduced.
+/// (A weight gradient placed after a 10-float bias straddled two cache lines
+/// in every vector load and store of the GEMM that accumulates it.)
+static void layOutBucket(Bucket &bucket) {
+  int64_t elemBytes =
+      llvm::divideCeil(bucket.key.elementType.getIntOrFloatBitWidth(), 8);
+  int64_t offset = 0;
+  for (bool aligned : {true, false})
+    for (BucketMember &member : bucket.members)
+      if ((member.numElements * elemBytes % kMemberAlignment == 0) == aligned) {
+        member.offset = offset;
+        offset += member.numElements;
+      }
+}
+
 namespace {
 struct SinkAllReducePass
     : public gacc::impl::SinkAllReducePassBase<SinkAllReducePass> {
@@ -250,10 +270,11 @@ struct SinkAllReducePass
         buckets.push_back(Bucket{key, {}, 0});
         open = &buckets.back();
       }
-      member->offset = open->numElements;
       open->numElements += member->numElements;
       open->members.push_back(*member);
     }
+    for (Bucket &bucket : buckets)
+      layOutBucket(bucket);
 
     for (auto [b, bucket] : llvm::enumerate(buckets)) {
       Location loc = bucket.members.front().allReduce.getLoc();

@@ -5,6 +5,7 @@
 // RUN: gacc-opt %S/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=4 bucket-bytes=24" | FileCheck %s --check-prefix=TWO
 // RUN: gacc-opt %S/Inputs/linear-step.mlir --gacc-pipeline="micro-batches=2 bucket-bytes=16" | FileCheck %s --check-prefix=TWO
 // RUN: gacc-opt %s --gacc-pipeline="micro-batches=2" | FileCheck %s --check-prefix=KEEP
+// RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2" | FileCheck %s --check-prefix=LAYOUT
 // RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2 bucket-bytes=128" | FileCheck %s --check-prefix=ORDER
 // RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2 bucket-bytes=128 overlap-all-reduce=false" | FileCheck %s --check-prefix=PROGRAM
 
@@ -59,6 +60,17 @@
 // ORDER:         tensor.empty() {gacc.bucket = 2 : i64} : tensor<8xf32>
 // ORDER-COUNT-3: shard.all_reduce {{.*}} {gacc.bucket = {{[0-2]}} : i64, gacc.overlap}
 // ORDER-NOT:     shard.all_reduce
+
+// Inside a bucket, the members whose bytes are a multiple of 64 come first,
+// so that each starts on a cache line of the (64-byte aligned) bucket: W1
+// (32 floats) at 0, then in finishing order W2 (24), b2 (3) and b1 (8).
+// LAYOUT-LABEL: func.func @train_step
+// LAYOUT:         tensor.empty() {gacc.bucket = 0 : i64} : tensor<67xf32>
+// LAYOUT:         tensor.insert_slice %{{.*}} into %{{.*}}[32] [24] [1]
+// LAYOUT:         tensor.insert_slice %{{.*}} into %{{.*}}[56] [3] [1]
+// LAYOUT:         tensor.insert_slice %{{.*}} into %{{.*}}[0] [32] [1]
+// LAYOUT:         tensor.insert_slice %{{.*}} into %{{.*}}[59] [8] [1]
+// LAYOUT:         shard.all_reduce %{{.*}} : tensor<67xf32> -> tensor<67xf32>
 
 // overlap-all-reduce=false: buckets in program order (W1; b1 and W2; b2),
 // no marks.
