@@ -14,8 +14,8 @@
 // (the weight gradient's A^T is read in place); B must have unit column
 // stride, and is read in place. A transposed B (the backward-data GEMM,
 // x W^T) is either computed as C^T = op(B)^T op(A)^T into a scratch buffer
-// and added to C in 16 x 16 blocks transposed in registers (one thread,
-// few rows of C), or packed transposed panel by panel (packedGemm). The
+// and added to C in 16 x 16 blocks transposed in registers (few rows of C,
+// transposedGemm), or packed transposed panel by panel (packedGemm). The
 // order of the tiles follows the large operand's rows (see kernelGemm).
 // With several GEMM threads a GEMM is split into slices of C, one per
 // thread (parallelGemm, GemmThreads.cpp).
@@ -316,17 +316,24 @@ GACCRT_AVX512 void packedGemm(int64_t m, int64_t n, int64_t k, float alpha,
                               const float *w, int64_t ldw, bool accumulate,
                               float *c, int64_t ldc);
 
-/// How a GEMM's tiles go (see kernelGemm and packedGemm).
-enum class Order { Rows, Panels, PackedPanels };
+/// How a GEMM's tiles go (see kernelGemm, packedGemm and transposedGemm).
+enum class Order { Rows, Panels, PackedPanels, Transposed };
+
+GACCRT_AVX512 void transposedGemm(int64_t m, int64_t n, int64_t k, float alpha,
+                                  const float *a, int64_t rsA, int64_t csA,
+                                  const float *w, int64_t ldw, bool accumulate,
+                                  float *c, int64_t ldc, bool alongRows);
 
 /// A GEMM split into slices of C for several threads: bands of rows when its
-/// tiles go along the rows of C, else 64-column panels.
+/// tiles go along the rows of C, else 64-column panels (for a transposed B,
+/// 64 rows of W).
 struct Slices {
   int64_t m, n, k;
   float alpha;
   const float *a;
   int64_t rsA, csA;
-  /// B (row-major, ldb) or, for PackedPanels, W = B^T (row-major, ldb).
+  /// B (row-major, ldb) or, for PackedPanels and Transposed, W = B^T
+  /// (row-major, ldb).
   const float *b;
   int64_t ldb;
   bool accumulate;
@@ -362,6 +369,13 @@ GACCRT_AVX512 void runSlice(void *context, int part) {
     if (first < last)
       packedGemm(s.m, last - first, s.k, s.alpha, s.a, s.rsA, s.csA,
                  s.b + first * s.ldb, s.ldb, s.accumulate, s.c + first, s.ldc);
+    return;
+  case Order::Transposed:
+    last = std::min(last, s.n);
+    if (first < last)
+      transposedGemm(s.m, last - first, s.k, s.alpha, s.a, s.rsA, s.csA,
+                     s.b + first * s.ldb, s.ldb, s.accumulate, s.c + first,
+                     s.ldc, tilesAlongRows(s.n, s.k));
     return;
   }
 }
@@ -550,15 +564,49 @@ void prescaleC(float beta, int64_t m, int64_t n, float *c, int64_t ldc) {
         c[i * ldc + j] *= beta;
 }
 
-/// Whether C = op(A) * W^T takes the transposed route (C^T = W * op(A)^T
-/// with W as the broadcast operand, read in memory order without packing)
-/// rather than packedGemm: on one thread for at most 64 rows of C and an
-/// inner size of 128 or more, where skipping the packing pays (64x1024x1024:
-/// 186 against 168 GFLOP/s, with hot caches on Zen 5; packed wins from 96
-/// rows on, 177-197 against 117-148, and for a small inner size). The
-/// transposed route adds C^T to C on one thread, so several threads pack.
-bool transposedRoute(int64_t m, int64_t k, int threads) {
-  return threads == 1 && m <= 64 && k >= 128;
+/// Whether C = op(A) * W^T takes the transposed route (transposedGemm)
+/// rather than packedGemm: for at most 64 rows of C and an inner size of 128
+/// or more, where skipping the packing pays (64x1024x1024: 186 against 168
+/// GFLOP/s, with hot caches on Zen 5; packed wins from 96 rows on, 177-197
+/// against 117-148, and for a small inner size). Also on several threads:
+/// on 2, x W^T of three 512- or 1024-wide layers in turn ran at 265-293
+/// GFLOP/s against 251-256 packed (b = 32 and 64), and inside the 3x512
+/// m = 8 step at 235-241 against 203-209.
+bool transposedRoute(int64_t m, int64_t k) { return m <= 64 && k >= 128; }
+
+/// The transposed route of C = alpha * op(A) * W^T + (C if `accumulate`)
+/// for W n x k (row-major, ldw): T = W * op(A)^T (n x m, row-major, in
+/// scratch) with W as the broadcast operand, read in memory order without
+/// packing, and op(A)^T as the row-major one (in place when op(A) is
+/// column-major, i.e. A stored transposed; else copied), then C += alpha *
+/// T^T. Each slice of several threads (rows of W, columns of C) copies
+/// op(A)^T for itself: one copy shared by the threads moved between their
+/// cores' caches (20 us on 2 threads against 3 on one for 64x1024).
+/// `alongRows` is tilesAlongRows of the whole T.
+GACCRT_AVX512 void transposedGemm(int64_t m, int64_t n, int64_t k, float alpha,
+                                  const float *a, int64_t rsA, int64_t csA,
+                                  const float *w, int64_t ldw, bool accumulate,
+                                  float *c, int64_t ldc, bool alongRows) {
+  const float *aT = a;
+  int64_t ldaT = csA;
+  if (rsA != 1) {
+    scratchA.resize(size_t(k * m));
+    if (csA == 1)
+      addTransposed(a, rsA, k, m, 1.0f, 0.0f, scratchA.data(), m);
+    else
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t p = 0; p < k; ++p)
+          scratchA[size_t(p * m + i)] = a[i * rsA + p * csA];
+    aT = scratchA.data();
+    ldaT = m;
+  }
+  scratchT.resize(size_t(n * m));
+  float *t = scratchT.data();
+  kernelGemm(n, m, k, 1.0f, w, ldw, 1, aT, ldaT, /*accumulate=*/false, t, m,
+             alongRows);
+  addTransposed(t, m, m, n, alpha, accumulate ? 1.0f : 0.0f, c, ldc);
+  releaseLargeScratch(scratchT);
+  releaseLargeScratch(scratchA);
 }
 
 } // namespace
@@ -587,41 +635,12 @@ bool gaccrt::avx512Sgemm(const GemmArgs &args) {
   if (args.bRowStride != 1)
     return false;
   // op(B) is column-major, i.e. B stored row-major n x k (W of x W^T).
-  if (!transposedRoute(m, k, args.threads)) {
-    prescaleC(args.beta, m, n, c, ldc);
-    parallelGemm(Slices{m, n, k, args.alpha, args.a, args.aRowStride,
-                        args.aColStride, args.b, args.bColStride,
-                        args.beta != 0.0f, c, ldc, Order::PackedPanels},
-                 args.threads);
-    return true;
-  }
-  // The transposed route: compute
-  // T = op(B)^T * op(A)^T (n x m, row-major) with op(B)^T as the strided
-  // operand and op(A)^T as the row-major one (in place when op(A) is
-  // column-major, which is A stored transposed; else copied), then
-  // C = alpha * T^T + beta * C.
-  const float *aT = args.a;
-  int64_t ldaT = args.aColStride;
-  if (args.aRowStride != 1) {
-    scratchA.resize(size_t(k * m));
-    if (args.aColStride == 1)
-      addTransposed(args.a, args.aRowStride, k, m, 1.0f, 0.0f, scratchA.data(),
-                    m);
-    else
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t p = 0; p < k; ++p)
-          scratchA[size_t(p * m + i)] =
-              args.a[i * args.aRowStride + p * args.aColStride];
-    aT = scratchA.data();
-    ldaT = m;
-  }
-  scratchT.resize(size_t(n * m));
-  float *t = scratchT.data();
-  parallelGemm(n, m, k, 1.0f, args.b, args.bColStride, 1, aT, ldaT,
-               /*accumulate=*/false, t, m, args.threads);
-  addTransposed(t, m, m, n, args.alpha, args.beta, c, ldc);
-  releaseLargeScratch(scratchT);
-  releaseLargeScratch(scratchA);
+  prescaleC(args.beta, m, n, c, ldc);
+  parallelGemm(
+      Slices{m, n, k, args.alpha, args.a, args.aRowStride, args.aColStride,
+             args.b, args.bColStride, args.beta != 0.0f, c, ldc,
+             transposedRoute(m, k) ? Order::Transposed : Order::PackedPanels},
+      args.threads);
   return true;
 }
 

@@ -141,7 +141,8 @@ std::string describe(const Case &test) {
          layoutName(test.layoutC);
 }
 
-void runCase(const Case &test, int64_t m, int64_t n, int64_t k) {
+void runCase(const Case &test, int64_t m, int64_t n, int64_t k,
+             std::vector<float> *result = nullptr) {
   std::mt19937 rng(1234);
   View a = test.ta ? makeView(k, m, test.layoutA, rng)
                    : makeView(m, k, test.layoutA, rng);
@@ -159,6 +160,12 @@ void runCase(const Case &test, int64_t m, int64_t n, int64_t k) {
       ASSERT_NEAR(c.at(i, j), expected[size_t(i * n + j)],
                   bound[size_t(i * n + j)])
           << describe(test) << " at (" << i << ", " << j << ")";
+  if (result) {
+    result->clear();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        result->push_back(c.at(i, j));
+  }
   // Nothing outside the view of C was written.
   std::vector<bool> inView(c.storage.size(), false);
   for (int64_t i = 0; i < m; ++i)
@@ -443,16 +450,26 @@ TEST(Sgemm, Avx512KernelsSplitAcrossThreads) {
             for (Layout layoutA : layouts)
               for (Layout layoutC : {Layout::Contiguous, Layout::SubView}) {
                 Case test{ta, tb, beta, layoutA, Layout::Contiguous, layoutC};
-                runCase(test, m, n, k);
+                std::vector<float> split, alone;
+                runCase(test, m, n, k, &split);
                 ASSERT_STREQ(gaccrt_internal_last_gemm_library(), "avx512")
                     << describe(test);
+                int32_t parts = gaccrt_internal_last_gemm_threads();
+                {
+                  // Each element of C is summed in the same order on any
+                  // number of threads: the results are the same bits.
+                  GemmThreads one(1);
+                  runCase(test, m, n, k, &alone);
+                }
+                EXPECT_EQ(split, alone)
+                    << describe(test) << " " << m << "x" << n << "x" << k;
                 // One part per band of 6 rows of C when its tiles go along
                 // its rows, else per 64-column panel (always for B^T), and
                 // at most one per 2^19 multiply-adds.
                 int64_t units =
                     !tb && m > std::min(k, 512) ? (m + 5) / 6 : (n + 63) / 64;
                 int64_t macs = int64_t(m) * n * k;
-                EXPECT_EQ(gaccrt_internal_last_gemm_threads(),
+                EXPECT_EQ(parts,
                           std::min<int64_t>({threads, units, macs >> 19}))
                     << describe(test) << " " << m << "x" << n << "x" << k;
               }
