@@ -159,7 +159,8 @@ Library library() {
   return chosenLibrary.load(std::memory_order_relaxed);
 }
 
-/// The shape rule ("onednn", and the tie-break of "auto"): whether oneDNN
+/// The shape rule ("onednn", the GEMMs too small for "auto" to time, and
+/// its incumbent without the kernels): whether oneDNN
 /// is the faster library for C = op(A) * op(B) with n columns and inner
 /// size k, as measured in a training step on a Zen 4 CPU (AVX-512 on
 /// 256-bit units; bench/README.md): its brgemm kernels win 1.1-1.3x when op(A)
@@ -299,13 +300,17 @@ struct GemmKeyHash {
 constexpr int kWarmupCallsPerLibrary = 2;
 /// Timed calls per library before a shape's choice is made.
 constexpr int kTimedCallsPerLibrary = 4;
-/// The library the shape rule does not pick must be at least this much
-/// faster (ratio of the fastest timed calls) to take the shape over: near-ties
-/// keep the rule's choice, so that it does not flip with a machine's noise.
+/// A library other than the incumbent (gaccrt's kernels where they run,
+/// else the shape rule's library) must be at least this much faster (ratio
+/// of the fastest timed calls) to take the shape over: near-ties keep the
+/// incumbent, so that the choice does not flip with a machine's noise.
 constexpr double kTakeOverRatio = 0.9;
-/// Smaller GEMMs (in multiply-adds) follow the rule: their few microseconds
-/// are too noisy to time and too short to matter.
-constexpr int64_t kMinTunedMacs = int64_t(1) << 20;
+/// Smaller GEMMs (in multiply-adds) follow the rule: below about a
+/// microsecond, timing them is noise. The logits layer's GEMMs (10 outputs)
+/// are above it: at b = 32 OpenBLAS and oneDNN ran them at 36-65 GFLOP/s
+/// inside a 3x512 step, the kernels at 45-106 (158 against 124 us per
+/// m = 8 step).
+constexpr int64_t kMinTunedMacs = int64_t(1) << 16;
 
 struct GemmTuning {
   int calls = 0;
@@ -333,19 +338,29 @@ double fastest(const double *values, int count) {
   return *std::min_element(values, values + count);
 }
 
+/// The fastest of the `count` libraries (Candidate) with the fastest calls
+/// `best` (indexed by Candidate), unless it is not kTakeOverRatio faster
+/// than `incumbent`.
+int chooseLibrary(const double *best, const int *libraries, int count,
+                  int incumbent) {
+  int winner = incumbent;
+  for (int i = 0; i < count; ++i)
+    if (best[libraries[i]] < best[winner])
+      winner = libraries[i];
+  if (winner != incumbent && !(best[winner] < kTakeOverRatio * best[incumbent]))
+    winner = incumbent;
+  return winner;
+}
+
 /// Decides `tuning` from its timed calls (see pendingDecision): the fastest
 /// library, unless it is not kTakeOverRatio faster than `incumbent`.
 void decide(GemmTuning &tuning, int incumbent) {
   double best[kCandidates] = {};
-  int winner = incumbent;
   for (int i = 0; i < tuning.count; ++i) {
     int library = tuning.libraries[i];
     best[library] = fastest(tuning.us[library], tuning.timed[library]);
-    if (best[library] < best[winner])
-      winner = library;
   }
-  if (winner != incumbent && !(best[winner] < kTakeOverRatio * best[incumbent]))
-    winner = incumbent;
+  int winner = chooseLibrary(best, tuning.libraries, tuning.count, incumbent);
   tuning.decided = true;
   tuning.chosen = winner;
   if (!traceEnabled())
@@ -355,8 +370,9 @@ void decide(GemmTuning &tuning, int incumbent) {
     pendingDecision += std::string("\"") + candidateName(tuning.libraries[i]) +
                        "_us\": " + std::to_string(best[tuning.libraries[i]]) +
                        ", ";
-  pendingDecision += std::string("\"rule\": \"") + candidateName(incumbent) +
-                     "\", \"library\": \"" + candidateName(winner) + "\"";
+  pendingDecision += std::string("\"incumbent\": \"") +
+                     candidateName(incumbent) + "\", \"library\": \"" +
+                     candidateName(winner) + "\"";
 }
 
 /// Starts (or restarts) tuning a shape with the libraries that can run,
@@ -379,8 +395,8 @@ void startTuning(GemmTuning &tuning, unsigned dropped) {
 /// n * kWarmupCallsPerLibrary calls cycle through them untimed and the next
 /// n * kTimedCallsPerLibrary are timed, round t starting at library t mod n
 /// (with two: ABBAABBA; no library always gets the same position in a step
-/// that repeats the shape); then the fastest (see kTakeOverRatio, where the
-/// shape rule's library is the incumbent) runs every later call of the shape
+/// that repeats the shape); then the fastest (see kTakeOverRatio; the
+/// kernels are the incumbent where they run) runs every later call of the shape
 /// on this thread. A library that declines in a warm-up call (oneDNN without
 /// brgemm for the layout) is dropped and tuning restarts without it.
 void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
@@ -418,8 +434,15 @@ void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
     runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
   tuning.us[library][tuning.timed[library]++] = gaccrt_now_us() - start;
   if (t + 1 == count * kTimedCallsPerLibrary) {
+    // The kernels, written for the shapes of micro-batches, where they run
+    // (the shape rule's oneDNN kept a 32x512x512 forward GEMM whose
+    // kernels' fastest call was 8 % faster; in the rest of the step it then
+    // ran at 139 GFLOP/s against 182 for the kernels); else the rule's
+    // library.
+    bool kernels = std::find(tuning.libraries, tuning.libraries + tuning.count,
+                             int(kAvx512)) != tuning.libraries + tuning.count;
     bool ruleOnednn = prefersOnednn(a, n, k) && tuning.libraries[0] == kOnednn;
-    decide(tuning, ruleOnednn ? kOnednn : kOpenblas);
+    decide(tuning, kernels ? kAvx512 : ruleOnednn ? kOnednn : kOpenblas);
   }
 }
 
@@ -481,6 +504,16 @@ int32_t gaccrt_set_gemm_library(const char *name) {
 }
 
 const char *gaccrt_internal_last_gemm_library(void) { return lastLibrary; }
+
+int32_t gaccrt_internal_choose_gemm_library(const double *fastest_us,
+                                            int32_t timed, int32_t incumbent) {
+  int libraries[kCandidates];
+  int count = 0;
+  for (int library = 0; library < kCandidates; ++library)
+    if (timed & (1 << library))
+      libraries[count++] = library;
+  return chooseLibrary(fastest_us, libraries, count, incumbent);
+}
 
 void gaccrt_internal_set_gemm_threads(int32_t threads) {
   openblas_set_num_threads(threads);

@@ -36,6 +36,14 @@ GACCRT_API int32_t gaccrt_internal_last_gemm_threads(void);
 GACCRT_API void gaccrt_internal_set_gemm_threads(int32_t threads);
 /// The GEMM thread count.
 GACCRT_API int32_t gaccrt_internal_gemm_threads(void);
+/// The library "auto" keeps for a shape whose libraries `timed` (bit 0
+/// oneDNN, 1 OpenBLAS, 2 the AVX-512 kernels) had the fastest calls
+/// `fastest_us` (indexed the same way): 0, 1 or 2. `incumbent` is one of the
+/// timed ones. How the unit tests check the decision. Exported but not part
+/// of the public API.
+GACCRT_API int32_t gaccrt_internal_choose_gemm_library(const double *fastest_us,
+                                                       int32_t timed,
+                                                       int32_t incumbent);
 /// gaccrt_trace_complete on track (trace tid) `track`: how libgaccrt_cuda
 /// puts the communication stream's collectives on track 1, "communication".
 /// Exported (gaccrt_* prefix) but not part of the public API.

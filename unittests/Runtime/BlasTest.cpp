@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -340,11 +341,34 @@ std::optional<std::string> autoLibraries() {
   return letters;
 }
 
+// "auto"'s decision from the fastest timed call of each library (indices
+// 0 oneDNN, 1 OpenBLAS, 2 the kernels; `timed` has a bit per library).
+TEST(Sgemm, AutoKeepsTheFastestLibraryUnlessTheIncumbentIsNear) {
+  enum { onednn, openblas, avx512 };
+  auto choose = [](std::array<double, 3> us, int32_t timed, int32_t incumbent) {
+    return gaccrt_internal_choose_gemm_library(us.data(), timed, incumbent);
+  };
+  // A library timed before the incumbent takes over when at least 10 %
+  // faster, whichever position the incumbent has.
+  EXPECT_EQ(choose({80, 120, 100}, 7, avx512), onednn);
+  EXPECT_EQ(choose({50, 100, 0}, 3, openblas), onednn);
+  EXPECT_EQ(choose({100, 120, 85}, 7, onednn), avx512);
+  // The fastest of several that are faster.
+  EXPECT_EQ(choose({70, 60, 100}, 7, avx512), openblas);
+  EXPECT_EQ(choose({60, 70, 100}, 7, avx512), onednn);
+  // Near-ties keep the incumbent.
+  EXPECT_EQ(choose({95, 120, 100}, 7, avx512), avx512);
+  EXPECT_EQ(choose({100, 91, 110}, 7, onednn), onednn);
+  // Libraries that were not timed take no part.
+  EXPECT_EQ(choose({10, 120, 100}, 6, avx512), avx512);
+  EXPECT_EQ(choose({10, 60, 100}, 6, avx512), openblas);
+}
+
 TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
   std::string initial = gaccrt_gemm_library();
   ASSERT_EQ(gaccrt_set_gemm_library("auto"), 0);
   bool isAuto = std::string(gaccrt_gemm_library()) == "auto";
-  // Shapes of at least 2^20 multiply-adds are tuned; each key here is used
+  // Shapes of at least 2^16 multiply-adds are tuned; each key here is used
   // by this test only (the tuning state is per thread and per process).
   Case forward{false,
                false,

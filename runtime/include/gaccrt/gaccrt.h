@@ -218,8 +218,10 @@ GACCRT_API void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha,
                              int64_t cStride1);
 
 /** Chooses the library of gaccrt_sgemm: "auto" (the default when oneDNN
- *  or the AVX-512 kernels can run: each GEMM shape runs on every library
- *  in its first calls, timed, then on the fastest), "onednn" (a fixed rule
+ *  or the AVX-512 kernels can run: each GEMM shape of at least 2^16
+ *  multiply-adds runs on every library in its first calls, timed, then on
+ *  the fastest; the AVX-512 kernels keep it unless another library is 10 %
+ *  faster), "onednn" (a fixed rule
  *  per shape: oneDNN's matmul where it was measured faster, OpenBLAS
  *  elsewhere), "avx512" (gaccrt's own register-blocked AVX-512 kernels for
  *  every GEMM) or "openblas". oneDNN needs gaccrt built with oneDNN's

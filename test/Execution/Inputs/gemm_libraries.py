@@ -5,7 +5,7 @@ backward-data GEMMs with n >= 64 on CPUs with AVX-512, OpenBLAS for the
 weight gradients and the logits layer; only OpenBLAS when it is chosen; no
 oneDNN when GEMMs run on two threads), and with gaccrt's AVX-512 kernels
 (GACCRT_GEMM=avx512) where the CPU has AVX-512F. Then a larger MLP with the
-default, "auto": each GEMM shape of at least 2^20 multiply-adds is decided
+default, "auto": each GEMM shape of at least 2^16 multiply-adds is decided
 once (a "gemm-tuning" trace event with the fastest time of each library)
 after 6 calls per library timed, and every later call of the shape runs the
 library decided; the losses agree with OpenBLAS's. On two GEMM threads the
@@ -139,7 +139,7 @@ for e in auto_events:
     calls[shape] = calls.get(shape, 0) + 1
     if shape in decided:
         assert a["library"] == decided[shape], (shape, a)
-tuned = sorted(s for s in calls if s[0] * s[1] * s[2] >= 2 ** 20)
+tuned = sorted(s for s in calls if s[0] * s[1] * s[2] >= 2 ** 16)
 print("auto: tuned shapes:",
       " ".join(sorted({"%dx%dx%d" % s[:3] for s in tuned})),
       "(AVX-512: %s)" % ("yes" if brgemm else "no"))
