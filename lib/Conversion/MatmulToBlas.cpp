@@ -4,9 +4,10 @@
 // become calls of the runtime's gaccrt_sgemm (OpenBLAS). An accumulating
 // matmul (the outs buffer holds the running accumulator) is beta = 1; a
 // matmul right after a zero fill of its output is beta = 0 and the fill goes
-// away, which is how the first micro-batch initializes an accumulator. An
-// operand copied by a private 2-D linalg.transpose is read transposed in
-// place.
+// away, which is how the first micro-batch initializes an accumulator; in a
+// loop over equal micro-batches, a zero fill before the loop becomes
+// beta = 0 in the first iteration. An operand copied by a private 2-D
+// linalg.transpose is read transposed in place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -230,6 +231,127 @@ static Operation *getZeroInitBefore(linalg::MatmulOp op, Value output,
   return nullptr;
 }
 
+namespace {
+/// The bytes [begin, end) of a buffer's root allocation that a view covers.
+struct ByteRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+} // namespace
+
+/// The bytes of its view root that `view` may touch, when its chain of views
+/// (casts, reshapes and subviews, then at most one memref.view of the root)
+/// has static offsets, sizes and strides throughout: the members of an
+/// accumulator bucket.
+static std::optional<ByteRange> getByteRange(Value view) {
+  auto type = dyn_cast<MemRefType>(view.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return std::nullopt;
+  unsigned bits = type.getElementType().getIntOrFloatBitWidth();
+  if (bits % 8 != 0)
+    return std::nullopt;
+  int64_t bytes = bits / 8;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      ShapedType::isDynamic(offset) || llvm::any_of(strides, [](int64_t s) {
+        return ShapedType::isDynamic(s) || s < 0;
+      }))
+    return std::nullopt;
+  if (type.getNumElements() == 0)
+    return ByteRange{0, 0};
+  int64_t last = offset;
+  for (auto [size, stride] : llvm::zip(type.getShape(), strides))
+    last += (size - 1) * stride;
+  ByteRange range{offset * bytes, (last + 1) * bytes};
+  // Casts, reshapes and subviews keep the descriptor's base pointer (the
+  // offsets of `type` count from it); memref.view moves it by its byte shift
+  // into a flat i8 buffer, which must be the root itself.
+  Value root = getViewRoot(view);
+  Value current = view;
+  while (current != root) {
+    Operation *def = current.getDefiningOp();
+    if (auto viewOp = dyn_cast<memref::ViewOp>(def)) {
+      APInt shift;
+      if (!viewOp.getSizes().empty() || viewOp.getSource() != root ||
+          !matchPattern(viewOp.getByteShift(), m_ConstantInt(&shift)) ||
+          !cast<MemRefType>(root.getType()).getLayout().isIdentity())
+        return std::nullopt;
+      range.begin += shift.getSExtValue();
+      range.end += shift.getSExtValue();
+      return range;
+    }
+    if (!isa<memref::CastOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+             memref::SubViewOp>(def))
+      return std::nullopt;
+    current = cast<ViewLikeOpInterface>(def).getViewSource();
+  }
+  return range;
+}
+
+/// Whether `toucher`, an op that touches `output`'s buffer directly (not
+/// through a nested op or an address), touches it only at bytes provably
+/// disjoint from `output`'s: another member of its bucket.
+static bool touchesOnlyElsewhere(Operation *toucher, Value output) {
+  Value root = getViewRoot(output);
+  std::optional<ByteRange> range = getByteRange(output);
+  if (!range)
+    return false;
+  bool touches = false;
+  for (Value operand : toucher->getOperands()) {
+    if (!isa<BaseMemRefType>(operand.getType()) || getViewRoot(operand) != root)
+      continue;
+    touches = true;
+    std::optional<ByteRange> other = getByteRange(operand);
+    if (!other || (other->begin < range->end && range->begin < other->end))
+      return false;
+  }
+  // An op in the list that has no view of the buffer among its operands
+  // reaches it through its address (or a nested op): it may touch anything.
+  return touches;
+}
+
+/// Returns the zero fill that `op`, inside an scf.for with constant bounds
+/// and at least one iteration, may replace in the loop's first iteration
+/// (beta = 0 there, 1 in the others): the last op before the loop touching
+/// `output`'s bytes is a zero fill of `output`, and no op of the loop body
+/// before `op` touches them. This is how one compiled body per micro-batch
+/// size (a loop over the equal micro-batches) initializes the accumulators
+/// in its first iteration instead of after a zero fill of every bucket in
+/// every step.
+static linalg::FillOp getZeroFillBeforeLoop(linalg::MatmulOp op, Value output,
+                                            BufferTouchers &touchers) {
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  if (!loop || op->getBlock() != loop.getBody())
+    return {};
+  std::optional<APInt> trips = loop.getStaticTripCount();
+  if (!trips || trips->isZero())
+    return {};
+  Value root = getViewRoot(output);
+  if (llvm::any_of(op.getInputs(),
+                   [&](Value in) { return getViewRoot(in) == root; }))
+    return {};
+  // Inside the body, before the matmul: only other members' ops.
+  std::optional<ArrayRef<Operation *>> inBody =
+      getTouchersBefore(op, output, touchers);
+  if (!inBody || !llvm::all_of(*inBody, [&](Operation *toucher) {
+        return touchesOnlyElsewhere(toucher, output);
+      }))
+    return {};
+  // Before the loop: other members' ops, then the zero fill of the output.
+  std::optional<ArrayRef<Operation *>> before =
+      getTouchersBefore(loop, output, touchers);
+  if (!before)
+    return {};
+  for (Operation *toucher : llvm::reverse(*before)) {
+    if (isZeroFillOf(toucher, output))
+      return cast<linalg::FillOp>(toucher);
+    if (!touchesOnlyElsewhere(toucher, output))
+      return {};
+  }
+  return {};
+}
+
 /// Erases the buffer `buffer` (defined by its allocation) with all its users
 /// when each of them is a deallocation or an op `isWriter` accepts: nothing
 /// reads what those ops write.
@@ -395,6 +517,19 @@ struct MatmulToBlasPass
                                                     touchers, erasedCopies))
               zeroInits[op] = init;
     }
+    // The zero fills before a loop that a matmul in its body replaces in
+    // the first iteration.
+    DenseMap<Operation *, linalg::FillOp> loopZeroFills;
+    {
+      BufferTouchers touchers;
+      DenseSet<Operation *> claimed;
+      for (linalg::MatmulOp op : matmuls)
+        if (!zeroInits.count(op))
+          if (linalg::FillOp fill =
+                  getZeroFillBeforeLoop(op, op.getOutputs()[0], touchers))
+            if (claimed.insert(fill).second)
+              loopZeroFills[op] = fill;
+    }
     // The sources of the copies of zeros that go away.
     llvm::SetVector<Value> zeroSources;
     for (linalg::MatmulOp op : matmuls) {
@@ -419,6 +554,21 @@ struct MatmulToBlasPass
         if (auto copy = dyn_cast<memref::CopyOp>(init))
           zeroSources.insert(getViewRoot(copy.getSource()));
       }
+      // beta = 0 in the loop's first iteration, 1 in the others.
+      Value loopBeta;
+      if (linalg::FillOp fill = loopZeroFills.lookup(op)) {
+        auto loop = cast<scf::ForOp>(op->getParentOp());
+        Value first =
+            arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                                  loop.getInductionVar(), loop.getLowerBound());
+        loopBeta = arith::SelectOp::create(
+            builder, loc, first,
+            arith::ConstantFloatOp::create(builder, loc, Float32Type::get(ctx),
+                                           APFloat(0.0f)),
+            arith::ConstantFloatOp::create(builder, loc, Float32Type::get(ctx),
+                                           APFloat(1.0f)));
+        dead.push_back(fill);
+      }
       func::FuncOp function = getOrDeclareRuntimeFunction(
           op, callee,
           FunctionType::get(
@@ -435,8 +585,10 @@ struct MatmulToBlasPass
           arith::ConstantIntOp::create(builder, loc, i32, transB),
           arith::ConstantFloatOp::create(builder, loc, Float32Type::get(ctx),
                                          APFloat(1.0f)),
-          arith::ConstantFloatOp::create(builder, loc, Float32Type::get(ctx),
-                                         APFloat(beta)),
+          loopBeta ? loopBeta
+                   : arith::ConstantFloatOp::create(
+                         builder, loc, Float32Type::get(ctx), APFloat(beta))
+                         .getResult(),
           matA,
           matB,
           matC};

@@ -10,10 +10,12 @@
 // (they need the CUDA toolkit).
 
 // The CUDA lowering of linear-step.mlir (B = 8, m = 2): the bucket and every
-// buffer in device memory; the accumulators zero-filled by kernels before
-// one loop over both regions (outline-micro-batches: one body and one set of
-// kernels for every m), whose offset is the induction variable times b = 4;
-// the weight-gradient GEMM as cuBLAS with beta = 1; the rest as kernels with
+// buffer in device memory; the bias accumulator zero-filled by a kernel
+// before one loop over both regions (outline-micro-batches: one body and one
+// set of kernels for every m), whose offset is the induction variable times
+// b = 4; the weight-gradient GEMM as cuBLAS with beta = 0 in the first
+// iteration (no fill of its accumulator) and 1 in the second; the rest as
+// kernels with
 // real launch configurations (32 x 8 threads for 2-D loops); exactly one
 // NCCL all-reduce of the bucket, started in the loop's last iteration after
 // its last write into the bucket (the bias-gradient kernel) with the handle
@@ -28,15 +30,17 @@
 // CHECK:         %[[BUCKET:.*]] = gpu.alloc () : memref<32xi8>
 // CHECK-NOT:     memref.alloc
 // CHECK-NOT:     memref.load
-// CHECK:         gpu.launch_func @linear_kernel::@linear_kernel_0 {{.*}} args({{.*}} : memref<3x2xf32>)
-// CHECK-NEXT:    gpu.launch_func @linear_kernel::@linear_kernel_1 {{.*}} args({{.*}} : memref<2xf32>)
+// CHECK:         memref.expand_shape
+// CHECK-NEXT:    gpu.launch_func @linear_kernel::@linear_kernel_0 {{.*}} args({{.*}} : memref<2xf32>)
 // CHECK-NEXT:    scf.for %[[IV:.*]] = %c0 to %c2 step %c1 {
 // CHECK-NEXT:      %[[OFFSET:.*]] = arith.muli %[[IV]], %c4 : index
 // CHECK:           call @gaccrt_trace_region_begin
 // CHECK-NEXT:      memref.subview %{{.*}}[%[[OFFSET]], 0] [4, 3] [1, 1]
 // CHECK:           call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %{{.*}},
 // CHECK:           gpu.launch_func @linear_kernel{{.*}} blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%c32, %c8, %c1)
-// CHECK:           call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[ONE]],
+// CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[IV]], %c0
+// CHECK-NEXT:      %[[BETA:.*]] = arith.select %[[FIRST]], %{{.*}}, %[[ONE]] : f32
+// CHECK:           call @gaccrt_cuda_sgemm(%{{.*}}, %{{.*}}, %[[ONE]], %[[BETA]],
 // CHECK-NOT:       call @gaccrt_cuda_all_reduce
 // CHECK:           gpu.launch_func {{.*}}%[[BIAS:view[_0-9]*]] : memref<2xf32>
 // CHECK-NEXT:      gpu.dealloc

@@ -308,3 +308,94 @@ func.func @batched(%a: memref<3x4x5xf32>, %b: memref<3x5x2xf32>, %c: memref<3x4x
   linalg.batch_matmul ins(%a, %b : memref<3x4x5xf32>, memref<3x5x2xf32>) outs(%c : memref<3x4x2xf32>)
   return
 }
+
+// -----
+
+// One body per micro-batch size: a loop over the micro-batches whose
+// accumulators are zero-filled before it. The matmul initializes its
+// accumulator in the first iteration (beta = 0 there, 1 in the others) and
+// the fill before the loop goes away. Other members of the same bucket
+// (disjoint bytes of one allocation) may be touched in between; the bias
+// member's fill stays (a reduction, not a GEMM, accumulates into it).
+
+// CHECK-LABEL: func.func @loop_first_iteration
+// CHECK:         %[[W:.*]] = memref.expand_shape
+// CHECK-NOT:     linalg.fill ins(%{{.*}} : f32) outs(%[[W]]
+// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%[[BIAS:.*]] : memref<2xf32>)
+// CHECK:         scf.for %[[I:.*]] = %[[LB:.*]] to
+// CHECK:           linalg.reduce {{.*}} outs(%[[BIAS]]
+// CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[I]], %[[LB]] : index
+// CHECK-DAG:       %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG:       %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK:           %[[BETA:.*]] = arith.select %[[FIRST]], %[[ZERO]], %[[ONE]] : f32
+// CHECK:           call @gaccrt_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[BETA]], %{{.*}}, %{{.*}}, %{{.*}})
+func.func @loop_first_iteration(%x: memref<8x3xf32>, %dy: memref<8x2xf32>) -> memref<32xi8> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c24 = arith.constant 24 : index
+  %bucket = memref.alloc() : memref<32xi8>
+  %wflat = memref.view %bucket[%c0][] : memref<32xi8> to memref<6xf32>
+  %w = memref.expand_shape %wflat [[0, 1]] output_shape [3, 2] : memref<6xf32> into memref<3x2xf32>
+  %bias = memref.view %bucket[%c24][] : memref<32xi8> to memref<2xf32>
+  linalg.fill ins(%zero : f32) outs(%w : memref<3x2xf32>)
+  linalg.fill ins(%zero : f32) outs(%bias : memref<2xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    %xt = memref.alloc() : memref<3x8xf32>
+    linalg.transpose ins(%x : memref<8x3xf32>) outs(%xt : memref<3x8xf32>) permutation = [1, 0]
+    linalg.reduce { arith.addf } ins(%dy : memref<8x2xf32>) outs(%bias : memref<2xf32>) dimensions = [0]
+    linalg.matmul ins(%xt, %dy : memref<3x8xf32>, memref<8x2xf32>) outs(%w : memref<3x2xf32>)
+  }
+  return %bucket : memref<32xi8>
+}
+
+// -----
+
+// The fill stays (beta = 1 in every iteration) when the body reads the
+// accumulator before the matmul, when an op between the fill and the loop
+// touches it, when views of the bucket overlap, or when the loop may run no
+// iteration.
+
+// CHECK-LABEL: func.func @loop_keeps_fill
+// CHECK-COUNT-4: linalg.fill
+// CHECK-NOT:     arith.select
+// CHECK-NOT:     arith.cmpi
+func.func @loop_keeps_fill(%a: memref<4x3xf32>, %b: memref<3x2xf32>, %v: memref<4x2xf32>, %n: index) -> (memref<4x2xf32>, memref<4x2xf32>, memref<32xi8>, memref<4x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  // Read before the matmul in the body.
+  %read = memref.alloc() : memref<4x2xf32>
+  linalg.fill ins(%zero : f32) outs(%read : memref<4x2xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    linalg.copy ins(%read : memref<4x2xf32>) outs(%v : memref<4x2xf32>)
+    linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%read : memref<4x2xf32>)
+  }
+  // Touched between the fill and the loop.
+  %between = memref.alloc() : memref<4x2xf32>
+  linalg.fill ins(%zero : f32) outs(%between : memref<4x2xf32>)
+  linalg.copy ins(%between : memref<4x2xf32>) outs(%v : memref<4x2xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%between : memref<4x2xf32>)
+  }
+  // Overlapping members: bytes 0-31 and 16-23.
+  %bucket = memref.alloc() : memref<32xi8>
+  %flat = memref.view %bucket[%c0][] : memref<32xi8> to memref<8xf32>
+  %c = memref.expand_shape %flat [[0, 1]] output_shape [4, 2] : memref<8xf32> into memref<4x2xf32>
+  %c16 = arith.constant 16 : index
+  %other = memref.view %bucket[%c16][] : memref<32xi8> to memref<2xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x2xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    linalg.fill ins(%zero : f32) outs(%other : memref<2xf32>)
+    linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%c : memref<4x2xf32>)
+  }
+  // Maybe no iteration.
+  %dynamic = memref.alloc() : memref<4x2xf32>
+  linalg.fill ins(%zero : f32) outs(%dynamic : memref<4x2xf32>)
+  scf.for %i = %c0 to %n step %c1 {
+    linalg.matmul ins(%a, %b : memref<4x3xf32>, memref<3x2xf32>) outs(%dynamic : memref<4x2xf32>)
+  }
+  return %read, %between, %bucket, %dynamic : memref<4x2xf32>, memref<4x2xf32>, memref<32xi8>, memref<4x2xf32>
+}

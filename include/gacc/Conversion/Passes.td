@@ -19,7 +19,13 @@ def MatmulToBlasPass : Pass<"gacc-matmul-to-blas", "ModuleOp"> {
     `memref.copy` of a zero-filled buffer into its output (a zero tensor
     shared by several matmuls; the copy is dropped, and the shared buffer's
     fill too once only dropped copies read it), with beta = 1 otherwise
-    (accumulating in place). An operand that is the
+    (accumulating in place). In an `scf.for` with constant bounds and at
+    least one iteration (one compiled body for equal micro-batches), a
+    matmul whose output was zero-filled before the loop, with no op touching
+    its bytes in between or earlier in the body (other members of the same
+    bucket, at disjoint constant byte offsets, may be touched), gets
+    beta = 0 in the first iteration and 1 in the others, and the fill is
+    dropped. An operand that is the
     private result of a 2-D `linalg.transpose` is read through the transpose
     flag instead of the copy. With `split-batches` (the CPU default), an f32
     `linalg.batch_matmul` on statically shaped buffers first becomes an
