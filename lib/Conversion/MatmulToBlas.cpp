@@ -195,6 +195,13 @@ static bool copiesZeros(memref::CopyOp copy, BufferTouchers &touchers) {
   return false;
 }
 
+/// Whether an input of `op` is a view of `output`'s buffer.
+static bool readsOutputBuffer(linalg::MatmulOp op, Value output) {
+  Value root = getViewRoot(output);
+  return llvm::any_of(op.getInputs(),
+                      [&](Value in) { return getViewRoot(in) == root; });
+}
+
 /// Returns the op that makes `output` zero right before `op`, if any: the
 /// last op of `op`'s block before `op` touching (a view of) `output`'s
 /// buffer is a zero fill of `output`, or a copy of zeros into `output` (a
@@ -208,9 +215,7 @@ static bool copiesZeros(memref::CopyOp copy, BufferTouchers &touchers) {
 static Operation *getZeroInitBefore(linalg::MatmulOp op, Value output,
                                     BufferTouchers &touchers,
                                     const DenseSet<Operation *> &erasedCopies) {
-  Value root = getViewRoot(output);
-  if (llvm::any_of(op.getInputs(),
-                   [&](Value in) { return getViewRoot(in) == root; }))
+  if (readsOutputBuffer(op, output))
     return nullptr;
   std::optional<ArrayRef<Operation *>> before =
       getTouchersBefore(op, output, touchers);
@@ -291,12 +296,13 @@ static std::optional<ByteRange> getByteRange(Value view) {
 
 /// Whether `toucher`, an op that touches `output`'s buffer directly (not
 /// through a nested op or an address), touches it only at bytes provably
-/// disjoint from `output`'s: another member of its bucket.
-static bool touchesOnlyElsewhere(Operation *toucher, Value output) {
-  Value root = getViewRoot(output);
-  std::optional<ByteRange> range = getByteRange(output);
+/// disjoint from `range`, `output`'s (nothing when unknown): another member
+/// of its bucket.
+static bool touchesOnlyElsewhere(Operation *toucher, Value output,
+                                 std::optional<ByteRange> range) {
   if (!range)
     return false;
+  Value root = getViewRoot(output);
   bool touches = false;
   for (Value operand : toucher->getOperands()) {
     if (!isa<BaseMemRefType>(operand.getType()) || getViewRoot(operand) != root)
@@ -327,15 +333,14 @@ static linalg::FillOp getZeroFillBeforeLoop(linalg::MatmulOp op, Value output,
   std::optional<APInt> trips = loop.getStaticTripCount();
   if (!trips || trips->isZero())
     return {};
-  Value root = getViewRoot(output);
-  if (llvm::any_of(op.getInputs(),
-                   [&](Value in) { return getViewRoot(in) == root; }))
+  if (readsOutputBuffer(op, output))
     return {};
   // Inside the body, before the matmul: only other members' ops.
+  std::optional<ByteRange> range = getByteRange(output);
   std::optional<ArrayRef<Operation *>> inBody =
       getTouchersBefore(op, output, touchers);
   if (!inBody || !llvm::all_of(*inBody, [&](Operation *toucher) {
-        return touchesOnlyElsewhere(toucher, output);
+        return touchesOnlyElsewhere(toucher, output, range);
       }))
     return {};
   // Before the loop: other members' ops, then the zero fill of the output.
@@ -346,7 +351,7 @@ static linalg::FillOp getZeroFillBeforeLoop(linalg::MatmulOp op, Value output,
   for (Operation *toucher : llvm::reverse(*before)) {
     if (isZeroFillOf(toucher, output))
       return cast<linalg::FillOp>(toucher);
-    if (!touchesOnlyElsewhere(toucher, output))
+    if (!touchesOnlyElsewhere(toucher, output, range))
       return {};
   }
   return {};
