@@ -204,19 +204,31 @@ GACCRT_AVX512 inline void tileAt(int64_t rows, int64_t cols, int64_t kc,
   }
 }
 
-/// One tile of C at (i0, j0), with rows below `rowEnd` and columns below
-/// `n`, over the inner rows [k0, k0 + kc).
-GACCRT_AVX512 inline void kernelTile(int64_t rowEnd, int64_t n, int64_t i0,
+/// One tile of C of `rows` rows from row i0 and the columns from j0 below
+/// `n` (at most 64), over the inner rows [k0, k0 + kc).
+GACCRT_AVX512 inline void kernelTile(int64_t rows, int64_t n, int64_t i0,
                                      int64_t j0, int64_t k0, int64_t kc,
                                      float alpha, const float *a, int64_t rsA,
                                      int64_t csA, const float *b, int64_t ldb,
                                      bool loadC, float *c, int64_t ldc,
                                      const Prefetch &prefetch) {
   int64_t cols = std::min<int64_t>(64, n - j0);
-  int nv = int((cols + 15) / 16);
-  int64_t rows = std::min<int64_t>(maxRows(nv), rowEnd - i0);
   tileAt(rows, cols, kc, alpha, a + i0 * rsA + k0 * csA, rsA, csA,
          b + k0 * ldb + j0, ldb, loadC, c + i0 * ldc + j0, ldc, prefetch);
+}
+
+/// The tiles of at most `most` rows that `rows` rows take.
+constexpr int64_t tileCount(int64_t rows, int64_t most) {
+  return (rows + most - 1) / most;
+}
+
+/// The first row of tile t when `tiles` tiles share `rows` rows evenly
+/// (their sizes differ by at most one; t = tiles gives `rows`). Even tiles
+/// rather than full ones and a remainder: 32 rows in six tiles of 5-6 rows
+/// rather than five of 6 and one of 2, whose 8 accumulators wait for the 4
+/// rows of B that each inner step loads from L2 (forward GEMMs at b = 32).
+constexpr int64_t tileStart(int64_t rows, int64_t tiles, int64_t t) {
+  return rows * t / tiles;
 }
 
 /// The rows of a band of C when the tiles go along its rows.
@@ -255,36 +267,36 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
   int64_t block = alongRows
                       ? std::clamp<int64_t>(kL2Floats / n, 16, kInnerBlock)
                       : kInnerBlock;
-  // Along rows: bands of 6 rows of C (the widest tile's), each swept left to
-  // right in tiles of up to 64 columns.
-  int64_t band = bandRows(n);
+  // Along rows: even bands of up to 6 rows of C (the widest tile's; a
+  // narrower tile takes more rows, so one tile spans a band), each swept
+  // left to right in tiles of up to 64 columns.
+  int64_t bands = tileCount(m, bandRows(n));
   // Each tile of a band prefetches its columns of the next band's rows of
   // C, which the hardware prefetcher fetches late (each row of a 512- or
   // 1024-wide C is its own 2-4 KiB stream): a 100-layer 512-wide m = 8
   // step got 17 % faster.
-  auto bandPrefetch = [&](int64_t i1, int64_t j0) {
+  auto bandPrefetch = [&](int64_t band, int64_t j0) {
     Prefetch prefetch;
-    int64_t next = i1 + band;
-    if (next >= m)
+    if (band + 1 >= bands)
       return prefetch;
+    int64_t next = tileStart(m, bands, band + 1);
     prefetch.base = c + next * ldc + j0;
     prefetch.stride = ldc;
     prefetch.linesPerRow = (std::min<int64_t>(64, n - j0) + 15) / 16;
-    prefetch.count = std::min<int64_t>(band, m - next) * prefetch.linesPerRow;
+    prefetch.count =
+        (tileStart(m, bands, band + 2) - next) * prefetch.linesPerRow;
     return prefetch;
   };
   for (int64_t k0 = 0; k0 < k; k0 += block) {
     int64_t kc = std::min(block, k - k0);
     bool loadC = accumulate || k0 > 0;
     if (alongRows) {
-      for (int64_t i0 = 0; i0 < m; i0 += band) {
-        int64_t rowEnd = std::min(m, i0 + band);
-        for (int64_t j0 = 0; j0 < n; j0 += 64) {
-          int nv = int((std::min<int64_t>(64, n - j0) + 15) / 16);
-          for (int64_t i1 = i0; i1 < rowEnd; i1 += maxRows(nv))
-            kernelTile(rowEnd, n, i1, j0, k0, kc, alpha, a, rsA, csA, b, ldb,
-                       loadC, c, ldc, bandPrefetch(i1, j0));
-        }
+      for (int64_t band = 0; band < bands; ++band) {
+        int64_t i0 = tileStart(m, bands, band);
+        int64_t rows = tileStart(m, bands, band + 1) - i0;
+        for (int64_t j0 = 0; j0 < n; j0 += 64)
+          kernelTile(rows, n, i0, j0, k0, kc, alpha, a, rsA, csA, b, ldb, loadC,
+                     c, ldc, bandPrefetch(band, j0));
       }
       continue;
     }
@@ -300,13 +312,14 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
       int64_t nextRows = std::min(block, k - nextK);
       int64_t nextLinesPerRow = (std::min<int64_t>(64, n - nextJ) + 15) / 16;
       int64_t lines = nextRows > 0 ? nextRows * nextLinesPerRow : 0;
-      int64_t tiles = (m + maxRows(nv) - 1) / maxRows(nv);
-      int64_t t = 0;
-      for (int64_t i0 = 0; i0 < m; i0 += maxRows(nv), ++t)
-        kernelTile(m, n, i0, j0, k0, kc, alpha, a, rsA, csA, b, ldb, loadC, c,
-                   ldc,
+      int64_t tiles = tileCount(m, maxRows(nv));
+      for (int64_t t = 0; t < tiles; ++t) {
+        int64_t i0 = tileStart(m, tiles, t);
+        kernelTile(tileStart(m, tiles, t + 1) - i0, n, i0, j0, k0, kc, alpha, a,
+                   rsA, csA, b, ldb, loadC, c, ldc,
                    shareOfBlock(b + nextK * ldb + nextJ, ldb, nextLinesPerRow,
                                 lines, tiles, t));
+      }
     }
   }
 }
@@ -523,7 +536,7 @@ GACCRT_AVX512 void packedGemm(int64_t m, int64_t n, int64_t k, float alpha,
   for (int64_t j0 = 0; j0 < n; j0 += 64) {
     int64_t cols = std::min<int64_t>(64, n - j0);
     int nv = int((cols + 15) / 16);
-    int64_t tiles = (m + maxRows(nv) - 1) / maxRows(nv);
+    int64_t tiles = tileCount(m, maxRows(nv));
     for (int64_t k0 = 0; k0 < k; k0 += kInnerBlock) {
       int64_t kc = std::min(kInnerBlock, k - k0);
       packTransposed(w + j0 * ldw + k0, ldw, cols, kc, panel);
@@ -533,13 +546,14 @@ GACCRT_AVX512 void packedGemm(int64_t m, int64_t n, int64_t k, float alpha,
       int64_t nextRows = nextJ < n ? std::min<int64_t>(64, n - nextJ) : 0;
       int64_t nextLinesPerRow = (std::min(kInnerBlock, k - nextK) + 15) / 16;
       int64_t lines = nextRows * nextLinesPerRow;
-      int64_t t = 0;
-      for (int64_t i0 = 0; i0 < m; i0 += maxRows(nv), ++t)
-        tileAt(std::min<int64_t>(maxRows(nv), m - i0), cols, kc, alpha,
+      for (int64_t t = 0; t < tiles; ++t) {
+        int64_t i0 = tileStart(m, tiles, t);
+        tileAt(tileStart(m, tiles, t + 1) - i0, cols, kc, alpha,
                a + i0 * rsA + k0 * csA, rsA, csA, panel, 64,
                accumulate || k0 > 0, c + i0 * ldc + j0, ldc,
                shareOfBlock(w + nextJ * ldw + nextK, ldw, nextLinesPerRow,
                             lines, tiles, t));
+      }
     }
   }
 }

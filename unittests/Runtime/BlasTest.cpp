@@ -250,12 +250,13 @@ TEST(Sgemm, AllTransposesBetasAndLayoutsMatchNaiveLoop) {
     runLayoutMatrix(5, 3, 7);
     runLayoutMatrix(9, 70, 13);
     // The AVX-512 kernels' edges: two column blocks (64 + a masked 36),
-    // row tiles of 6 and 8 with remainders, the transposed route for op(B)
+    // 13 rows in even tiles (4, 4, 5), the transposed route for op(B)
     // = B^T with op(A) = A and A^T, and two passes over an inner size above
     // 512.
     runLayoutMatrix(13, 100, 37);
     runLayoutMatrix(7, 20, 530);
-    // More rows of C than the inner size: tiles along the rows of C.
+    // More rows of C than the inner size: tiles along the rows of C, in
+    // 7 even bands of 5 and 6 rows.
     runLayoutMatrix(40, 100, 9);
     // op(B) = B^T with more than 64 rows of C: B packed transposed in
     // panels of 64 columns, a masked one here, with an inner size that
