@@ -7,7 +7,9 @@
 #
 # Environment: GACC_BUILD_DIR (default build), BENCH_DIMS (default
 # 512,512,512,512,10), BENCH_BATCH (default 256), BENCH_MS (default "1 4 8"),
-# BENCH_STEPS (default 20, after 3 warm-up steps), BENCH_ROUNDS (default 3:
+# BENCH_STEPS (default 20), BENCH_WARMUP (warm-up steps before them, default
+# 20: "auto" times each GEMM shape in its first 18 calls, 6 on each of 3
+# libraries, which at m = 1 are the first 18 steps), BENCH_ROUNDS (default 3:
 # gacc and LibTorch alternate, each keeps its best median, which damps the
 # noise of a shared machine), BENCH_RUNNER (default jit: gacc-run compiles
 # the step in the process; aot: gacc-compile builds the step as a shared
@@ -29,7 +31,7 @@ STEPS=${BENCH_STEPS:-20}
 ROUNDS=${BENCH_ROUNDS:-3}
 RUNNER=${BENCH_RUNNER:-jit}
 TORCH_THREADS=${BENCH_TORCH_THREADS:-1}
-WARMUP=3
+WARMUP=${BENCH_WARMUP:-20}
 case "$RUNNER" in
   jit | aot) ;;
   *) echo "error: BENCH_RUNNER must be jit or aot, got '$RUNNER'" >&2; exit 2 ;;

@@ -79,7 +79,7 @@ if config.gacc_have_onednn and any(
                   "/usr/local/lib", "/usr/lib")):
     config.available_features.add("onednn")
 
-tools = ["gacc-opt", "gacc-run", "gacc-check", "gacc-compile", "gacc-run-aot", "mlir-opt", "mlir-runner",
+tools = ["gacc-opt", "gacc-run", "gacc-check", "gacc-compile", "gacc-run-aot", "gacc-bench-step-ratio", "mlir-opt", "mlir-runner",
          "mlir-translate", "not",
          ToolSubst("%PYTHON", sys.executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

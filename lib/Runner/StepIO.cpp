@@ -10,12 +10,15 @@
 #include "gaccrt/gaccrt.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -284,6 +287,67 @@ static bool applySampleCount(const std::vector<TensorInfo> &args,
             ") is " + std::to_string(value) + "; a step compiled for " +
             std::to_string(batchSize) + " samples runs 1 to " +
             std::to_string(batchSize);
+    return false;
+  }
+  return true;
+}
+
+/// Reads the signature text a step library embeds (gacc_step_signature)
+/// from the file itself, without loading it.
+static bool readEmbeddedSignature(const std::string &path,
+                                  StepSignature &signature,
+                                  std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = std::string("cannot open it: ") + std::strerror(errno);
+    return false;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  size_t start = bytes.find(kSignatureMagic);
+  if (start == std::string::npos) {
+    error = "not a step compiled by gacc-compile (no step signature)";
+    return false;
+  }
+  size_t end = bytes.find('\0', start);
+  return parseSignature(bytes.substr(start, end - start), signature, error);
+}
+
+bool loadStepLibrary(const std::string &path, StepLibrary &library,
+                     std::string &error) {
+  // A path without a slash would be searched for on the library path.
+  std::string file = path.find('/') == std::string::npos ? "./" + path : path;
+  // The signature comes first, read from the file: loading a CUDA step runs
+  // its constructors, which load its kernels, so libgaccrt_cuda must be
+  // loaded (RTLD_GLOBAL) and the device initialized before.
+  StepSignature &signature = library.signature;
+  if (!readEmbeddedSignature(file, signature, error)) {
+    error = "'" + path + "': " + error;
+    return false;
+  }
+  library.cuda = signature.device == "cuda";
+  if (library.cuda && !initCudaRuntime(error))
+    return false;
+  library.handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library.handle) {
+    const char *why = dlerror();
+    error = "cannot load '" + path + "': " + (why ? why : "unknown error");
+    return false;
+  }
+  auto *signatureText = reinterpret_cast<const char *>(
+      dlsym(library.handle, "gacc_step_signature"));
+  library.entry =
+      reinterpret_cast<void (*)(void **)>(dlsym(library.handle, "gacc_step"));
+  if (!signatureText || !library.entry) {
+    error = "'" + path +
+            "' is not a step compiled by gacc-compile (no "
+            "gacc_step_signature or gacc_step)";
+    return false;
+  }
+  if (serializeSignature(signature) != signatureText) {
+    error = "'" + path +
+            "': gacc_step_signature differs from the signature text in the "
+            "file";
     return false;
   }
   return true;

@@ -25,15 +25,12 @@
 #include "gaccrt/gaccrt.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -166,27 +163,6 @@ static bool parseFlags(int argc, char **argv, Flags &flags,
   return true;
 }
 
-/// Reads the signature text a step library embeds (gacc_step_signature)
-/// from the file itself, without loading it.
-static bool readEmbeddedSignature(const std::string &path,
-                                  StepSignature &signature,
-                                  std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = std::string("cannot open it: ") + std::strerror(errno);
-    return false;
-  }
-  std::string bytes((std::istreambuf_iterator<char>(in)),
-                    std::istreambuf_iterator<char>());
-  size_t start = bytes.find(kSignatureMagic);
-  if (start == std::string::npos) {
-    error = "not a step compiled by gacc-compile (no step signature)";
-    return false;
-  }
-  size_t end = bytes.find('\0', start);
-  return parseSignature(bytes.substr(start, end - start), signature, error);
-}
-
 /// Returns the scalar value of a rank-0 float array.
 static double scalarValue(const NpyArray &array) {
   NpyArray f64 = convertToDType(array, DType::F64);
@@ -230,36 +206,13 @@ int main(int argc, char **argv) {
   }
 
   double loadStart = gaccrt_now_us();
-  // A path without a slash would be searched for on the library path.
-  std::string path = flags.library;
-  if (path.find('/') == std::string::npos)
-    path = "./" + path;
-  // The signature comes first, read from the file: loading a CUDA step runs
-  // its constructors, which load its kernels, so libgaccrt_cuda must be
-  // loaded (RTLD_GLOBAL) and the device initialized before.
-  StepSignature signature;
-  if (!readEmbeddedSignature(path, signature, error))
-    return fail("'" + flags.library + "': " + error);
-  bool cuda = signature.device == "cuda";
-  if (cuda && !initCudaRuntime(error))
+  StepLibrary library;
+  if (!loadStepLibrary(flags.library, library, error))
     return fail(error);
-  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char *why = dlerror();
-    return fail("cannot load '" + flags.library +
-                "': " + (why ? why : "unknown error"));
-  }
-  auto *signatureText =
-      reinterpret_cast<const char *>(dlsym(handle, "gacc_step_signature"));
-  auto *entry = reinterpret_cast<void (*)(void **)>(dlsym(handle, "gacc_step"));
-  if (!signatureText || !entry)
-    return fail("'" + flags.library +
-                "' is not a step compiled by gacc-compile (no "
-                "gacc_step_signature or gacc_step)");
-  if (serializeSignature(signature) != signatureText)
-    return fail("'" + flags.library +
-                "': gacc_step_signature differs from the signature text in "
-                "the file");
+  const StepSignature &signature = library.signature;
+  bool cuda = library.cuda;
+  void *handle = library.handle;
+  auto *entry = library.entry;
   double loadMs = (gaccrt_now_us() - loadStart) / 1000.0;
 
   std::vector<NpyArray> inputs;

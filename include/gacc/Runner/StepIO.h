@@ -88,6 +88,23 @@ std::string serializeSignature(const StepSignature &signature);
 bool parseSignature(const std::string &text, StepSignature &signature,
                     std::string &error);
 
+/// A step library made by gacc-compile, loaded (loadStepLibrary).
+struct StepLibrary {
+  StepSignature signature;
+  void *handle = nullptr;
+  /// gacc_step: takes the packed arguments and results (PackedStep::run).
+  void (*entry)(void **) = nullptr;
+  bool cuda = false;
+};
+
+/// Loads the step library at `path` (a path without a slash is taken from
+/// the working directory): reads its signature from the file, initializes
+/// the CUDA runtime for a CUDA step (its constructors load its kernels),
+/// opens it and checks its gacc_step_signature against the file's. Returns
+/// false with a message that names `path`.
+bool loadStepLibrary(const std::string &path, StepLibrary &library,
+                     std::string &error);
+
 /// Checks `inputs` against `args` (count, shape, dtype) and converts
 /// float/int arrays to the argument's element type. Returns false with a
 /// message naming the argument when they do not fit.
