@@ -5,8 +5,10 @@
 //
 // Times CPU training steps compiled by gacc-compile (the same graph at
 // several micro-batch counts, say) in one process, interleaved: each of R
-// rounds (default 20) runs S steps (default 3) of every library in turn,
-// the order reversed every other round, after W warm-up steps of each
+// rounds (default 20) runs S timed steps (default 3) of every library in
+// turn, each after one untimed step (the first step after a switch finds
+// the other steps' buffers in the caches), the order reversed every other
+// round; before the rounds, W warm-up steps of each
 // (default 20: gaccrt's "auto" times each GEMM shape in its first 18
 // calls). Prints, per library, the median step time and its ratio to the
 // first library's: the median over the rounds of the ratio of the round's
@@ -151,13 +153,12 @@ int main(int argc, char **argv) {
       size_t i = r % 2 ? count - 1 - j : j;
       // One untimed step first: it finds the other steps' buffers in the
       // caches, which a run of one step alone does not.
-      if (!runSteps(i, 1, nullptr) ||
-          !runSteps(i, steps, &times[i][size_t(r)]))
+      if (!runSteps(i, 1, nullptr) || !runSteps(i, steps, &times[i][size_t(r)]))
         return fail(error);
     }
 
-  std::printf("%lld rounds of %lld step(s) of each library in turn, after %lld "
-              "warm-up step(s) each\n\n",
+  std::printf("%lld rounds of %lld timed step(s) of each library in turn "
+              "(after one untimed step), after %lld warm-up step(s) each\n\n",
               static_cast<long long>(rounds), static_cast<long long>(steps),
               static_cast<long long>(warmup));
   std::printf("| step | ms/step (median) | ratio to %s | quartiles of the "
