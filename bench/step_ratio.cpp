@@ -46,19 +46,18 @@ int fail(const std::string &message) {
   return 1;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-/// The q-quantile (0 <= q <= 1) of `values`, by linear interpolation.
+/// The q-quantile (0 <= q <= 1) of `values`, by linear interpolation (for
+/// q = 0.5 the median: the mean of the middle two of an even count).
 double quantile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
   double position = q * double(values.size() - 1);
   size_t low = size_t(position);
   size_t high = std::min(low + 1, values.size() - 1);
   return values[low] + (position - double(low)) * (values[high] - values[low]);
+}
+
+double median(const std::vector<double> &values) {
+  return quantile(values, 0.5);
 }
 
 bool parseCount(const std::string &arg, const char *name, int64_t least,
