@@ -10,7 +10,8 @@
 //   into a start after the final region's last write of the bucket and a
 //   wait before its first read, f32 matmuls to gaccrt_sgemm (beta = 0 for the
 //   first region, 1 when accumulating), deallocation after the last use,
-//   loops, LLVM (one conversion for arith, memref, func, cf and index).
+//   loops (the outermost parallel ones on the runtime's threads), LLVM (one
+//   conversion for arith, memref, func, cf and index).
 // Heap allocations go through MLIR's generic allocation functions, which the
 // gacc runtime implements with accounting.
 //
@@ -33,12 +34,9 @@
 using namespace mlir;
 using namespace mlir::gacc;
 
-void mlir::gacc::buildBufferizedStepPipeline(OpPassManager &pm,
-                                             bool traceRegions,
-                                             bool reportIndexErrors,
-                                             bool outlineRegions,
-                                             bool overlapAllReduce,
-                                             bool outlineFunctions) {
+void mlir::gacc::buildBufferizedStepPipeline(
+    OpPassManager &pm, bool traceRegions, bool reportIndexErrors,
+    bool outlineRegions, bool overlapAllReduce, bool outlineFunctions) {
   if (outlineRegions) {
     OutlineMicroBatchesPassOptions outlineOptions;
     outlineOptions.traceRegions = traceRegions;
@@ -108,7 +106,13 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createPlanArenaPass());
 
   pm.addPass(createStridedCopiesToLinalgPass());
-  pm.addPass(createConvertLinalgToLoopsPass());
+  if (options.parallelLoops) {
+    // The outermost parallel loops run on the GEMM threads.
+    pm.addPass(createConvertLinalgToParallelLoopsPass());
+    pm.addPass(createParallelLoopsToRuntimePass());
+  } else {
+    pm.addPass(createConvertLinalgToLoopsPass());
+  }
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // bf16/f16 arithmetic in f32 and the casts as integer code: no call of a

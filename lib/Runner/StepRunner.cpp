@@ -344,6 +344,7 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   } else if (options.device == "cpu") {
     mlir::gacc::LowerToCPUOptions lowering;
     lowering.blas = options.blas;
+    lowering.parallelLoops = options.parallelLoops;
     lowering.traceRegions = options.traceRegions;
     mlir::gacc::buildLowerToCPUPipeline(pm, lowering);
   } else {

@@ -1,7 +1,8 @@
-//===- GemmThreads.cpp - the worker threads of gaccrt's GEMM kernels ------===//
+//===- GemmThreads.cpp - the worker threads of GEMMs and parallel loops ---===//
 //
 // A small pool that runs the parts of one GEMM on several cores (the AVX-512
-// kernels split C into contiguous slices, one per part). The caller runs
+// kernels split C into contiguous slices, one per part), or the slices of
+// one parallel loop of a step (gaccrt_parallel_for). The caller runs
 // part 0; workers, started at the first call that needs them, run the
 // others. A GEMM inside a step is followed within microseconds by the next
 // one, so a worker spins for a while after its part before it sleeps on a
@@ -14,9 +15,13 @@
 
 #include "Gemm.h"
 
+#include "gaccrt/gaccrt.h"
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <system_error>
@@ -141,4 +146,44 @@ bool gaccrt::runGemmParts(int parts, void (*body)(void *, int), void *context) {
   // Never destroyed: detached workers may still read it at exit.
   static Pool *pool = new Pool;
   return pool->run(parts, body, context);
+}
+
+namespace {
+/// Scalar operations per slice at the least (about 2 us of vectorized
+/// elementwise work): a smaller loop runs on its caller alone. On the
+/// 3x512 MLP at b = 32 on two threads (16K-element loops), 2^13 and 2^11
+/// ran the step 1.5 % faster than 2^15, which kept those loops whole.
+constexpr int64_t kMinSliceWork = int64_t(1) << 13;
+
+/// One gaccrt_parallel_for call.
+struct Loop {
+  void (*body)(void *, int64_t, int64_t);
+  void *context;
+  int64_t count;
+  int parts;
+};
+
+void runLoopSlice(void *context, int part) {
+  const Loop &loop = *static_cast<const Loop *>(context);
+  int64_t lo = loop.count * part / loop.parts;
+  int64_t hi = loop.count * (part + 1) / loop.parts;
+  if (lo < hi)
+    loop.body(loop.context, lo, hi);
+}
+} // namespace
+
+void gaccrt_parallel_for(void (*body)(void *, int64_t, int64_t), void *context,
+                         int64_t count, int64_t work) {
+  if (count <= 0)
+    return;
+  int64_t total = work > 0 && count > std::numeric_limits<int64_t>::max() / work
+                      ? std::numeric_limits<int64_t>::max()
+                      : count * std::max<int64_t>(work, 1);
+  Loop loop{
+      body, context, count,
+      int(std::min<int64_t>({gemmThreads(), count,
+                             std::max<int64_t>(1, total / kMinSliceWork)}))};
+  if (loop.parts > 1 && runGemmParts(loop.parts, runLoopSlice, &loop))
+    return;
+  body(context, 0, count);
 }

@@ -73,6 +73,10 @@ static cl::opt<std::string>
 static cl::opt<bool> noBlas("no-blas",
                             cl::desc("Lower matmuls to loops, not OpenBLAS"),
                             cl::init(false), cl::cat(category));
+static cl::opt<bool> serialLoops(
+    "serial-loops",
+    cl::desc("Run every loop on the calling thread (no gaccrt_parallel_for)"),
+    cl::init(false), cl::cat(category));
 
 /// Prints an error and returns exit code 1.
 static int fail(const llvm::Twine &message) {
@@ -146,6 +150,7 @@ int main(int argc, char **argv) {
 
   StepOptions options = getStepOptionsFromFlags();
   options.blas = !noBlas;
+  options.parallelLoops = !serialLoops;
   // Region trace events cost a call each; gacc-run only asks for them with
   // --trace. A compiled step keeps them: they are no-ops until a trace is
   // enabled.

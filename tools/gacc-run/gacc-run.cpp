@@ -58,6 +58,10 @@ static cl::opt<double> collectiveTimeout(
 static cl::opt<bool> noBlas("no-blas",
                             cl::desc("Lower matmuls to loops, not OpenBLAS"),
                             cl::init(false), cl::cat(category));
+static cl::opt<bool> serialLoops(
+    "serial-loops",
+    cl::desc("Run every loop on the calling thread (no gaccrt_parallel_for)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
                            cl::init(false), cl::cat(category));
 static cl::opt<bool>
@@ -127,6 +131,7 @@ int main(int argc, char **argv) {
 
   StepOptions options = getStepOptionsFromFlags();
   options.blas = !noBlas;
+  options.parallelLoops = !serialLoops;
   options.traceRegions = !traceFile.empty();
   // The compiler's code is not needed while the steps run: its pages leave
   // the resident set before the step's buffers are allocated.

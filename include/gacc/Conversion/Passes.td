@@ -258,6 +258,39 @@ def StridedCopiesToLinalgPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def ParallelLoopsToRuntimePass
+    : Pass<"gacc-parallel-loops-to-runtime", "ModuleOp"> {
+  let summary = "Run the outermost scf.parallel loops on the runtime's threads";
+  let description = [{
+    On the host, after `convert-linalg-to-parallel-loops`: each outermost
+    `scf.parallel` (one not nested in another `scf.parallel`) whose body only
+    computes (arith, math, index, affine, scf, ub, and memref loads, stores
+    and views: no call, allocation or copy) and whose work, estimated from
+    its static trip counts, is at least `min-work` scalar operations, becomes
+    a call of the runtime's `gaccrt_parallel_for`. Its body is outlined to a
+    private function `(ctx, lo, hi)` that runs iterations [lo, hi) of the
+    loop's first dimension and every iteration of the others; the values it
+    uses from above travel in a stack struct `ctx` (memrefs as their LLVM
+    descriptors). The runtime splits the first dimension into contiguous
+    slices, one per GEMM thread (`OPENBLAS_NUM_THREADS`), or runs the body
+    on the caller alone when the slices would be too small.
+
+    Each element is computed by the same operations in the same order as by
+    a sequential loop: the results are the same bits on any number of
+    threads. Loops inside an `scf.for` (a reduction's inner parallel
+    dimension) qualify too, with the work of one execution.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"16384",
+           "Outline a loop only if its estimated scalar operations (dynamic "
+           "trip counts count as 64) reach this">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect"
+  ];
+}
+
 def EraseGridsPass : Pass<"gacc-erase-grids", "ModuleOp"> {
   let summary = "Erase shard.grid symbols no collective refers to any more";
   let description = [{

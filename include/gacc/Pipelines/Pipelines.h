@@ -79,6 +79,11 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::desc("Lower regions of one size to one function called once "
                      "per region (compile time independent of m)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> parallelLoops{
+      *this, "parallel-loops",
+      llvm::cl::desc("Run the outermost parallel loops on the runtime's GEMM "
+                     "threads (gaccrt_parallel_for)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> bufferizeOnly{
       *this, "bufferize-only",
       llvm::cl::desc("Stop after bufferization, bucket placement and the "

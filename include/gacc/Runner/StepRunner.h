@@ -32,6 +32,8 @@ namespace gacc {
 /// GaccPipelineConfig, with their defaults) and the lowering knobs.
 struct StepOptions : mlir::gacc::GaccPipelineConfig {
   bool blas = true;
+  /// The outermost parallel loops on the runtime's GEMM threads.
+  bool parallelLoops = true;
   bool traceRegions = true;
   /// "cpu" or "cuda".
   std::string device = "cpu";

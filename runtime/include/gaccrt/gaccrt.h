@@ -242,6 +242,20 @@ GACCRT_API int32_t gaccrt_set_gemm_library(const char *name);
  *  kernel for (no AVX-512) do too. */
 GACCRT_API const char *gaccrt_gemm_library(void);
 
+/*===--- Parallel loops ---------------------------------------------------===*/
+
+/** Runs body(context, lo, hi) on slices [lo, hi) that together cover
+ *  [0, count) once, each on one thread: on the GEMM threads (the thread
+ *  count of gaccrt_sgemm), the caller running the first slice, or on the
+ *  caller alone when `count` times `work` (the estimated scalar operations
+ *  of one iteration) is too small to share, when one thread is set, or
+ *  when another thread's GEMM or loop is using the workers. Returns when
+ *  every slice is done; nothing when count <= 0. The lowering calls it for
+ *  the outermost parallel loops of a step (gacc-parallel-loops-to-runtime);
+ *  `body` must not call it again. */
+GACCRT_API void gaccrt_parallel_for(void (*body)(void *, int64_t, int64_t),
+                                    void *context, int64_t count, int64_t work);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,192 @@
+// RUN: gacc-opt %s --gacc-parallel-loops-to-runtime --split-input-file | FileCheck %s
+
+// An elementwise loop nest becomes a call of gaccrt_parallel_for with its
+// first dimension's trip count and the work of one of its iterations. The
+// memrefs and the scalar it uses travel in a struct allocated in the entry
+// block; the constants are cloned into the outlined body, which runs
+// iterations [lo, hi) of the first dimension and all of the second.
+
+// CHECK-LABEL: func.func private @gaccrt_parallel_for
+// CHECK-SAME:    ((!llvm.ptr, i64, i64) -> (), !llvm.ptr, i64, i64)
+// CHECK-LABEL: func.func @relu_scale
+// CHECK-SAME:    (%[[IN:.*]]: memref<64x256xf32>, %[[OUT:.*]]: memref<64x256xf32>, %[[S:.*]]: f32)
+// CHECK:         %[[ONE:.*]] = llvm.mlir.constant(1 : i64) : i64
+// CHECK:         %[[CTX:.*]] = llvm.alloca %[[ONE]] x !llvm.struct<(struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>, f32, struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>)>
+// CHECK:         %[[DIN:.*]] = builtin.unrealized_conversion_cast %[[IN]] : memref<64x256xf32> to !llvm.struct
+// CHECK:         %[[F0:.*]] = llvm.getelementptr %[[CTX]][0, 0]
+// CHECK:         llvm.store %[[DIN]], %[[F0]]
+// CHECK:         %[[F1:.*]] = llvm.getelementptr %[[CTX]][0, 1]
+// CHECK:         llvm.store %[[S]], %[[F1]] : f32, !llvm.ptr
+// CHECK:         %[[DOUT:.*]] = builtin.unrealized_conversion_cast %[[OUT]]
+// CHECK:         llvm.store %[[DOUT]]
+// CHECK:         %[[COUNT:.*]] = arith.constant 64 : index
+// CHECK:         %[[WORK:.*]] = arith.constant 1280 : i64
+// CHECK:         %[[FN:.*]] = constant @relu_scale_parallel : (!llvm.ptr, i64, i64) -> ()
+// CHECK:         %[[COUNT64:.*]] = arith.index_cast %[[COUNT]] : index to i64
+// CHECK:         call @gaccrt_parallel_for(%[[FN]], %[[CTX]], %[[COUNT64]], %[[WORK]])
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+
+// CHECK-LABEL: func.func private @relu_scale_parallel
+// CHECK-SAME:    (%[[ARG:.*]]: !llvm.ptr, %[[LO:.*]]: i64, %[[HI:.*]]: i64)
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG:     %[[C64:.*]] = arith.constant 64 : index
+// CHECK-DAG:     %[[C256:.*]] = arith.constant 256 : index
+// CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:         %[[G0:.*]] = llvm.getelementptr %[[ARG]][0, 0]
+// CHECK:         %[[L0:.*]] = llvm.load %[[G0]]
+// CHECK:         %[[IN2:.*]] = builtin.unrealized_conversion_cast %[[L0]] : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<64x256xf32>
+// CHECK:         %[[G1:.*]] = llvm.getelementptr %[[ARG]][0, 1]
+// CHECK:         %[[S2:.*]] = llvm.load %[[G1]] : !llvm.ptr -> f32
+// CHECK:         %[[OUT2:.*]] = builtin.unrealized_conversion_cast
+// CHECK:         %[[LOI:.*]] = arith.index_cast %[[LO]] : i64 to index
+// CHECK:         %[[LOS:.*]] = arith.muli %[[LOI]], %[[C1]]
+// CHECK:         %[[FIRST:.*]] = arith.addi %[[C0]], %[[LOS]]
+// CHECK:         %[[HII:.*]] = arith.index_cast %[[HI]] : i64 to index
+// CHECK:         %[[HIS:.*]] = arith.muli %[[HII]], %[[C1]]
+// CHECK:         %[[END:.*]] = arith.addi %[[C0]], %[[HIS]]
+// CHECK:         %[[LAST:.*]] = arith.minsi %[[C64]], %[[END]]
+// CHECK:         scf.parallel (%[[I:.*]], %[[J:.*]]) = (%[[FIRST]], %[[C0]]) to (%[[LAST]], %[[C256]]) step (%[[C1]], %[[C1]])
+// CHECK:           %[[X:.*]] = memref.load %[[IN2]][%[[I]], %[[J]]]
+// CHECK:           %[[R:.*]] = arith.maximumf %[[X]], %[[ZERO]]
+// CHECK:           %[[Y:.*]] = arith.mulf %[[R]], %[[S2]]
+// CHECK:           memref.store %[[Y]], %[[OUT2]][%[[I]], %[[J]]]
+// CHECK:         return
+func.func @relu_scale(%in: memref<64x256xf32>, %out: memref<64x256xf32>, %s: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c256) step (%c1, %c1) {
+    %x = memref.load %in[%i, %j] : memref<64x256xf32>
+    %r = arith.maximumf %x, %zero : f32
+    %y = arith.mulf %r, %s : f32
+    memref.store %y, %out[%i, %j] : memref<64x256xf32>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A dynamic first dimension: its trip count is computed, and its upper
+// bound travels as an i64. The inner reduction loop counts in the work of
+// an iteration (its trip count times its body: 512 x 5, and the
+// terminator).
+
+// CHECK-LABEL: func.func @row_sums
+// CHECK-SAME:    (%[[IN:.*]]: memref<?x512xf32>, %[[OUT:.*]]: memref<?xf32>)
+// CHECK:         %[[CTX:.*]] = llvm.alloca
+// CHECK:         %[[N:.*]] = memref.dim %[[IN]]
+// CHECK:         %[[N64:.*]] = arith.index_cast %[[N]] : index to i64
+// CHECK:         llvm.store %[[N64]], %{{.*}} : i64, !llvm.ptr
+// CHECK:         %[[SPAN:.*]] = arith.subi %[[N]], %[[C0:.*]] : index
+// CHECK:         %[[UP:.*]] = arith.addi %[[SPAN]], %[[C1:.*]] : index
+// CHECK:         %[[DOWN:.*]] = arith.subi %[[UP]], %{{.*}} : index
+// CHECK:         %[[COUNT:.*]] = arith.divsi %[[DOWN]], %[[C1]] : index
+// CHECK:         %[[WORK:.*]] = arith.constant 2561 : i64
+// CHECK:         %[[COUNT64:.*]] = arith.index_cast %[[COUNT]] : index to i64
+// CHECK:         call @gaccrt_parallel_for(%{{.*}}, %[[CTX]], %[[COUNT64]], %[[WORK]])
+// CHECK-LABEL: func.func private @row_sums_parallel
+// CHECK:         %[[UB:.*]] = llvm.load %{{.*}} : !llvm.ptr -> i64
+// CHECK:         %[[UBI:.*]] = arith.index_cast %[[UB]] : i64 to index
+// CHECK:         arith.minsi %[[UBI]], %{{.*}} : index
+// CHECK:         scf.parallel
+// CHECK:           scf.for
+func.func @row_sums(%in: memref<?x512xf32>, %out: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c512 = arith.constant 512 : index
+  %n = memref.dim %in, %c0 : memref<?x512xf32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    scf.for %j = %c0 to %c512 step %c1 {
+      %x = memref.load %in[%i, %j] : memref<?x512xf32>
+      %acc = memref.load %out[%i] : memref<?xf32>
+      %sum = arith.addf %acc, %x : f32
+      memref.store %sum, %out[%i] : memref<?xf32>
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// What stays on the calling thread: a loop whose body calls a function (a
+// gather's index check), one below the minimum work, a loop nested in
+// another scf.parallel (only the outer one is outlined), and a reduction's
+// inner parallel dimension whose single execution is small.
+
+// CHECK-LABEL: func.func @stays
+// CHECK:         scf.parallel
+// CHECK:           call @check
+// CHECK:         scf.parallel
+// CHECK:           memref.store
+// CHECK:         scf.for
+// CHECK:           scf.parallel
+// CHECK:         call @gaccrt_parallel_for
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+// CHECK-LABEL: func.func private @stays_parallel
+// CHECK:         scf.parallel
+// CHECK:           scf.parallel
+func.func private @check(index)
+func.func @stays(%a: memref<128x128xf32>, %b: memref<128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c128, %c128) step (%c1, %c1) {
+    func.call @check(%i) : (index) -> ()
+    memref.store %zero, %a[%i, %j] : memref<128x128xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {
+    memref.store %zero, %a[%i, %j] : memref<128x128xf32>
+    scf.reduce
+  }
+  scf.for %i = %c0 to %c128 step %c1 {
+    scf.parallel (%j) = (%c0) to (%c128) step (%c1) {
+      %x = memref.load %a[%i, %j] : memref<128x128xf32>
+      %acc = memref.load %b[%j] : memref<128xf32>
+      %sum = arith.addf %acc, %x : f32
+      memref.store %sum, %b[%j] : memref<128xf32>
+      scf.reduce
+    }
+  }
+  scf.parallel (%i) = (%c0) to (%c128) step (%c1) {
+    scf.parallel (%j) = (%c0) to (%c128) step (%c1) {
+      memref.store %zero, %a[%i, %j] : memref<128x128xf32>
+      scf.reduce
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A loop in a region that runs elsewhere (a gpu.launch body) stays.
+
+// CHECK-LABEL: func.func @in_launch
+// CHECK:         gpu.launch
+// CHECK:           scf.parallel
+// CHECK-NOT:     gaccrt_parallel_for
+func.func @in_launch(%a: memref<128x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c128, %c128) step (%c1, %c1) {
+      memref.store %zero, %a[%i, %j] : memref<128x128xf32>
+      scf.reduce
+    }
+    gpu.terminator
+  }
+  return
+}
