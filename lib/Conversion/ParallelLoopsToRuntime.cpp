@@ -110,11 +110,13 @@ static int64_t estimateWork(Block &block) {
 }
 
 /// Whether `op` may run on another thread, in any order with the other
-/// iterations: pure computation and memory accesses, nothing that calls,
-/// allocates or copies.
+/// iterations: pure computation, memref loads, stores and views, nothing
+/// that calls, allocates or copies.
 static bool isComputeOnly(Operation *op) {
   if (isa<arith::ArithDialect, math::MathDialect, index::IndexDialect,
-          affine::AffineDialect, ub::UBDialect>(op->getDialect()))
+          ub::UBDialect>(op->getDialect()))
+    return true;
+  if (isa<affine::AffineApplyOp, affine::AffineMinOp, affine::AffineMaxOp>(op))
     return true;
   if (isa<scf::SCFDialect>(op->getDialect()))
     return !isa<scf::ExecuteRegionOp>(op);
@@ -169,8 +171,16 @@ Type LoopOutliner::getFieldType(Value value) {
 void LoopOutliner::outline(scf::ParallelOp loop) {
   if (!loop.getInitVals().empty())
     return;
-  WalkResult computeOnly = loop.getBody()->walk([](Operation *op) {
-    return isComputeOnly(op) ? WalkResult::advance() : WalkResult::interrupt();
+  // Only computation, and every store indexed by the first dimension's
+  // induction variable itself: the slices write disjoint elements (as they
+  // do for a linalg op's parallel dimension; a store elsewhere would race).
+  Value firstIndex = loop.getInductionVars()[0];
+  WalkResult computeOnly = loop.getBody()->walk([&](Operation *op) {
+    auto store = dyn_cast<memref::StoreOp>(op);
+    if (!isComputeOnly(op) ||
+        (store && !llvm::is_contained(store.getIndices(), firstIndex)))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
   });
   if (computeOnly.wasInterrupted())
     return;

@@ -115,7 +115,9 @@ func.func @row_sums(%in: memref<?x512xf32>, %out: memref<?xf32>) {
 // -----
 
 // What stays on the calling thread: a loop whose body calls a function (a
-// gather's index check), one below the minimum work, a loop nested in
+// gather's index check), one below the minimum work, one with a store that
+// the first dimension does not index (its slices would write the same
+// elements), a loop nested in
 // another scf.parallel (only the outer one is outlined), and a reduction's
 // inner parallel dimension whose single execution is small.
 
@@ -124,6 +126,8 @@ func.func @row_sums(%in: memref<?x512xf32>, %out: memref<?xf32>) {
 // CHECK:           call @check
 // CHECK:         scf.parallel
 // CHECK:           memref.store
+// CHECK:         scf.parallel
+// CHECK:           memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<128xf32>
 // CHECK:         scf.for
 // CHECK:           scf.parallel
 // CHECK:         call @gaccrt_parallel_for
@@ -146,6 +150,10 @@ func.func @stays(%a: memref<128x128xf32>, %b: memref<128xf32>) {
   }
   scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {
     memref.store %zero, %a[%i, %j] : memref<128x128xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c128, %c128) step (%c1, %c1) {
+    memref.store %zero, %b[%j] : memref<128xf32>
     scf.reduce
   }
   scf.for %i = %c0 to %c128 step %c1 {

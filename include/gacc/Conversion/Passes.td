@@ -264,8 +264,10 @@ def ParallelLoopsToRuntimePass
   let description = [{
     On the host, after `convert-linalg-to-parallel-loops`: each outermost
     `scf.parallel` (one not nested in another `scf.parallel`) whose body only
-    computes (arith, math, index, affine, scf, ub, and memref loads, stores
-    and views: no call, allocation or copy) and whose work, estimated from
+    computes (arith, math, index, affine.apply/min/max, scf, ub, and memref
+    loads, stores and views: no call, allocation or copy), whose stores are
+    each indexed by the first dimension's induction variable itself (so the
+    slices write disjoint elements), and whose work, estimated from
     its static trip counts, is at least `min-work` scalar operations, becomes
     a call of the runtime's `gaccrt_parallel_for`. Its body is outlined to a
     private function `(ctx, lo, hi)` that runs iterations [lo, hi) of the
