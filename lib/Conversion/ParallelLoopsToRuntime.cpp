@@ -9,10 +9,10 @@
 //
 // The loop body is outlined to `func.func private @<f>_parallel(%ctx:
 // !llvm.ptr, %lo: i64, %hi: i64)`. The values the body uses from above are
-// stored in a struct on the caller's stack (allocated once in the entry
-// block): memrefs as their LLVM descriptors through unrealized casts, which
-// the conversion to the LLVM dialect reconciles; index values as i64.
-// Constants are cloned into the body instead.
+// stored in a struct on the caller's stack (one slot per function, in its
+// entry block, sized for the largest struct): memrefs as their LLVM descriptors
+// through unrealized casts, which the conversion to the LLVM dialect
+// reconciles; index values as i64. Constants are cloned into the body instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +34,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <limits>
@@ -138,13 +139,15 @@ struct Capture {
 class LoopOutliner {
 public:
   LoopOutliner(ModuleOp module, int64_t minWork)
-      : module(module), minWork(minWork),
+      : module(module), minWork(minWork), dataLayout(module),
         converter(module.getContext(),
-                  LowerToLLVMOptions(module.getContext(), DataLayout(module))),
+                  LowerToLLVMOptions(module.getContext(), dataLayout)),
         symbols(module) {}
 
   /// Outlines `loop` if it qualifies.
   void outline(scf::ParallelOp loop);
+  /// Sizes each function's context slot for the largest of its structs.
+  void finish();
 
 private:
   /// The context struct's field type of `value`, if it can travel there.
@@ -152,9 +155,20 @@ private:
 
   ModuleOp module;
   int64_t minWork;
+  DataLayout dataLayout;
   LLVMTypeConverter converter;
   SymbolTable symbols;
+  /// The stack slot of each function's context structs (in its entry block)
+  /// and the bytes of the largest.
+  llvm::MapVector<func::FuncOp, std::pair<LLVM::AllocaOp, uint64_t>>
+      contextSlots;
 };
+
+void LoopOutliner::finish() {
+  for (auto &[func, slot] : contextSlots)
+    slot.first.setElemType(LLVM::LLVMArrayType::get(
+        IntegerType::get(module.getContext(), 8), slot.second));
+}
 } // namespace
 
 Type LoopOutliner::getFieldType(Value value) {
@@ -278,11 +292,17 @@ void LoopOutliner::outline(scf::ParallelOp loop) {
   if (captures.empty()) {
     context = LLVM::ZeroOp::create(builder, loc, ptrType);
   } else {
-    auto allocaBuilder = OpBuilder::atBlockBegin(&func.getBody().front());
-    Value one = LLVM::ConstantOp::create(allocaBuilder, loc, i64Type,
-                                         allocaBuilder.getI64IntegerAttr(1));
-    context =
-        LLVM::AllocaOp::create(allocaBuilder, loc, ptrType, structType, one);
+    // One slot per function, sized for its largest struct (finish()).
+    auto &[slot, bytes] = contextSlots[func];
+    if (!slot) {
+      auto allocaBuilder = OpBuilder::atBlockBegin(&func.getBody().front());
+      Value one = LLVM::ConstantOp::create(allocaBuilder, loc, i64Type,
+                                           allocaBuilder.getI64IntegerAttr(1));
+      slot = LLVM::AllocaOp::create(allocaBuilder, loc, ptrType, structType,
+                                    one, /*alignment=*/16);
+    }
+    bytes = std::max<uint64_t>(bytes, dataLayout.getTypeSize(structType));
+    context = slot;
   }
   for (auto [index, capture] : llvm::enumerate(captures)) {
     Value value = capture.value;
@@ -361,6 +381,7 @@ struct ParallelLoopsToRuntimePass
     LoopOutliner outliner(module, minWork);
     for (scf::ParallelOp loop : loops)
       outliner.outline(loop);
+    outliner.finish();
   }
 };
 } // namespace

@@ -8,12 +8,13 @@
 // the block, moves each op once; scf-to-cf then only splits short blocks.
 //
 // The entry block of a function becomes a single branch to the rest of its
-// body: convert-func-to-llvm materializes each converted argument at the
-// start of the entry block and picks the uses to replace by comparing
-// positions in that block, which recomputes the block's op order after
-// every insertion (arguments x entry block length). A lowered step's entry
-// block holds the views of all its hoisted buffers (tens of thousands of
-// ops for a deep model), so that was quadratic too.
+// body (after its leading constant-size llvm.alloca slots):
+// convert-func-to-llvm materializes each converted argument at the start of the
+// entry block and picks the uses to replace by comparing positions in that
+// block, which recomputes the block's op order after every insertion (arguments
+// x entry block length). A lowered step's entry block holds the views of all
+// its hoisted buffers (tens of thousands of ops for a deep model), so that was
+// quadratic too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,8 +47,20 @@ struct SplitBlocksAtLoopsPass
     for (Block *block : blocks) {
       if (block->empty() || !block->mightHaveTerminator())
         continue;
-      if (block->isEntryBlock() && &block->front() != block->getTerminator()) {
-        Block *rest = block->splitBlock(&block->front());
+      // The leading stack slots (gacc-parallel-loops-to-runtime's context
+      // structs: llvm.alloca of a constant size) stay in the entry block,
+      // where LLVM takes them as static allocas.
+      Operation *first = &block->front();
+      if (block->isEntryBlock())
+        while (first != block->getTerminator() &&
+               (isa<LLVM::AllocaOp>(first) ||
+                (isa<LLVM::ConstantOp>(first) &&
+                 llvm::all_of(first->getUsers(), [](Operation *user) {
+                   return isa<LLVM::AllocaOp>(user);
+                 }))))
+          first = first->getNextNode();
+      if (block->isEntryBlock() && first != block->getTerminator()) {
+        Block *rest = block->splitBlock(first);
         OpBuilder builder = OpBuilder::atBlockEnd(block);
         cf::BranchOp::create(builder, rest->front().getLoc(), rest);
         block = rest;

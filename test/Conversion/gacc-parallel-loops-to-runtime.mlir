@@ -2,16 +2,18 @@
 
 // An elementwise loop nest becomes a call of gaccrt_parallel_for with its
 // first dimension's trip count and the work of one of its iterations. The
-// memrefs and the scalar it uses travel in a struct allocated in the entry
-// block; the constants are cloned into the outlined body, which runs
-// iterations [lo, hi) of the first dimension and all of the second.
+// memrefs and the scalar it uses travel in a struct in the function's stack
+// slot (in the entry block, as large as its largest struct: two 2-D
+// descriptors of 56 bytes around an f32, 120 bytes); the constants are
+// cloned into the outlined body, which runs iterations [lo, hi) of the
+// first dimension and all of the second.
 
 // CHECK-LABEL: func.func private @gaccrt_parallel_for
 // CHECK-SAME:    ((!llvm.ptr, i64, i64) -> (), !llvm.ptr, i64, i64)
 // CHECK-LABEL: func.func @relu_scale
 // CHECK-SAME:    (%[[IN:.*]]: memref<64x256xf32>, %[[OUT:.*]]: memref<64x256xf32>, %[[S:.*]]: f32)
 // CHECK:         %[[ONE:.*]] = llvm.mlir.constant(1 : i64) : i64
-// CHECK:         %[[CTX:.*]] = llvm.alloca %[[ONE]] x !llvm.struct<(struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>, f32, struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>)>
+// CHECK:         %[[CTX:.*]] = llvm.alloca %[[ONE]] x !llvm.array<120 x i8> {alignment = 16 : i64}
 // CHECK:         %[[DIN:.*]] = builtin.unrealized_conversion_cast %[[IN]] : memref<64x256xf32> to !llvm.struct
 // CHECK:         %[[F0:.*]] = llvm.getelementptr %[[CTX]][0, 0]
 // CHECK:         llvm.store %[[DIN]], %[[F0]]

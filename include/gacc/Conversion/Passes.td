@@ -197,9 +197,10 @@ def SplitBlocksAtLoopsPass : Pass<"gacc-split-blocks-at-loops", "ModuleOp"> {
     of a long straight-line block (quadratic in the block's length).
 
     A function's entry block becomes a single `cf.br` to the rest of the
-    body: convert-func-to-llvm inserts the materialization of each converted
-    argument there and compares positions in that block for every one of
-    them (quadratic in a long entry block).
+    body (after its leading constant-size `llvm.alloca` slots, which stay
+    static allocas): convert-func-to-llvm inserts the materialization of
+    each converted argument there and compares positions in that block for
+    every one of them (quadratic in a long entry block).
   }];
   let dependentDialects = ["::mlir::cf::ControlFlowDialect"];
 }
@@ -272,8 +273,9 @@ def ParallelLoopsToRuntimePass
     a call of the runtime's `gaccrt_parallel_for`. Its body is outlined to a
     private function `(ctx, lo, hi)` that runs iterations [lo, hi) of the
     loop's first dimension and every iteration of the others; the values it
-    uses from above travel in a stack struct `ctx` (memrefs as their LLVM
-    descriptors). The runtime splits the first dimension into contiguous
+    uses from above travel in a struct `ctx` (memrefs as their LLVM
+    descriptors) in one stack slot per function, allocated in its entry
+    block and sized for its largest struct. The runtime splits the first dimension into contiguous
     slices, one per GEMM thread (`OPENBLAS_NUM_THREADS`), or runs the body
     on the caller alone when the slices would be too small.
 
