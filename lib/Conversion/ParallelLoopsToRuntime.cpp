@@ -66,16 +66,23 @@ static int64_t saturatingAdd(int64_t a, int64_t b) {
   return a + b;
 }
 
-/// The trip count of one loop dimension, kDynamicTrips if not constant.
-static int64_t getTripCount(Value lower, Value upper, Value step) {
+/// The trip count of one loop dimension, if its bounds and step are
+/// constant (and the step positive).
+static std::optional<int64_t> getConstantTripCount(Value lower, Value upper,
+                                                   Value step) {
   std::optional<int64_t> lb = getConstantIntValue(lower);
   std::optional<int64_t> ub = getConstantIntValue(upper);
   std::optional<int64_t> st = getConstantIntValue(step);
   if (!lb || !ub || !st || *st <= 0)
-    return kDynamicTrips;
+    return std::nullopt;
   if (*ub <= *lb)
     return 0;
   return llvm::divideCeil(*ub - *lb, *st);
+}
+
+/// The trip count of one loop dimension, kDynamicTrips if not constant.
+static int64_t getTripCount(Value lower, Value upper, Value step) {
+  return getConstantTripCount(lower, upper, step).value_or(kDynamicTrips);
 }
 
 /// The product of the trip counts of `loop`'s dimensions from `first` on.
@@ -198,10 +205,9 @@ void LoopOutliner::outline(scf::ParallelOp loop) {
   });
   if (computeOnly.wasInterrupted())
     return;
-  int64_t iterationWork =
-      saturatingMul(getTripCount(loop, 1), estimateWork(*loop.getBody()));
-  if (saturatingMul(getTripCount(loop, 0), estimateWork(*loop.getBody())) <
-      minWork)
+  int64_t bodyWork = estimateWork(*loop.getBody());
+  int64_t iterationWork = saturatingMul(getTripCount(loop, 1), bodyWork);
+  if (saturatingMul(getTripCount(loop, 0), bodyWork) < minWork)
     return;
 
   // The values from above: the loop's bounds and what its body uses.
@@ -320,16 +326,9 @@ void LoopOutliner::outline(scf::ParallelOp loop) {
   // The first dimension's trip count, ceil((ub - lb) / step); the runtime
   // runs nothing when it is not positive.
   Value count;
-  std::optional<int64_t> constantLower =
-      getConstantIntValue(loop.getLowerBound()[0]);
-  std::optional<int64_t> constantUpper =
-      getConstantIntValue(loop.getUpperBound()[0]);
-  std::optional<int64_t> constantStep = getConstantIntValue(loop.getStep()[0]);
-  if (constantLower && constantUpper && constantStep && *constantStep > 0)
-    count = arith::ConstantIndexOp::create(builder, loc,
-                                           getTripCount(loop.getLowerBound()[0],
-                                                        loop.getUpperBound()[0],
-                                                        loop.getStep()[0]));
+  if (std::optional<int64_t> trips = getConstantTripCount(
+          loop.getLowerBound()[0], loop.getUpperBound()[0], loop.getStep()[0]))
+    count = arith::ConstantIndexOp::create(builder, loc, *trips);
   else
     count = arith::DivSIOp::create(
         builder, loc,
