@@ -1,4 +1,9 @@
 // RUN: gacc-opt %s --gacc-parallel-loops-to-runtime --split-input-file | FileCheck %s
+// RUN: gacc-opt %s --gacc-parallel-loops-to-runtime=min-work=400000 --split-input-file | FileCheck %s --check-prefix=MIN
+
+// With min-work above every loop's estimate (64 x 1280 operations for
+// @relu_scale, 64 x 2561 for @row_sums), every loop stays.
+// MIN-NOT: gaccrt_parallel_for
 
 // An elementwise loop nest becomes a call of gaccrt_parallel_for with its
 // first dimension's trip count and the work of one of its iterations. The
