@@ -607,6 +607,38 @@ TEST(ParallelFor, SlicesCoverEveryIterationOnce) {
   }
 }
 
+// A forked child has none of its parent's workers: its first parallel loop
+// starts workers of its own and still runs one slice per thread, instead of
+// waiting for workers that the fork did not copy.
+TEST(ParallelFor, ForkedChildStartsItsOwnWorkers) {
+  GemmThreads scope(2);
+  if (!scope.took(2))
+    GTEST_SKIP() << "OpenBLAS did not take 2 threads";
+  auto slicesOnThreads = [] {
+    ParallelForRecord record;
+    record.hits.assign(2, 0);
+    gaccrt_parallel_for(recordSlice, &record, 2, int64_t(1) << 20);
+    std::set<std::thread::id> threads;
+    for (auto &slice : record.slices)
+      threads.insert(std::get<2>(slice));
+    return record.hits == std::vector<int>{1, 1} && threads.size() == 2;
+  };
+  // The parent's workers exist before the fork.
+  ASSERT_TRUE(slicesOnThreads());
+  pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    alarm(20); // a child waiting for a worker it lacks ends, not hangs
+    _exit(slicesOnThreads() && slicesOnThreads() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status))
+      << "the child was killed (signal " << WTERMSIG(status) << ")";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(slicesOnThreads());
+}
+
 TEST(Sgemm, DegenerateSizes) {
   // Row and column vectors (a stride along a size-1 dimension is ignored)
   // and an inner size of 1, on every library.
