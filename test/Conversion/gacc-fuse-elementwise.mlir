@@ -30,14 +30,17 @@ func.func @single_use(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
 
 #id = affine_map<(d0) -> (d0)>
 
-// A producer with two uses stays: fusing it would compute it twice.
+// A producer with another use after its consumer is fused too: the fused
+// op yields the producer's result for that use (a bias add fused with its
+// ReLU, the pre-activation kept for the backward pass), computed once.
 // CHECK-LABEL: func.func @two_uses
-// CHECK:         %[[M:.*]] = linalg.generic
-// CHECK:           arith.mulf
-// CHECK:         %[[S:.*]] = linalg.generic
-// CHECK-SAME:      ins(%[[M]],
-// CHECK:           arith.addf
-// CHECK:         return %[[S]], %[[M]]
+// CHECK:         %[[F:.*]]:2 = linalg.generic
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xf32>)
+// CHECK:           %[[P:.*]] = arith.mulf
+// CHECK:           %[[Q:.*]] = arith.addf %[[P]]
+// CHECK:           linalg.yield %[[P]], %[[Q]]
+// CHECK-NOT:     linalg.generic
+// CHECK:         return %[[F]]#1, %[[F]]#0
 func.func @two_uses(%a: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %e = tensor.empty() : tensor<8xf32>
   %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
@@ -53,6 +56,80 @@ func.func @two_uses(%a: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<8xf32>, ten
     linalg.yield %q : f32
   } -> tensor<8xf32>
   return %s, %m : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// A producer also read before its consumer stays: the fused op, at the
+// consumer, could not feed that earlier use, and fusing anyway would compute
+// the producer twice.
+// CHECK-LABEL: func.func @use_before_consumer
+// CHECK:         %[[M:.*]] = linalg.generic
+// CHECK:           arith.mulf
+// CHECK:         %[[C:.*]] = call @sink(%[[M]])
+// CHECK:         %[[S:.*]] = linalg.generic
+// CHECK-SAME:      ins(%[[M]], %[[C]] :
+// CHECK-NOT:       arith.mulf
+// CHECK:           arith.addf
+// CHECK:         return %[[S]]
+func.func private @sink(tensor<8xf32>) -> tensor<8xf32>
+func.func @use_before_consumer(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %e = tensor.empty() : tensor<8xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    linalg.yield %p : f32
+  } -> tensor<8xf32>
+  %c = func.call @sink(%m) : (tensor<8xf32>) -> tensor<8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%m, %c : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %q = arith.addf %x, %y : f32
+    linalg.yield %q : f32
+  } -> tensor<8xf32>
+  return %s : tensor<8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// A chain: the producer's other use is a later op that itself becomes a
+// consumer of the fused op; everything ends in one op, the product computed
+// once.
+// CHECK-LABEL: func.func @chain
+// CHECK:         linalg.generic
+// CHECK:           arith.mulf
+// CHECK-NOT:       arith.mulf
+// CHECK:           arith.negf
+// CHECK-NOT:       arith.mulf
+// CHECK:           arith.addf
+// CHECK-NOT:     linalg.generic
+// CHECK:         return
+func.func @chain(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  %e = tensor.empty() : tensor<8xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    linalg.yield %p : f32
+  } -> tensor<8xf32>
+  %n = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%m : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.negf %x : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%m, %n : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %q = arith.addf %x, %y : f32
+    linalg.yield %q : f32
+  } -> tensor<8xf32>
+  return %s : tensor<8xf32>
 }
 
 // -----

@@ -64,7 +64,13 @@ def FuseElementwisePass : Pass<"gacc-fuse-elementwise", "ModuleOp"> {
   let description = [{
     Upstream's elementwise fusion without its reshape propagation, which
     would fold the reshapes around a GEMM into a generic contraction and so
-    take it away from BLAS / cuBLAS.
+    take it away from BLAS / cuBLAS. A producer with one use is fused by
+    upstream's pattern. A producer with several uses is fused when the
+    consumer reads it through one operand and every other use comes after
+    the consumer in its block: the fused op also yields the producer's
+    results and takes over those uses, so the producer is computed once.
+    (Upstream's pattern would keep the producer for the other uses and so
+    compute it twice.)
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::affine::AffineDialect"];
