@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BufferAccess.h"
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Transforms/Utils.h"
@@ -43,112 +44,6 @@ static MemRefType getDynamicMatrixType(MLIRContext *ctx) {
   return MemRefType::get({dyn, dyn}, Float32Type::get(ctx), layout);
 }
 
-/// Collects `root` and every view of it (transitively) into `aliases`, and
-/// into `escapes` the ops that reach the buffer through its address
-/// (`memref.extract_aligned_pointer_as_index`, followed through integer
-/// arithmetic: e.g. the runtime's all-reduce calls, which may read and write
-/// it, also asynchronously until the matching wait). Returns false when the
-/// buffer may be reached another way: `root` is not an allocation or an
-/// argument of a public function (whose arguments the runner allocates
-/// separately), or a view-free op returns a memref derived from it.
-static bool collectAliases(Value root, SmallVectorImpl<Value> &aliases,
-                           SmallVectorImpl<Operation *> &escapes) {
-  if (auto arg = dyn_cast<BlockArgument>(root)) {
-    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-    if (!func || !arg.getOwner()->isEntryBlock() || func.isPrivate())
-      return false;
-  } else if (!isa<memref::AllocOp, memref::AllocaOp>(root.getDefiningOp())) {
-    return false;
-  }
-  aliases.push_back(root);
-  for (size_t i = 0; i < aliases.size(); ++i) {
-    for (Operation *user : aliases[i].getUsers()) {
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
-        if (view.getViewSource() == aliases[i]) {
-          for (Value result : user->getResults())
-            if (isa<BaseMemRefType>(result.getType()))
-              aliases.push_back(result);
-          continue;
-        }
-      }
-      if (llvm::any_of(user->getResultTypes(), llvm::IsaPred<BaseMemRefType>))
-        return false;
-      if (auto address =
-              dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(user)) {
-        SmallVector<Value> integers = {address.getResult()};
-        while (!integers.empty()) {
-          Value value = integers.pop_back_val();
-          for (Operation *use : value.getUsers()) {
-            if (isa<arith::ArithDialect>(use->getDialect()))
-              llvm::append_range(integers, use->getResults());
-            else
-              escapes.push_back(use);
-          }
-        }
-      }
-    }
-  }
-  return true;
-}
-
-/// Whether `user` may write or free `value` (an operand of `user`).
-static bool mayWriteOrFree(Operation *user, Value value) {
-  auto effects = dyn_cast<MemoryEffectOpInterface>(user);
-  if (!effects)
-    return !isa<ViewLikeOpInterface>(user);
-  SmallVector<MemoryEffects::EffectInstance> list;
-  effects.getEffectsOnValue(value, list);
-  return llvm::any_of(list, [](const MemoryEffects::EffectInstance &e) {
-    return isa<MemoryEffects::Write, MemoryEffects::Free>(e.getEffect());
-  });
-}
-
-namespace {
-/// The ops that touch one buffer (through any view, or through its address),
-/// per block as their ancestors in that block in program order; collected
-/// once per buffer instead of once per matmul (a bucket has a view per
-/// accumulator, each read and written in every region).
-class BufferTouchers {
-public:
-  /// Returns the ops of `block` (in order) that are or contain an op
-  /// touching the buffer `root`, valid until the next call; nothing when the
-  /// buffer may be reached in a way collectAliases does not follow.
-  std::optional<ArrayRef<Operation *>> get(Value root, Block *block) {
-    auto [rootIt, newRoot] = users.try_emplace(root);
-    if (newRoot) {
-      SmallVector<Value> aliases;
-      SmallVector<Operation *> escapes;
-      if (collectAliases(root, aliases, escapes)) {
-        SmallVector<Operation *> &list = rootIt->second.emplace();
-        for (Value alias : aliases)
-          for (Operation *user : alias.getUsers())
-            if (!isa<ViewLikeOpInterface>(user))
-              list.push_back(user);
-        llvm::append_range(list, escapes);
-      }
-    }
-    if (!rootIt->second)
-      return std::nullopt;
-    auto [it, inserted] = inBlock.try_emplace({root, block});
-    SmallVector<Operation *> &ancestors = it->second;
-    if (inserted) {
-      for (Operation *user : *rootIt->second)
-        if (Operation *ancestor = block->findAncestorOpInBlock(*user))
-          ancestors.push_back(ancestor);
-      llvm::sort(ancestors, [](Operation *a, Operation *b) {
-        return a->isBeforeInBlock(b);
-      });
-      ancestors.erase(llvm::unique(ancestors), ancestors.end());
-    }
-    return ArrayRef<Operation *>(ancestors);
-  }
-
-private:
-  DenseMap<Value, std::optional<SmallVector<Operation *>>> users;
-  DenseMap<std::pair<Value, Block *>, SmallVector<Operation *>> inBlock;
-};
-} // namespace
-
 /// Whether `op` is a linalg.fill of zeros into all of `buffer`.
 static bool isZeroFillOf(Operation *op, Value buffer) {
   auto fill = dyn_cast_or_null<linalg::FillOp>(op);
@@ -157,20 +52,6 @@ static bool isZeroFillOf(Operation *op, Value buffer) {
   FloatAttr value;
   return matchPattern(fill.getInputs()[0], m_Constant(&value)) &&
          value.getValue().isZero();
-}
-
-/// The ops of `block` before `op` (in order) that touch `buffer`'s memory,
-/// when `touchers` can tell.
-static std::optional<ArrayRef<Operation *>>
-getTouchersBefore(Operation *op, Value buffer, BufferTouchers &touchers) {
-  std::optional<ArrayRef<Operation *>> inBlock =
-      touchers.get(getViewRoot(buffer), op->getBlock());
-  if (!inBlock)
-    return std::nullopt;
-  auto end = llvm::lower_bound(*inBlock, op, [](Operation *a, Operation *b) {
-    return a->isBeforeInBlock(b);
-  });
-  return inBlock->take_front(std::distance(inBlock->begin(), end));
 }
 
 /// Whether the memref.copy `copy` copies zeros: the last op of its block
@@ -234,87 +115,6 @@ static Operation *getZeroInitBefore(linalg::MatmulOp op, Value output,
   if (copy && copy.getTarget() == output && copiesZeros(copy, touchers))
     return copy;
   return nullptr;
-}
-
-namespace {
-/// The bytes [begin, end) of a buffer's root allocation that a view covers.
-struct ByteRange {
-  int64_t begin = 0;
-  int64_t end = 0;
-};
-} // namespace
-
-/// The bytes of its view root that `view` may touch, when its chain of views
-/// (casts, reshapes and subviews, then at most one memref.view of the root)
-/// has static offsets, sizes and strides throughout: the members of an
-/// accumulator bucket.
-static std::optional<ByteRange> getByteRange(Value view) {
-  auto type = dyn_cast<MemRefType>(view.getType());
-  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
-    return std::nullopt;
-  unsigned bits = type.getElementType().getIntOrFloatBitWidth();
-  if (bits % 8 != 0)
-    return std::nullopt;
-  int64_t bytes = bits / 8;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) ||
-      ShapedType::isDynamic(offset) || llvm::any_of(strides, [](int64_t s) {
-        return ShapedType::isDynamic(s) || s < 0;
-      }))
-    return std::nullopt;
-  if (type.getNumElements() == 0)
-    return ByteRange{0, 0};
-  int64_t last = offset;
-  for (auto [size, stride] : llvm::zip(type.getShape(), strides))
-    last += (size - 1) * stride;
-  ByteRange range{offset * bytes, (last + 1) * bytes};
-  // Casts, reshapes and subviews keep the descriptor's base pointer (the
-  // offsets of `type` count from it); memref.view moves it by its byte shift
-  // into a flat i8 buffer, which must be the root itself.
-  Value root = getViewRoot(view);
-  Value current = view;
-  while (current != root) {
-    Operation *def = current.getDefiningOp();
-    if (auto viewOp = dyn_cast<memref::ViewOp>(def)) {
-      APInt shift;
-      if (!viewOp.getSizes().empty() || viewOp.getSource() != root ||
-          !matchPattern(viewOp.getByteShift(), m_ConstantInt(&shift)) ||
-          !cast<MemRefType>(root.getType()).getLayout().isIdentity())
-        return std::nullopt;
-      range.begin += shift.getSExtValue();
-      range.end += shift.getSExtValue();
-      return range;
-    }
-    if (!isa<memref::CastOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-             memref::SubViewOp>(def))
-      return std::nullopt;
-    current = cast<ViewLikeOpInterface>(def).getViewSource();
-  }
-  return range;
-}
-
-/// Whether `toucher`, an op that touches `output`'s buffer directly (not
-/// through a nested op or an address), touches it only at bytes provably
-/// disjoint from `range`, `output`'s (nothing when unknown): another member
-/// of its bucket.
-static bool touchesOnlyElsewhere(Operation *toucher, Value output,
-                                 std::optional<ByteRange> range) {
-  if (!range)
-    return false;
-  Value root = getViewRoot(output);
-  bool touches = false;
-  for (Value operand : toucher->getOperands()) {
-    if (!isa<BaseMemRefType>(operand.getType()) || getViewRoot(operand) != root)
-      continue;
-    touches = true;
-    std::optional<ByteRange> other = getByteRange(operand);
-    if (!other || (other->begin < range->end && range->begin < other->end))
-      return false;
-  }
-  // An op in the list that has no view of the buffer among its operands
-  // reaches it through its address (or a nested op): it may touch anything.
-  return touches;
 }
 
 /// Returns the zero fill that `op`, inside an scf.for with constant bounds

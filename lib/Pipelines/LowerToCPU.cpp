@@ -94,8 +94,12 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
                               /*reportIndexErrors=*/true,
                               options.outlineMicroBatches,
                               /*overlapAllReduce=*/true);
-  if (options.blas)
+  if (options.blas) {
     pm.addPass(createMatmulToBlasPass());
+    // Two micro-batches' weight gradients per pass over the accumulator.
+    if (options.pairGemms)
+      pm.addPass(createPairAccumulatingGemmsPass());
+  }
   if (options.bufferizeOnly)
     return;
   // Free buffers after their last use (not at the end of the step, as the

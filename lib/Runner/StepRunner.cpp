@@ -344,6 +344,7 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   } else if (options.device == "cpu") {
     mlir::gacc::LowerToCPUOptions lowering;
     lowering.blas = options.blas;
+    lowering.pairGemms = options.pairGemms;
     lowering.parallelLoops = options.parallelLoops;
     lowering.traceRegions = options.traceRegions;
     mlir::gacc::buildLowerToCPUPipeline(pm, lowering);
@@ -428,6 +429,7 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
         };
         add("gaccrt_all_reduce", reinterpret_cast<void *>(&gaccrt_all_reduce));
         add("gaccrt_sgemm", reinterpret_cast<void *>(&gaccrt_sgemm));
+        add("gaccrt_sgemm_pair", reinterpret_cast<void *>(&gaccrt_sgemm_pair));
         add("gaccrt_index_error",
             reinterpret_cast<void *>(&gaccrt_index_error));
         add("gaccrt_trace_region_begin",

@@ -78,15 +78,47 @@ inline Prefetch shareOfBlock(const float *base, int64_t stride,
   return prefetch;
 }
 
+/// A second pair of operands whose products a tile adds to the same sums,
+/// after the first's (see pairedGemm): op(A2)[i, p] = a[i * rsA + p * csA]
+/// and B2[p, j] = b[p * ldb + j] for p < k.
+struct SecondGemm {
+  int64_t k = 0;
+  const float *a = nullptr;
+  int64_t rsA = 0, csA = 0;
+  const float *b = nullptr;
+  int64_t ldb = 0;
+};
+
+/// One inner step of a tile: acc[r] += column[r * rowStride] * row (NV
+/// vectors, the last masked by `lastMask`).
+template <int MR, int NV>
+GACCRT_AVX512 inline __attribute__((always_inline)) void
+innerStep(__m512 (&acc)[MR][NV], const float *column, int64_t rowStride,
+          const float *row, __mmask16 lastMask) {
+  __m512 rowB[NV];
+#pragma GCC unroll 4
+  for (int v = 0; v < NV; ++v)
+    rowB[v] = v == NV - 1 ? _mm512_maskz_loadu_ps(lastMask, row + 16 * v)
+                          : _mm512_loadu_ps(row + 16 * v);
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r) {
+    __m512 element = _mm512_set1_ps(column[r * rowStride]);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      acc[r][v] = _mm512_fmadd_ps(element, rowB[v], acc[r][v]);
+  }
+}
+
 /// C[0:MR, 0:16*NV] = alpha * op(A)[0:MR, 0:kc] * B[0:kc, 0:16*NV]
 /// (+ C when `loadC`), where op(A)[i, p] = a[i * rsA + p * csA] and
 /// B[p, j] = b[p * ldb + j]; the last vector of each row is masked by
-/// `lastMask`.
+/// `lastMask`. With `second`, its products are summed after the first
+/// kc (the sum of one GEMM over the two inner ranges).
 template <int MR, int NV>
 GACCRT_AVX512 inline __attribute__((always_inline)) void
 tile(int64_t kc, const float *a, int64_t rsA, int64_t csA, const float *b,
      int64_t ldb, float *c, int64_t ldc, float alpha, bool loadC,
-     __mmask16 lastMask, const Prefetch &prefetch) {
+     __mmask16 lastMask, const Prefetch &prefetch, const SecondGemm *second) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
@@ -111,20 +143,12 @@ tile(int64_t kc, const float *a, int64_t rsA, int64_t csA, const float *b,
         row += prefetch.stride;
       }
     }
-    __m512 rowB[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v)
-      rowB[v] = v == NV - 1
-                    ? _mm512_maskz_loadu_ps(lastMask, b + p * ldb + 16 * v)
-                    : _mm512_loadu_ps(b + p * ldb + 16 * v);
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-      __m512 element = _mm512_set1_ps(a[r * rsA + p * csA]);
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v)
-        acc[r][v] = _mm512_fmadd_ps(element, rowB[v], acc[r][v]);
-    }
+    innerStep<MR, NV>(acc, a + p * csA, rsA, b + p * ldb, lastMask);
   }
+  if (second)
+    for (int64_t p = 0; p < second->k; ++p)
+      innerStep<MR, NV>(acc, second->a + p * second->csA, second->rsA,
+                        second->b + p * second->ldb, lastMask);
   __m512 scale = _mm512_set1_ps(alpha);
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
@@ -147,12 +171,13 @@ template <int NV>
 GACCRT_AVX512 void
 tileRows(int64_t rows, int64_t kc, const float *a, int64_t rsA, int64_t csA,
          const float *b, int64_t ldb, float *c, int64_t ldc, float alpha,
-         bool loadC, __mmask16 lastMask, const Prefetch &prefetch) {
+         bool loadC, __mmask16 lastMask, const Prefetch &prefetch,
+         const SecondGemm *second) {
 #define GACCRT_TILE(MR)                                                        \
   case MR:                                                                     \
     if constexpr (MR <= maxRows(NV))                                           \
       tile<MR, NV>(kc, a, rsA, csA, b, ldb, c, ldc, alpha, loadC, lastMask,    \
-                   prefetch);                                                  \
+                   prefetch, second);                                          \
     return;
   switch (rows) {
     GACCRT_TILE(1)
@@ -179,7 +204,8 @@ GACCRT_AVX512 inline void tileAt(int64_t rows, int64_t cols, int64_t kc,
                                  float alpha, const float *at, int64_t rsA,
                                  int64_t csA, const float *bt, int64_t ldb,
                                  bool loadC, float *ct, int64_t ldc,
-                                 const Prefetch &prefetch) {
+                                 const Prefetch &prefetch,
+                                 const SecondGemm *second = nullptr) {
   int nv = int((cols + 15) / 16);
   int64_t lastCols = cols - 16 * (nv - 1);
   __mmask16 lastMask =
@@ -187,34 +213,41 @@ GACCRT_AVX512 inline void tileAt(int64_t rows, int64_t cols, int64_t kc,
   switch (nv) {
   case 1:
     tileRows<1>(rows, kc, at, rsA, csA, bt, ldb, ct, ldc, alpha, loadC,
-                lastMask, prefetch);
+                lastMask, prefetch, second);
     break;
   case 2:
     tileRows<2>(rows, kc, at, rsA, csA, bt, ldb, ct, ldc, alpha, loadC,
-                lastMask, prefetch);
+                lastMask, prefetch, second);
     break;
   case 3:
     tileRows<3>(rows, kc, at, rsA, csA, bt, ldb, ct, ldc, alpha, loadC,
-                lastMask, prefetch);
+                lastMask, prefetch, second);
     break;
   default:
     tileRows<4>(rows, kc, at, rsA, csA, bt, ldb, ct, ldc, alpha, loadC,
-                lastMask, prefetch);
+                lastMask, prefetch, second);
     break;
   }
 }
 
 /// One tile of C of `rows` rows from row i0 and the columns from j0 below
-/// `n` (at most 64), over the inner rows [k0, k0 + kc).
-GACCRT_AVX512 inline void kernelTile(int64_t rows, int64_t n, int64_t i0,
-                                     int64_t j0, int64_t k0, int64_t kc,
-                                     float alpha, const float *a, int64_t rsA,
-                                     int64_t csA, const float *b, int64_t ldb,
-                                     bool loadC, float *c, int64_t ldc,
-                                     const Prefetch &prefetch) {
+/// `n` (at most 64), over the inner rows [k0, k0 + kc), then all of
+/// `second`'s.
+GACCRT_AVX512 inline void
+kernelTile(int64_t rows, int64_t n, int64_t i0, int64_t j0, int64_t k0,
+           int64_t kc, float alpha, const float *a, int64_t rsA, int64_t csA,
+           const float *b, int64_t ldb, bool loadC, float *c, int64_t ldc,
+           const Prefetch &prefetch, const SecondGemm *second = nullptr) {
   int64_t cols = std::min<int64_t>(64, n - j0);
+  SecondGemm at;
+  if (second) {
+    at = *second;
+    at.a += i0 * at.rsA;
+    at.b += j0;
+  }
   tileAt(rows, cols, kc, alpha, a + i0 * rsA + k0 * csA, rsA, csA,
-         b + k0 * ldb + j0, ldb, loadC, c + i0 * ldc + j0, ldc, prefetch);
+         b + k0 * ldb + j0, ldb, loadC, c + i0 * ldc + j0, ldc, prefetch,
+         second ? &at : nullptr);
 }
 
 /// The tiles of at most `most` rows that `rows` rows take.
@@ -242,6 +275,31 @@ constexpr bool tilesAlongRows(int64_t m, int64_t k) {
   return m > std::min(k, kInnerBlock);
 }
 
+/// The inner block of a GEMM with n columns of C whose tiles go along the
+/// rows of C: its rows of B stay in L2 across the bands.
+constexpr int64_t rowsInnerBlock(int64_t n) {
+  return std::clamp<int64_t>(kL2Floats / n, 16, kInnerBlock);
+}
+
+/// The prefetches of a tile of band `band` (of `bands` even bands of the m
+/// rows of C) at column j0 when the tiles go along the rows of C: its
+/// columns of the next band's rows of C, which the hardware prefetcher
+/// fetches late (each row of a 512- or 1024-wide C is its own 2-4 KiB
+/// stream; a 100-layer 512-wide m = 8 step got 17 % faster).
+inline Prefetch bandPrefetch(int64_t m, int64_t n, float *c, int64_t ldc,
+                             int64_t bands, int64_t band, int64_t j0) {
+  Prefetch prefetch;
+  if (band + 1 >= bands)
+    return prefetch;
+  int64_t next = tileStart(m, bands, band + 1);
+  prefetch.base = c + next * ldc + j0;
+  prefetch.stride = ldc;
+  prefetch.linesPerRow = (std::min<int64_t>(64, n - j0) + 15) / 16;
+  prefetch.count =
+      (tileStart(m, bands, band + 2) - next) * prefetch.linesPerRow;
+  return prefetch;
+}
+
 /// C = alpha * op(A) * B + (C if `accumulate`), C row-major (ldc), B
 /// row-major (ldb), op(A)[i, p] = a[i * rsA + p * csA]; `alongRows` is
 /// tilesAlongRows(m, k) of the whole GEMM when this is a slice of it.
@@ -264,29 +322,11 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
                               const float *a, int64_t rsA, int64_t csA,
                               const float *b, int64_t ldb, bool accumulate,
                               float *c, int64_t ldc, bool alongRows) {
-  int64_t block = alongRows
-                      ? std::clamp<int64_t>(kL2Floats / n, 16, kInnerBlock)
-                      : kInnerBlock;
+  int64_t block = alongRows ? rowsInnerBlock(n) : kInnerBlock;
   // Along rows: even bands of up to 6 rows of C (the widest tile's; a
   // narrower tile takes more rows, so one tile spans a band), each swept
   // left to right in tiles of up to 64 columns.
   int64_t bands = tileCount(m, bandRows(n));
-  // Each tile of a band prefetches its columns of the next band's rows of
-  // C, which the hardware prefetcher fetches late (each row of a 512- or
-  // 1024-wide C is its own 2-4 KiB stream): a 100-layer 512-wide m = 8
-  // step got 17 % faster.
-  auto bandPrefetch = [&](int64_t band, int64_t j0) {
-    Prefetch prefetch;
-    if (band + 1 >= bands)
-      return prefetch;
-    int64_t next = tileStart(m, bands, band + 1);
-    prefetch.base = c + next * ldc + j0;
-    prefetch.stride = ldc;
-    prefetch.linesPerRow = (std::min<int64_t>(64, n - j0) + 15) / 16;
-    prefetch.count =
-        (tileStart(m, bands, band + 2) - next) * prefetch.linesPerRow;
-    return prefetch;
-  };
   for (int64_t k0 = 0; k0 < k; k0 += block) {
     int64_t kc = std::min(block, k - k0);
     bool loadC = accumulate || k0 > 0;
@@ -296,7 +336,7 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
         int64_t rows = tileStart(m, bands, band + 1) - i0;
         for (int64_t j0 = 0; j0 < n; j0 += 64)
           kernelTile(rows, n, i0, j0, k0, kc, alpha, a, rsA, csA, b, ldb, loadC,
-                     c, ldc, bandPrefetch(band, j0));
+                     c, ldc, bandPrefetch(m, n, c, ldc, bands, band, j0));
       }
       continue;
     }
@@ -324,13 +364,38 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
   }
 }
 
+/// C = alpha * (op(A) * B + op(A2) * B2) + (C if `accumulate`) for the
+/// `second` operands: kernelGemm of one GEMM whose inner range is the two
+/// pairs' one after the other (op(A) and op(A2) side by side, B over B2),
+/// without copying them together. Each tile sums the k + k2 products in
+/// registers and reads and writes its part of C once: a weight gradient of
+/// two micro-batches in one pass, with half the loads, stores and setup per
+/// multiply-add of a tile of C at a small inner size (b = 32: 32 inner
+/// steps per tile). Both inner sizes together are at most
+/// rowsInnerBlock(n) (one inner block), so the result has the bits of that
+/// GEMM on the kernels.
+GACCRT_AVX512 void pairedGemm(int64_t m, int64_t n, int64_t k, float alpha,
+                              const float *a, int64_t rsA, int64_t csA,
+                              const float *b, int64_t ldb, bool accumulate,
+                              const SecondGemm &second, float *c, int64_t ldc) {
+  int64_t bands = tileCount(m, bandRows(n));
+  for (int64_t band = 0; band < bands; ++band) {
+    int64_t i0 = tileStart(m, bands, band);
+    int64_t rows = tileStart(m, bands, band + 1) - i0;
+    for (int64_t j0 = 0; j0 < n; j0 += 64) {
+      kernelTile(rows, n, i0, j0, 0, k, alpha, a, rsA, csA, b, ldb, accumulate,
+                 c, ldc, bandPrefetch(m, n, c, ldc, bands, band, j0), &second);
+    }
+  }
+}
+
 GACCRT_AVX512 void packedGemm(int64_t m, int64_t n, int64_t k, float alpha,
                               const float *a, int64_t rsA, int64_t csA,
                               const float *w, int64_t ldw, bool accumulate,
                               float *c, int64_t ldc);
 
 /// How a GEMM's tiles go (see kernelGemm, packedGemm and transposedGemm).
-enum class Order { Rows, Panels, PackedPanels, Transposed };
+enum class Order { Rows, PairedRows, Panels, PackedPanels, Transposed };
 
 GACCRT_AVX512 void transposedGemm(int64_t m, int64_t n, int64_t k, float alpha,
                                   const float *a, int64_t rsA, int64_t csA,
@@ -353,6 +418,8 @@ struct Slices {
   float *c;
   int64_t ldc;
   Order order;
+  /// The second GEMM of PairedRows.
+  SecondGemm second = {};
   /// Set by parallelGemm: the slices of C (units of `unit` rows or
   /// columns) and how many parts share them.
   int64_t units = 0, unit = 0;
@@ -371,6 +438,17 @@ GACCRT_AVX512 void runSlice(void *context, int part) {
                  s.csA, s.b, s.ldb, s.accumulate, s.c + first * s.ldc, s.ldc,
                  true);
     return;
+  case Order::PairedRows: {
+    last = std::min(last, s.m);
+    if (first >= last)
+      return;
+    SecondGemm second = s.second;
+    second.a += first * second.rsA;
+    pairedGemm(last - first, s.n, s.k, s.alpha, s.a + first * s.rsA, s.rsA,
+               s.csA, s.b, s.ldb, s.accumulate, second, s.c + first * s.ldc,
+               s.ldc);
+    return;
+  }
   case Order::Panels:
     last = std::min(last, s.n);
     if (first < last)
@@ -404,10 +482,10 @@ thread_local int lastParts = 0;
 /// Runs the GEMM of `slices` (its sizes, operands and order set) on up to
 /// `threads` threads, each computing a slice of C.
 GACCRT_AVX512 void parallelGemm(Slices slices, int threads) {
-  bool rows = slices.order == Order::Rows;
+  bool rows = slices.order == Order::Rows || slices.order == Order::PairedRows;
   slices.unit = rows ? bandRows(slices.n) : 64;
   slices.units = ((rows ? slices.m : slices.n) + slices.unit - 1) / slices.unit;
-  int64_t macs = slices.m * slices.n * slices.k;
+  int64_t macs = slices.m * slices.n * (slices.k + slices.second.k);
   slices.parts = int(std::min<int64_t>(
       {threads, slices.units, std::max<int64_t>(1, macs / kMinPartMacs)}));
   if (slices.parts > 1 && runGemmParts(slices.parts, runSlice, &slices)) {
@@ -658,6 +736,40 @@ bool gaccrt::avx512Sgemm(const GemmArgs &args) {
   return true;
 }
 
+bool gaccrt::avx512SgemmPair(const GemmArgs &first, const GemmArgs &second) {
+  int64_t m = first.m, n = first.n;
+  auto fits = [&](const GemmArgs &g) {
+    return g.m == m && g.n == n && g.k > 0 && g.c == first.c &&
+           g.cRowStride == first.cRowStride && g.cColStride == 1 &&
+           g.bColStride == 1 && g.alpha == first.alpha &&
+           tilesAlongRows(m, g.k);
+  };
+  if (!avx512Available() || m <= 0 || n <= 0 || !fits(first) || !fits(second) ||
+      second.beta != 1.0f || !tilesAlongRows(m, first.k + second.k) ||
+      first.k + second.k > rowsInnerBlock(n))
+    return false;
+  float *c = first.c;
+  int64_t ldc = first.cRowStride;
+  prescaleC(first.beta, m, n, c, ldc);
+  Slices slices{m,
+                n,
+                first.k,
+                first.alpha,
+                first.a,
+                first.aRowStride,
+                first.aColStride,
+                first.b,
+                first.bRowStride,
+                first.beta != 0.0f,
+                c,
+                ldc,
+                Order::PairedRows};
+  slices.second = SecondGemm{second.k,          second.a, second.aRowStride,
+                             second.aColStride, second.b, second.bRowStride};
+  parallelGemm(slices, first.threads);
+  return true;
+}
+
 #else // !GACCRT_AVX512_KERNELS
 
 bool gaccrt::avx512Available() { return false; }
@@ -665,5 +777,9 @@ bool gaccrt::avx512Available() { return false; }
 int gaccrt::avx512LastThreads() { return 0; }
 
 bool gaccrt::avx512Sgemm(const GemmArgs &) { return false; }
+
+bool gaccrt::avx512SgemmPair(const GemmArgs &, const GemmArgs &) {
+  return false;
+}
 
 #endif

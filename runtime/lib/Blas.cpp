@@ -182,6 +182,9 @@ bool prefersOnednn(const Operand &a, int64_t n, int64_t k) {
 /// and gaccrt_internal_last_gemm_library).
 thread_local const char *lastLibrary = "none";
 
+/// Whether the calling thread's last gaccrt_sgemm_pair took the paired pass.
+thread_local bool lastPaired = false;
+
 /// The trace argument ", \"threads\": N" of a GEMM gaccrt's kernels ran on
 /// several threads, else "".
 std::string threadsArg() {
@@ -491,6 +494,28 @@ void rowMajorSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
   runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
 }
 
+/// Whether gaccrt_sgemm would run the GEMM (row-major C) on gaccrt's
+/// AVX-512 kernels: always under "avx512" and under "auto" on several GEMM
+/// threads; under "auto" on one thread when the shape's tuning has chosen
+/// them. Never tunes: a pair of GEMMs whose shapes are still being timed
+/// runs as two calls (gaccrt_sgemm_pair).
+bool runsOnKernels(const Operand &a, const Operand &b, int64_t m, int64_t n,
+                   int64_t k, float beta, int64_t cRowStride) {
+  Library chosen = library();
+  if (chosen == Library::Avx512)
+    return true;
+  if (chosen != Library::Auto)
+    return false;
+  if (gemmThreads() != 1)
+    return true;
+  if (m * n * k < kMinTunedMacs)
+    return false;
+  auto it = tunings.find(GemmKey{m, n, k, a.ld, b.ld, cRowStride, a.transposed,
+                                 b.transposed, beta != 0.0f});
+  return it != tunings.end() && it->second.decided &&
+         it->second.chosen == kAvx512;
+}
+
 } // namespace
 
 int gaccrt::gemmThreads() { return std::max(1, openblas_get_num_threads()); }
@@ -520,6 +545,8 @@ void gaccrt_internal_set_gemm_threads(int32_t threads) {
 }
 
 int32_t gaccrt_internal_gemm_threads(void) { return gemmThreads(); }
+
+int32_t gaccrt_internal_last_gemm_paired(void) { return lastPaired; }
 
 int32_t gaccrt_internal_last_gemm_threads(void) {
   return std::strcmp(lastLibrary, "avx512") == 0 ? avx512LastThreads() : 0;
@@ -621,5 +648,83 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
                     "{" + sizes + ", " + pendingDecision + "}");
       pendingDecision.clear();
     }
+  }
+}
+
+void gaccrt_sgemm_pair(int32_t transA, int32_t transB, float alpha, float beta,
+                       float *a1Alloc, float *a1Aligned, int64_t a1Offset,
+                       int64_t a1Size0, int64_t a1Size1, int64_t a1Stride0,
+                       int64_t a1Stride1, float *b1Alloc, float *b1Aligned,
+                       int64_t b1Offset, int64_t b1Size0, int64_t b1Size1,
+                       int64_t b1Stride0, int64_t b1Stride1, float *a2Alloc,
+                       float *a2Aligned, int64_t a2Offset, int64_t a2Size0,
+                       int64_t a2Size1, int64_t a2Stride0, int64_t a2Stride1,
+                       float *b2Alloc, float *b2Aligned, int64_t b2Offset,
+                       int64_t b2Size0, int64_t b2Size1, int64_t b2Stride0,
+                       int64_t b2Stride1, float *cAlloc, float *cAligned,
+                       int64_t cOffset, int64_t cSize0, int64_t cSize1,
+                       int64_t cStride0, int64_t cStride1) {
+  bool ta = transA != 0, tb = transB != 0;
+  GemmSizes first, second;
+  std::string mismatch = checkGemmShapes(ta, tb, a1Size0, a1Size1, b1Size0,
+                                         b1Size1, cSize0, cSize1, first);
+  if (mismatch.empty())
+    mismatch = checkGemmShapes(ta, tb, a2Size0, a2Size1, b2Size0, b2Size1,
+                               cSize0, cSize1, second);
+  if (!mismatch.empty())
+    fatal("gaccrt_sgemm_pair: " + mismatch);
+  int64_t m = first.m, n = first.n, k1 = first.k, k2 = second.k;
+  // The kernels' paired pass: C row-major, every operand usable in place,
+  // both shapes on the kernels.
+  bool tracing = traceEnabled();
+  double start = tracing ? gaccrt_now_us() : 0.0;
+  bool paired = false;
+  lastPaired = false;
+  if (m > 0 && n > 0 && k1 > 0 && k2 > 0 && a1Aligned && b1Aligned &&
+      a2Aligned && b2Aligned && cAligned && cStride1 == 1 && cStride0 >= n &&
+      std::max({m, n, k1, k2}) <= INT_MAX) {
+    Operand a1 = describe(a1Aligned + a1Offset, a1Size0, a1Size1, a1Stride0,
+                          a1Stride1, ta);
+    Operand b1 = describe(b1Aligned + b1Offset, b1Size0, b1Size1, b1Stride0,
+                          b1Stride1, tb);
+    Operand a2 = describe(a2Aligned + a2Offset, a2Size0, a2Size1, a2Stride0,
+                          a2Stride1, ta);
+    Operand b2 = describe(b2Aligned + b2Offset, b2Size0, b2Size1, b2Stride0,
+                          b2Stride1, tb);
+    float *c = cAligned + cOffset;
+    if (a1.copy.empty() && b1.copy.empty() && a2.copy.empty() &&
+        b2.copy.empty() && runsOnKernels(a1, b1, m, n, k1, beta, cStride0) &&
+        runsOnKernels(a2, b2, m, n, k2, 1.0f, cStride0) &&
+        avx512SgemmPair(gemmArgs(a1, b1, m, n, k1, alpha, beta, c, cStride0),
+                        gemmArgs(a2, b2, m, n, k2, alpha, 1.0f, c, cStride0))) {
+      paired = true;
+      lastLibrary = "avx512";
+    }
+  }
+  if (!paired) {
+    // Two calls: the paired pass has their bits wherever it runs.
+    gaccrt_sgemm(transA, transB, alpha, beta, a1Alloc, a1Aligned, a1Offset,
+                 a1Size0, a1Size1, a1Stride0, a1Stride1, b1Alloc, b1Aligned,
+                 b1Offset, b1Size0, b1Size1, b1Stride0, b1Stride1, cAlloc,
+                 cAligned, cOffset, cSize0, cSize1, cStride0, cStride1);
+    gaccrt_sgemm(transA, transB, alpha, 1.0f, a2Alloc, a2Aligned, a2Offset,
+                 a2Size0, a2Size1, a2Stride0, a2Stride1, b2Alloc, b2Aligned,
+                 b2Offset, b2Size0, b2Size1, b2Stride0, b2Stride1, cAlloc,
+                 cAligned, cOffset, cSize0, cSize1, cStride0, cStride1);
+    return;
+  }
+  lastPaired = true;
+  if (tracing) {
+    double end = gaccrt_now_us();
+    std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" +
+                        std::to_string(k1) + "+" + std::to_string(k2);
+    std::string sizes =
+        "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) +
+        ", \"k\": " + std::to_string(k1) + ", \"k2\": " + std::to_string(k2) +
+        ", \"trans_a\": " + (ta ? "1" : "0") +
+        ", \"trans_b\": " + (tb ? "1" : "0");
+    traceComplete("sgemm pair " + shape, "accumulate", start, end - start,
+                  "{" + sizes + ", \"library\": \"avx512\", \"paired\": 1" +
+                      threadsArg() + "}");
   }
 }

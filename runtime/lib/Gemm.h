@@ -48,6 +48,14 @@ bool onednnAvailable();
 /// C or op(B) has no unit stride.
 bool avx512Sgemm(const GemmArgs &args);
 
+/// Runs `first` and then `second` (same C, m, n, alpha and threads; beta 1)
+/// through gaccrt's AVX-512 kernels in one pass over C, with the bits of the
+/// two avx512Sgemm calls; false (nothing written) when the kernels cannot:
+/// no AVX-512F, a layout or shape other than a weight gradient's (tiles
+/// along the rows of C, op(B) row-major, each inner size within one inner
+/// block).
+bool avx512SgemmPair(const GemmArgs &first, const GemmArgs &second);
+
 /// Whether the CPU runs gaccrt's AVX-512 kernels (AVX-512F).
 bool avx512Available();
 /// The threads that ran the calling thread's last avx512Sgemm (0 before

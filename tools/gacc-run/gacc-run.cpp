@@ -58,6 +58,11 @@ static cl::opt<double> collectiveTimeout(
 static cl::opt<bool> noBlas("no-blas",
                             cl::desc("Lower matmuls to loops, not OpenBLAS"),
                             cl::init(false), cl::cat(category));
+static cl::opt<bool> noPairGemms(
+    "no-pair-gemms",
+    cl::desc("One GEMM call per micro-batch's weight gradient (no "
+             "gaccrt_sgemm_pair of two micro-batches: less memory)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> serialLoops(
     "serial-loops",
     cl::desc("Run every loop on the calling thread (no gaccrt_parallel_for)"),
@@ -131,6 +136,7 @@ int main(int argc, char **argv) {
 
   StepOptions options = getStepOptionsFromFlags();
   options.blas = !noBlas;
+  options.pairGemms = !noPairGemms;
   options.parallelLoops = !serialLoops;
   options.traceRegions = !traceFile.empty();
   // The compiler's code is not needed while the steps run: its pages leave

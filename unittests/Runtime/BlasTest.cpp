@@ -546,6 +546,107 @@ TEST(Sgemm, Avx512KernelsSplitAcrossThreads) {
   gaccrt_set_gemm_library(initial.c_str());
 }
 
+void sgemmPair(bool ta, bool tb, float alpha, float beta, View &a1, View &b1,
+               View &a2, View &b2, View &c) {
+  gaccrt_sgemm_pair(
+      ta, tb, alpha, beta, a1.storage.data(), a1.storage.data(), a1.offset,
+      a1.size0, a1.size1, a1.stride0, a1.stride1, b1.storage.data(),
+      b1.storage.data(), b1.offset, b1.size0, b1.size1, b1.stride0, b1.stride1,
+      a2.storage.data(), a2.storage.data(), a2.offset, a2.size0, a2.size1,
+      a2.stride0, a2.stride1, b2.storage.data(), b2.storage.data(), b2.offset,
+      b2.size0, b2.size1, b2.stride0, b2.stride1, c.storage.data(),
+      c.storage.data(), c.offset, c.size0, c.size1, c.stride0, c.stride1);
+}
+
+/// The rows x cols matrix `top` stacked over `bottom` (same columns),
+/// contiguous.
+View stack(View &top, View &bottom) {
+  View both;
+  both.size0 = top.size0 + bottom.size0;
+  both.size1 = top.size1;
+  both.stride0 = both.size1;
+  both.stride1 = 1;
+  both.storage.resize(size_t(both.size0 * both.size1));
+  for (int64_t i = 0; i < both.size0; ++i)
+    for (int64_t j = 0; j < both.size1; ++j)
+      both.at(i, j) =
+          i < top.size0 ? top.at(i, j) : bottom.at(i - top.size0, j);
+  return both;
+}
+
+// gaccrt_sgemm_pair on a weight gradient's layout on the kernels is one
+// GEMM over the two inner ranges (the bits of gaccrt_sgemm on the stacked
+// operands, on any thread count); elsewhere it is its two gaccrt_sgemm
+// calls, bit for bit.
+TEST(Sgemm, PairIsOneGemmOverBothInnerRangesOrTwoCalls) {
+  std::string initial = gaccrt_gemm_library();
+  std::vector<std::string> names = libraries();
+  bool kernels = std::find(names.begin(), names.end(), "avx512") != names.end();
+  names.push_back("auto");
+  for (const std::string &name : names)
+    for (int32_t threads : {1, 2, 3}) {
+      ASSERT_EQ(gaccrt_set_gemm_library(name.c_str()), 0);
+      GemmThreads scope(threads);
+      // (m, n, k1, k2): weight gradients (C with more rows than the inner
+      // size; op(A) = A^T), one with unequal inner sizes (a tail
+      // micro-batch); one whose inner sizes together exceed one inner
+      // block (n = 700: 187 rows of B) and one with fewer rows of C than
+      // the inner size: the last two run as two calls.
+      for (auto [m, n, k1, k2] :
+           {std::tuple(300, 200, 32, 32), std::tuple(130, 70, 24, 9),
+            std::tuple(300, 700, 100, 100), std::tuple(40, 200, 30, 30)})
+        for (float beta : {0.0f, 1.0f, 0.5f})
+          for (Layout layoutB : {Layout::Contiguous, Layout::SubView})
+            for (Layout layoutC : {Layout::Contiguous, Layout::SubView}) {
+              std::string what = name + " threads=" + std::to_string(threads) +
+                                 " " + std::to_string(m) + "x" +
+                                 std::to_string(n) + "x" + std::to_string(k1) +
+                                 "+" + std::to_string(k2) +
+                                 " beta=" + std::to_string(beta);
+              std::mt19937 rng(unsigned(m + n + k1));
+              View a1 = makeView(k1, m, Layout::Contiguous, rng);
+              View a2 = makeView(k2, m, Layout::SubView, rng);
+              View b1 = makeView(k1, n, layoutB, rng);
+              View b2 = makeView(k2, n, layoutB, rng);
+              View c = makeView(m, n, layoutC, rng);
+              bool pairLayout =
+                  m > k1 + k2 && k1 + k2 <= std::clamp(128 * 1024 / n, 16, 512);
+              bool onKernels =
+                  name == "avx512" || (name == "auto" && threads > 1);
+              // "auto" on one thread times each shape in its first calls
+              // and pairs only once both chose the kernels.
+              bool tuned = name == "auto" && threads == 1;
+              for (int round = 0; round < (tuned ? 20 : 1); ++round) {
+                View paired = c;
+                sgemmPair(true, false, 0.75f, beta, a1, b1, a2, b2, paired);
+                bool pairedPass = gaccrt_internal_last_gemm_paired() != 0;
+                if (!tuned) {
+                  EXPECT_EQ(pairedPass, kernels && pairLayout && onKernels)
+                      << what;
+                } else if (!pairLayout) {
+                  EXPECT_FALSE(pairedPass) << what;
+                }
+                // (While "auto" times a shape, its calls cycle through the
+                // libraries, which round differently.)
+                if (tuned && round != 19)
+                  continue;
+                View expected = c;
+                if (pairedPass) {
+                  View a = stack(a1, a2), b = stack(b1, b2);
+                  ASSERT_EQ(gaccrt_set_gemm_library("avx512"), 0);
+                  sgemm(true, false, 0.75f, beta, a, b, expected);
+                  ASSERT_EQ(gaccrt_set_gemm_library(name.c_str()), 0);
+                } else {
+                  sgemm(true, false, 0.75f, beta, a1, b1, expected);
+                  sgemm(true, false, 0.75f, 1.0f, a2, b2, expected);
+                }
+                ASSERT_EQ(paired.storage, expected.storage) << what;
+              }
+            }
+    }
+  gaccrt_set_gemm_library(initial.c_str());
+}
+
 /// What gaccrt_parallel_for ran: the calls of the body per iteration and
 /// the slices, with the thread of each.
 struct ParallelForRecord {

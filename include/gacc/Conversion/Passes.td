@@ -211,6 +211,49 @@ def SplitBlocksAtLoopsPass : Pass<"gacc-split-blocks-at-loops", "ModuleOp"> {
   let dependentDialects = ["::mlir::cf::ControlFlowDialect"];
 }
 
+def PairAccumulatingGemmsPass
+    : Pass<"gacc-pair-accumulating-gemms", "ModuleOp"> {
+  let summary = "Accumulate two micro-batches' weight gradients in one pass "
+                "over the accumulator";
+  let description = [{
+    Runs after gacc-matmul-to-blas on the host, before the deallocation and
+    arena passes (which then see the longer lifetimes). In an `scf.for` with
+    constant bounds, at least two iterations and no loop-carried values (the
+    loop over equal micro-batches), a `gaccrt_sgemm` call qualifies when its
+    C is a static view defined outside the loop (an accumulator) and:
+
+    - no other op of the body touches C's bytes after the call or before it
+      (other members of the same bucket, at disjoint constant byte offsets,
+      may be touched; an `scf.if` without results or else branch whose
+      condition is provably false for the iterations of that copy does not
+      count: the overlapped all-reduce's start after the final region);
+    - its beta is provably 1 in the odd iterations (a constant, or the
+      `select(iv == lb, 0, 1)` of gacc-matmul-to-blas);
+    - B is not transposed, alpha is a constant, and A and B take at most a
+      quarter of C's bytes (a weight gradient of a small micro-batch, where
+      the GEMM is bound by C's traffic and keeping A and B alive longer is
+      cheap);
+    - no op between the call and its next iteration's copy writes or frees
+      A or B.
+
+    If any call qualifies, the loop is unrolled by two (iv and iv + step per
+    iteration, the last iteration of an odd trip count after the loop), the
+    first copy's `scf.if`s that provably never run are erased, and each
+    qualifying call's two copies become one `gaccrt_sgemm_pair` at the
+    second copy: C = alpha * (op(A1) * B1 + op(A2) * B2) + beta * C, which
+    gaccrt's AVX-512 kernels compute as one GEMM over both inner ranges (one
+    pass over C, each tile summing both micro-batches' products in
+    registers; runtime/README.md). The result then rounds like one GEMM of
+    the two micro-batches together, not like two calls: it differs from
+    the unpaired step (`pair-gemms=0`) in the last bits, as results do
+    between GEMM libraries.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def DeallocateBuffersPass : Pass<"gacc-deallocate-buffers", "ModuleOp"> {
   let summary = "Free each buffer right after its last use";
   let description = [{

@@ -70,6 +70,12 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       *this, "blas",
       llvm::cl::desc("Lower f32 matmuls to gaccrt_sgemm (OpenBLAS)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> pairGemms{
+      *this, "pair-gemms",
+      llvm::cl::desc("Accumulate two micro-batches' weight gradients in one "
+                     "GEMM pass over the accumulator "
+                     "(gacc-pair-accumulating-gemms; with blas)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> traceRegions{
       *this, "trace-regions",
       llvm::cl::desc("Mark micro-batch regions with runtime trace calls"),

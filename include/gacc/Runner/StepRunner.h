@@ -32,6 +32,9 @@ namespace gacc {
 /// GaccPipelineConfig, with their defaults) and the lowering knobs.
 struct StepOptions : mlir::gacc::GaccPipelineConfig {
   bool blas = true;
+  /// Two micro-batches' weight gradients per GEMM pass over the accumulator
+  /// (gacc-pair-accumulating-gemms).
+  bool pairGemms = true;
   /// The outermost parallel loops on the runtime's GEMM threads.
   bool parallelLoops = true;
   bool traceRegions = true;

@@ -217,6 +217,31 @@ GACCRT_API void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha,
                              int64_t cSize0, int64_t cSize1, int64_t cStride0,
                              int64_t cStride1);
 
+/** Two accumulating GEMMs into one C:
+ *  C = alpha * (op(A1) * op(B1) + op(A2) * op(B2)) + beta * C. Where both
+ *  run on gaccrt's AVX-512 kernels and have a weight gradient's layout (C
+ *  with more rows than the two inner sizes together, these within one inner
+ *  block of the kernels, op(B) row-major, no operand needing a copy), it is
+ *  one GEMM over both inner ranges (op(A1) and op(A2) side by side, op(B1)
+ *  over op(B2), without copying them together): C is read and written
+ *  once, each tile summing all products in registers, with the bits of
+ *  gaccrt_sgemm on the stacked operands there. Otherwise it is the two
+ *  calls gaccrt_sgemm(A1, B1, beta) and gaccrt_sgemm(A2, B2, 1), bit for
+ *  bit. gacc's lowering pairs the weight-gradient GEMMs of two
+ *  micro-batches with it (gacc-pair-accumulating-gemms). Mismatched shapes
+ *  abort. */
+GACCRT_API void gaccrt_sgemm_pair(
+    int32_t transA, int32_t transB, float alpha, float beta, float *a1Alloc,
+    float *a1Aligned, int64_t a1Offset, int64_t a1Size0, int64_t a1Size1,
+    int64_t a1Stride0, int64_t a1Stride1, float *b1Alloc, float *b1Aligned,
+    int64_t b1Offset, int64_t b1Size0, int64_t b1Size1, int64_t b1Stride0,
+    int64_t b1Stride1, float *a2Alloc, float *a2Aligned, int64_t a2Offset,
+    int64_t a2Size0, int64_t a2Size1, int64_t a2Stride0, int64_t a2Stride1,
+    float *b2Alloc, float *b2Aligned, int64_t b2Offset, int64_t b2Size0,
+    int64_t b2Size1, int64_t b2Stride0, int64_t b2Stride1, float *cAlloc,
+    float *cAligned, int64_t cOffset, int64_t cSize0, int64_t cSize1,
+    int64_t cStride0, int64_t cStride1);
+
 /** Chooses the library of gaccrt_sgemm: "auto" (the default when oneDNN
  *  or the AVX-512 kernels can run: each GEMM shape of at least 2^16
  *  multiply-adds runs on every library in its first calls, timed, then on
