@@ -3,15 +3,16 @@
 // The gacc-pair-accumulating-gemms pass, a lowering decision on the host:
 // in the loop over equal micro-batches (one compiled body, called once per
 // region), each weight gradient is a gaccrt_sgemm that reads and writes its
-// whole accumulator C for b rows of activations. With a small b the GEMM is
-// bound by that traffic (C is N x N, its operands b x N). The pass unrolls
-// the loop by two and, where the accumulator is touched by nothing else
-// from one micro-batch's GEMM to the next's, replaces the two calls by one
-// gaccrt_sgemm_pair at the second: the runtime then reads and writes C once
-// for the two, with the bits of the two calls. The first micro-batch's
-// operands live until the second's GEMM; a pair is formed only when they
-// take at most a quarter of C's bytes, so the memory this costs is at most
-// a quarter of the accumulators' (which the step holds anyway).
+// whole accumulator C (N x N) for b rows of activations; with a small b its
+// kernel tiles load, scale and store C every b inner steps. The pass unrolls
+// the loop by two and, where the accumulator is touched by nothing else from
+// one micro-batch's GEMM to the next's, replaces the two calls by one
+// gaccrt_sgemm_pair at the second: the runtime's kernels then run one GEMM
+// over both micro-batches' inner ranges, one pass over C. The first
+// micro-batch's operands live until the second's GEMM; a pair is formed
+// only when they take at most a quarter of C's bytes, so the memory this
+// costs is at most a quarter of the accumulators' (which the step holds
+// anyway).
 //
 //===----------------------------------------------------------------------===//
 
