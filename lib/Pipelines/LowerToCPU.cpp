@@ -9,7 +9,8 @@
 //   results to out-parameters, bucket all-reduces marked gacc.overlap split
 //   into a start after the final region's last write of the bucket and a
 //   wait before its first read, f32 matmuls to gaccrt_sgemm (beta = 0 for the
-//   first region, 1 when accumulating), deallocation after the last use,
+//   first region, 1 when accumulating), two micro-batches' weight gradients
+//   per gaccrt_sgemm_pair, deallocation after the last use,
 //   loops (the outermost parallel ones on the runtime's threads), LLVM (one
 //   conversion for arith, memref, func, cf and index).
 // Heap allocations go through MLIR's generic allocation functions, which the
