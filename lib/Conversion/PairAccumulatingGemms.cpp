@@ -203,11 +203,30 @@ int64_t getBytes(Value buffer) {
 /// gaccrt_sgemm's operands: (transA, transB, alpha, beta, A, B, C).
 enum Operand { kTransA, kTransB, kAlpha, kBeta, kA, kB, kC };
 
+bool isSgemmCall(func::CallOp call) {
+  return call.getCallee() == "gaccrt_sgemm" && call.getNumOperands() == 7;
+}
+
+/// Whether `branch` (no results, no else branch) provably does not run for
+/// any induction variable in `range`.
+bool neverRuns(scf::IfOp branch, const IvRange &range) {
+  return branch.getNumResults() == 0 && branch.getElseRegion().empty() &&
+         foldCondition(branch.getCondition(), range) == false;
+}
+
 /// The loop over equal micro-batches whose body the pass unrolls: constant
 /// bounds, at least two iterations, no loop-carried values.
 struct Loop {
   scf::ForOp op;
   int64_t lb = 0, step = 0, trips = 0;
+
+  /// The induction variable's values in copy `copy` (0 or 1) of the body
+  /// unrolled by two: lb, lb + 2 step, ... in the first, one step later in
+  /// the second.
+  IvRange copyRange(int copy) {
+    int64_t lo = lb + copy * step;
+    return IvRange{op.getInductionVar(), lo, lo + (trips / 2 - 1) * 2 * step};
+  }
 };
 
 std::optional<Loop> getLoop(scf::ForOp op) {
@@ -236,7 +255,7 @@ std::optional<Loop> getLoop(scf::ForOp op) {
 /// beta is 1, nothing in between writes its operands, and those take at
 /// most a quarter of C's bytes.
 bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers) {
-  if (call.getCallee() != "gaccrt_sgemm" || call.getNumOperands() != 7)
+  if (!isSgemmCall(call))
     return false;
   Block *body = loop.op.getBody();
   if (call->getBlock() != body)
@@ -255,12 +274,7 @@ bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers) {
   FloatAttr alpha;
   if (!matchPattern(call.getOperand(kAlpha), m_Constant(&alpha)))
     return false;
-  // The copies: the first runs at lb, lb + 2 step, ...; the second one step
-  // later.
-  int64_t pairs = loop.trips / 2;
-  IvRange first{loop.op.getInductionVar(), loop.lb,
-                loop.lb + (pairs - 1) * 2 * loop.step};
-  IvRange second{first.iv, first.lo + loop.step, first.hi + loop.step};
+  IvRange first = loop.copyRange(0), second = loop.copyRange(1);
   std::optional<float> secondBeta = foldFloat(call.getOperand(kBeta), second);
   if (!secondBeta || *secondBeta != 1.0f)
     return false;
@@ -283,9 +297,7 @@ bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers) {
     // An scf.if that does not run in that copy (the overlapped all-reduce
     // starts after the final region).
     auto branch = dyn_cast<scf::IfOp>(toucher);
-    if (branch && branch.getNumResults() == 0 &&
-        branch.getElseRegion().empty() &&
-        foldCondition(branch.getCondition(), *range) == false)
+    if (branch && neverRuns(branch, *range))
       continue;
     return false;
   }
@@ -310,8 +322,7 @@ bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers) {
         return false;
       // A GEMM call writes only its C.
       auto gemm = dyn_cast<func::CallOp>(user);
-      if (gemm && alias && gemm.getCallee() == "gaccrt_sgemm" &&
-          gemm.getNumOperands() == 7)
+      if (gemm && alias && isSgemmCall(gemm))
         return gemm.getOperand(kC) == alias;
       return !alias || mayWriteOrFree(user, alias);
     };
@@ -387,17 +398,11 @@ struct PairAccumulatingGemmsPass
       IRMapping second = unrollByTwo(*loop);
       // The first copy's scf.ifs that never run: gone, so that nothing
       // visibly touches the accumulators between the pairs' calls.
-      int64_t pairs = loop->trips / 2;
-      IvRange first{op.getInductionVar(), loop->lb,
-                    loop->lb + (pairs - 1) * 2 * loop->step};
+      IvRange first = loop->copyRange(0);
       for (auto branch :
-           llvm::make_early_inc_range(op.getBody()->getOps<scf::IfOp>())) {
-        bool firstCopy = second.contains(branch.getOperation());
-        if (firstCopy && branch.getNumResults() == 0 &&
-            branch.getElseRegion().empty() &&
-            foldCondition(branch.getCondition(), first) == false)
+           llvm::make_early_inc_range(op.getBody()->getOps<scf::IfOp>()))
+        if (second.contains(branch.getOperation()) && neverRuns(branch, first))
           branch.erase();
-      }
       for (func::CallOp call : calls) {
         auto secondCall =
             cast<func::CallOp>(second.lookup(call.getOperation()));

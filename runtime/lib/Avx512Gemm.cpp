@@ -741,8 +741,7 @@ bool gaccrt::avx512SgemmPair(const GemmArgs &first, const GemmArgs &second) {
   auto fits = [&](const GemmArgs &g) {
     return g.m == m && g.n == n && g.k > 0 && g.c == first.c &&
            g.cRowStride == first.cRowStride && g.cColStride == 1 &&
-           g.bColStride == 1 && g.alpha == first.alpha &&
-           tilesAlongRows(m, g.k);
+           g.bColStride == 1 && g.alpha == first.alpha;
   };
   if (!avx512Available() || m <= 0 || n <= 0 || !fits(first) || !fits(second) ||
       second.beta != 1.0f || !tilesAlongRows(m, first.k + second.k) ||

@@ -192,6 +192,16 @@ std::string threadsArg() {
   return threads > 1 ? ", \"threads\": " + std::to_string(threads) : "";
 }
 
+/// The trace arguments of a GEMM's sizes and transposes (`more`: further
+/// sizes after k).
+std::string sizesArgs(int64_t m, int64_t n, int64_t k, const std::string &more,
+                      bool ta, bool tb) {
+  return "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) +
+         ", \"k\": " + std::to_string(k) + more +
+         ", \"trans_a\": " + (ta ? "1" : "0") +
+         ", \"trans_b\": " + (tb ? "1" : "0");
+}
+
 /// The GEMM in the element strides of GemmArgs (row-major C).
 GemmArgs gemmArgs(const Operand &a, const Operand &b, int64_t m, int64_t n,
                   int64_t k, float alpha, float beta, float *c,
@@ -635,10 +645,7 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
     double end = gaccrt_now_us();
     std::string shape =
         std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-    std::string sizes =
-        "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) +
-        ", \"k\": " + std::to_string(k) + ", \"trans_a\": " + (ta ? "1" : "0") +
-        ", \"trans_b\": " + (tb ? "1" : "0");
+    std::string sizes = sizesArgs(m, n, k, "", ta, tb);
     traceComplete("sgemm " + shape, beta != 0.0f ? "accumulate" : "gemm", start,
                   end - start,
                   "{" + sizes + ", \"library\": \"" + lastLibrary + "\"" +
@@ -719,10 +726,7 @@ void gaccrt_sgemm_pair(int32_t transA, int32_t transB, float alpha, float beta,
     std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" +
                         std::to_string(k1) + "+" + std::to_string(k2);
     std::string sizes =
-        "\"m\": " + std::to_string(m) + ", \"n\": " + std::to_string(n) +
-        ", \"k\": " + std::to_string(k1) + ", \"k2\": " + std::to_string(k2) +
-        ", \"trans_a\": " + (ta ? "1" : "0") +
-        ", \"trans_b\": " + (tb ? "1" : "0");
+        sizesArgs(m, n, k1, ", \"k2\": " + std::to_string(k2), ta, tb);
     traceComplete("sgemm pair " + shape, "accumulate", start, end - start,
                   "{" + sizes + ", \"library\": \"avx512\", \"paired\": 1" +
                       threadsArg() + "}");
