@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BufferAccess.h"
+#include "ConcurrentCopies.h"
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Transforms/Utils.h"
@@ -378,6 +379,8 @@ IRMapping unrollByTwo(Loop loop) {
 struct PairAccumulatingGemmsPass
     : public gacc::impl::PairAccumulatingGemmsPassBase<
           PairAccumulatingGemmsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     GACC_VERIFY_PASS_RESULT();
     SmallVector<scf::ForOp> loops;
@@ -423,6 +426,13 @@ struct PairAccumulatingGemmsPass
                        secondCall.getOperand(kC)});
         secondCall.erase();
         call.erase();
+      }
+      // The second copy starts with the step added to the induction
+      // variable (unrollByTwo).
+      if (concurrentCopies) {
+        Operation *plusStep =
+            second.lookup(op.getInductionVar()).getDefiningOp();
+        runCopiesConcurrently(op, plusStep->getOperand(1).getDefiningOp());
       }
     }
   }

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConcurrentCopies.h"
 #include "RuntimeCalls.h"
 
 #include "gacc/Conversion/Passes.h"
@@ -192,23 +193,30 @@ Type LoopOutliner::getFieldType(Value value) {
 void LoopOutliner::outline(scf::ParallelOp loop) {
   if (!loop.getInitVals().empty())
     return;
-  // Only computation, and every store indexed by the first dimension's
-  // induction variable itself: the slices write disjoint elements (as they
-  // do for a linalg op's parallel dimension; a store elsewhere would race).
-  Value firstIndex = loop.getInductionVars()[0];
-  WalkResult computeOnly = loop.getBody()->walk([&](Operation *op) {
-    auto store = dyn_cast<memref::StoreOp>(op);
-    if (!isComputeOnly(op) ||
-        (store && !llvm::is_contained(store.getIndices(), firstIndex)))
-      return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  if (computeOnly.wasInterrupted())
-    return;
-  int64_t bodyWork = estimateWork(*loop.getBody());
-  int64_t iterationWork = saturatingMul(getTripCount(loop, 1), bodyWork);
-  if (saturatingMul(getTripCount(loop, 0), bodyWork) < minWork)
-    return;
+  // Concurrent copies (gacc-pair-accumulating-gemms) are independent by
+  // construction and run whatever their work.
+  bool copies = loop->hasAttr(kConcurrentCopiesAttr) && loop.getNumLoops() == 1;
+  int64_t iterationWork = 0;
+  if (!copies) {
+    // Only computation, and every store indexed by the first dimension's
+    // induction variable itself: the slices write disjoint elements (as
+    // they do for a linalg op's parallel dimension; a store elsewhere would
+    // race).
+    Value firstIndex = loop.getInductionVars()[0];
+    WalkResult computeOnly = loop.getBody()->walk([&](Operation *op) {
+      auto store = dyn_cast<memref::StoreOp>(op);
+      if (!isComputeOnly(op) ||
+          (store && !llvm::is_contained(store.getIndices(), firstIndex)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (computeOnly.wasInterrupted())
+      return;
+    int64_t bodyWork = estimateWork(*loop.getBody());
+    iterationWork = saturatingMul(getTripCount(loop, 1), bodyWork);
+    if (saturatingMul(getTripCount(loop, 0), bodyWork) < minWork)
+      return;
+  }
 
   // The values from above: the loop's bounds and what its body uses.
   llvm::SetVector<Value> used(loop->getOperands().begin(),
@@ -287,9 +295,20 @@ void LoopOutliner::outline(scf::ParallelOp loop) {
           builder, loc, lower,
           arith::MulIOp::create(builder, loc, toIndex(entry->getArgument(2)),
                                 step)));
-  auto slice = cast<scf::ParallelOp>(builder.clone(*loop, mapping));
-  slice.getLowerBoundMutable()[0].assign(sliceLower);
-  slice.getUpperBoundMutable()[0].assign(sliceUpper);
+  if (copies) {
+    // The copies in turn: an scf.for, so that the parallel loops inside
+    // them are outermost in the outlined function and run on its threads
+    // (each call of it has its own context slots).
+    auto slice = scf::ForOp::create(builder, loc, sliceLower, sliceUpper, step);
+    mapping.map(loop.getInductionVars()[0], slice.getInductionVar());
+    OpBuilder sliceBuilder(slice.getBody()->getTerminator());
+    for (Operation &op : loop.getBody()->without_terminator())
+      sliceBuilder.clone(op, mapping);
+  } else {
+    auto slice = cast<scf::ParallelOp>(builder.clone(*loop, mapping));
+    slice.getLowerBoundMutable()[0].assign(sliceLower);
+    slice.getUpperBoundMutable()[0].assign(sliceUpper);
+  }
   func::ReturnOp::create(builder, loc);
 
   // The caller: the captures stored in the struct, then the call.
@@ -341,18 +360,25 @@ void LoopOutliner::outline(scf::ParallelOp loop) {
                 loop.getStep()[0]),
             arith::ConstantIndexOp::create(builder, loc, 1)),
         loop.getStep()[0]);
-  Value work =
-      arith::ConstantIntOp::create(builder, loc, i64Type, iterationWork);
+  // gaccrt_parallel_copies(body, context, count) or
+  // gaccrt_parallel_for(body, context, count, work).
+  SmallVector<Type> parameters = {bodyType, ptrType, i64Type};
+  Value work;
+  if (!copies) {
+    parameters.push_back(i64Type);
+    work = arith::ConstantIntOp::create(builder, loc, i64Type, iterationWork);
+  }
   func::FuncOp runtime = getOrDeclareRuntimeFunction(
-      loop, "gaccrt_parallel_for",
-      FunctionType::get(ctx, {bodyType, ptrType, i64Type, i64Type}, {}));
+      loop, copies ? "gaccrt_parallel_copies" : "gaccrt_parallel_for",
+      FunctionType::get(ctx, parameters, {}));
   Value bodyRef = func::ConstantOp::create(builder, loc, bodyType,
                                            SymbolRefAttr::get(body));
-  func::CallOp::create(
-      builder, loc, runtime,
-      ValueRange{bodyRef, context,
-                 arith::IndexCastOp::create(builder, loc, i64Type, count),
-                 work});
+  SmallVector<Value> arguments = {
+      bodyRef, context,
+      arith::IndexCastOp::create(builder, loc, i64Type, count)};
+  if (work)
+    arguments.push_back(work);
+  func::CallOp::create(builder, loc, runtime, arguments);
   loop.erase();
 }
 
@@ -365,21 +391,27 @@ struct ParallelLoopsToRuntimePass
   void runOnOperation() override {
     GACC_VERIFY_PASS_RESULT();
     ModuleOp module = getOperation();
-    SmallVector<scf::ParallelOp> loops;
-    // Loops whose parents up to their function are scf loops and branches
-    // (not another scf.parallel, nor a region that runs elsewhere, like a
-    // gpu.launch).
-    module.walk([&](scf::ParallelOp loop) {
-      Operation *parent = loop->getParentOp();
-      while (parent && isa<scf::ForOp, scf::IfOp, scf::WhileOp,
-                           scf::IndexSwitchOp, scf::ExecuteRegionOp>(parent))
-        parent = parent->getParentOp();
-      if (isa_and_nonnull<func::FuncOp>(parent))
-        loops.push_back(loop);
-    });
     LoopOutliner outliner(module, minWork);
-    for (scf::ParallelOp loop : loops)
-      outliner.outline(loop);
+    // Concurrent copies first: the loops inside them then become outermost
+    // in the outlined copies.
+    for (int copies = 1; copies >= 0; --copies) {
+      SmallVector<scf::ParallelOp> loops;
+      // Loops whose parents up to their function are scf loops and branches
+      // (not another scf.parallel, nor a region that runs elsewhere, like a
+      // gpu.launch).
+      module.walk([&](scf::ParallelOp loop) {
+        if (loop->hasAttr(kConcurrentCopiesAttr) != bool(copies))
+          return;
+        Operation *parent = loop->getParentOp();
+        while (parent && isa<scf::ForOp, scf::IfOp, scf::WhileOp,
+                             scf::IndexSwitchOp, scf::ExecuteRegionOp>(parent))
+          parent = parent->getParentOp();
+        if (isa_and_nonnull<func::FuncOp>(parent))
+          loops.push_back(loop);
+      });
+      for (scf::ParallelOp loop : loops)
+        outliner.outline(loop);
+    }
     outliner.finish();
   }
 };

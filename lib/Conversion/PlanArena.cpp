@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConcurrentCopies.h"
 #include "RuntimeCalls.h"
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Transforms/Utils.h"
@@ -68,6 +69,9 @@ namespace {
 /// planned bodies, relative to the start of their block's plan.
 struct ArenaPlan {
   DenseMap<Operation *, int64_t> relativeOffset;
+  /// The offsets of the regions of concurrent copies within their op's slot
+  /// (the other regions of an op share its slot).
+  DenseMap<Region *, int64_t> regionOffset;
   SmallVector<std::pair<memref::AllocOp, memref::DeallocOp>> buffers;
 
   /// Plans `block` and returns the bytes it needs.
@@ -87,17 +91,30 @@ struct Interval {
 } // namespace
 
 int64_t ArenaPlan::planRegions(Operation *op) {
+  // The regions of concurrent copies (gacc-pair-accumulating-gemms) run at
+  // the same time: one after the other in the slot. Other regions run one
+  // at a time: they share it.
+  bool concurrent = op->hasAttr(kConcurrentCopiesAttr);
   if (op->getNumRegions() == 0 ||
-      isa<scf::ParallelOp, scf::ForallOp, func::FuncOp>(op))
+      (!concurrent && isa<scf::ParallelOp, scf::ForallOp>(op)) ||
+      isa<func::FuncOp>(op))
     return 0;
   if (llvm::any_of(op->getRegions(), [](Region &region) {
         return !region.empty() && !region.hasOneBlock();
       }))
     return 0;
   int64_t bytes = 0;
-  for (Region &region : op->getRegions())
-    if (!region.empty())
-      bytes = std::max(bytes, planBlock(region.front()));
+  for (Region &region : op->getRegions()) {
+    if (region.empty())
+      continue;
+    int64_t regionBytes = planBlock(region.front());
+    if (concurrent) {
+      regionOffset[&region] = bytes;
+      bytes += regionBytes;
+    } else {
+      bytes = std::max(bytes, regionBytes);
+    }
+  }
   return bytes;
 }
 
@@ -153,7 +170,8 @@ void ArenaPlan::assign(Block &block, int64_t base,
     if (!isa<memref::AllocOp>(op))
       for (Region &region : op.getRegions())
         if (!region.empty())
-          assign(region.front(), base + it->second, absolute);
+          assign(region.front(),
+                 base + it->second + regionOffset.lookup(&region), absolute);
   }
 }
 

@@ -98,8 +98,11 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   if (options.blas) {
     pm.addPass(createMatmulToBlasPass());
     // Two micro-batches' weight gradients per pass over the accumulator.
-    if (options.pairGemms)
-      pm.addPass(createPairAccumulatingGemmsPass());
+    if (options.pairGemms) {
+      PairAccumulatingGemmsPassOptions pair;
+      pair.concurrentCopies = options.concurrentCopies;
+      pm.addPass(createPairAccumulatingGemmsPass(pair));
+    }
   }
   if (options.bufferizeOnly)
     return;

@@ -345,6 +345,7 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
     mlir::gacc::LowerToCPUOptions lowering;
     lowering.blas = options.blas;
     lowering.pairGemms = options.pairGemms;
+    lowering.concurrentCopies = options.concurrentCopies;
     lowering.parallelLoops = options.parallelLoops;
     lowering.traceRegions = options.traceRegions;
     mlir::gacc::buildLowerToCPUPipeline(pm, lowering);

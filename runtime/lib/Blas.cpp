@@ -530,6 +530,12 @@ bool runsOnKernels(const Operand &a, const Operand &b, int64_t m, int64_t n,
 
 int gaccrt::gemmThreads() { return std::max(1, openblas_get_num_threads()); }
 
+bool gaccrt::kernelsTakeEveryGemm() {
+  Library chosen = library();
+  return avx512Available() && (chosen == Library::Avx512 ||
+                               (chosen == Library::Auto && gemmThreads() != 1));
+}
+
 int32_t gaccrt_set_gemm_library(const char *name) {
   Library parsed = name ? parseLibrary(name) : Library::Unset;
   if (parsed == Library::Unset)

@@ -64,11 +64,17 @@ int avx512LastThreads();
 
 /// Runs body(context, part) for every part in [0, parts) on as many threads
 /// (GemmThreads.cpp), part 0 on the caller; false, with nothing run, when
-/// another thread's GEMM is using the workers.
+/// another thread's GEMM is using the workers, or when the caller runs a
+/// part of such a call itself.
 bool runGemmParts(int parts, void (*body)(void *, int), void *context);
 /// The thread count of the GEMM libraries: OpenBLAS's
 /// (OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS, then the core count).
 int gemmThreads();
+/// Whether every f32 GEMM of gaccrt_sgemm and gaccrt_sgemm_pair runs on
+/// gaccrt's AVX-512 kernels (GACCRT_GEMM avx512, or auto on several
+/// threads, on a CPU with AVX-512F): no GEMM library with threads of its
+/// own takes part.
+bool kernelsTakeEveryGemm();
 
 /// The error message for an unknown GACCRT_GEMM, or "" when it is unset or
 /// names a library this gaccrt has (gaccrt_init reports it).

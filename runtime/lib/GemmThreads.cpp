@@ -9,11 +9,14 @@
 // condition variable; the caller spins until every part is done.
 //
 // One GEMM at a time uses the pool: a second caller that finds it busy gets
-// `false` and runs its GEMM on its own thread.
+// `false` and runs its GEMM on its own thread, and so does a part that asks
+// for the pool again (the copies of gaccrt_parallel_copies run their GEMMs
+// and loops on their own threads).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Gemm.h"
+#include "Internal.h"
 
 #include "gaccrt/gaccrt.h"
 
@@ -51,6 +54,10 @@ std::atomic<bool> forkedChild{false};
 
 void noteFork() { forkedChild.store(true, std::memory_order_relaxed); }
 
+/// Set on a worker, and on a caller while it runs its part: the pool's
+/// threads are taken, a nested call runs alone.
+thread_local bool runningPart = false;
+
 class Pool {
 public:
   Pool() { pthread_atfork(nullptr, nullptr, noteFork); }
@@ -79,6 +86,8 @@ private:
 };
 
 bool Pool::run(int count, void (*callBody)(void *, int), void *callContext) {
+  if (runningPart)
+    return false;
   std::unique_lock<std::mutex> caller(callerMutex, std::try_to_lock);
   if (!caller.owns_lock())
     return false;
@@ -108,7 +117,9 @@ bool Pool::run(int count, void (*callBody)(void *, int), void *callContext) {
     generation.fetch_add(1, std::memory_order_release);
   }
   wake.notify_all();
+  runningPart = true;
   callBody(callContext, 0);
+  runningPart = false;
   while (pending.load(std::memory_order_acquire) != 0)
     GACCRT_PAUSE();
   return true;
@@ -126,6 +137,7 @@ void Pool::startWorkers(int count) {
 }
 
 void Pool::work(int part, uint64_t seen) {
+  runningPart = true;
   for (;;) {
     auto spinUntil = std::chrono::steady_clock::now() + kWorkerSpin;
     uint64_t current;
@@ -190,7 +202,46 @@ void gaccrt_parallel_for(void (*body)(void *, int64_t, int64_t), void *context,
       body, context, count,
       int(std::min<int64_t>({gemmThreads(), count,
                              std::max<int64_t>(1, total / kMinSliceWork)}))};
-  if (loop.parts > 1 && runGemmParts(loop.parts, runLoopSlice, &loop))
+  bool tracing = traceEnabled();
+  double start = tracing ? gaccrt_now_us() : 0.0;
+  if (!(loop.parts > 1 && runGemmParts(loop.parts, runLoopSlice, &loop))) {
+    loop.parts = 1;
+    body(context, 0, count);
+  }
+  if (tracing)
+    traceComplete("loop " + std::to_string(count), "loop", start,
+                  gaccrt_now_us() - start,
+                  "{\"count\": " + std::to_string(count) +
+                      ", \"work\": " + std::to_string(work) +
+                      ", \"parts\": " + std::to_string(loop.parts) + "}");
+}
+
+namespace {
+/// A slice of gaccrt_parallel_copies: its events on their own trace track
+/// off the calling thread.
+void runCopySlice(void *context, int part) {
+  if (part != 0)
+    setThreadTraceTrack(kCopiesTraceTrack + part - 1);
+  runLoopSlice(context, part);
+  if (part != 0)
+    setThreadTraceTrack(0);
+}
+} // namespace
+
+void gaccrt_parallel_copies(void (*body)(void *, int64_t, int64_t),
+                            void *context, int64_t count) {
+  if (count <= 0)
     return;
+  // One copy per GEMM thread when there are as many threads as copies and
+  // every GEMM runs on gaccrt's kernels (whose parts run on a copy's own
+  // thread when the pool is taken); else the copies in turn, each GEMM and
+  // loop of theirs split over every thread as usual.
+  int threads = gemmThreads();
+  Loop loop{body, context, count, 1};
+  if (threads > 1 && threads <= count && kernelsTakeEveryGemm()) {
+    loop.parts = threads;
+    if (runGemmParts(loop.parts, runCopySlice, &loop))
+      return;
+  }
   body(context, 0, count);
 }

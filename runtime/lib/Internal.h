@@ -118,6 +118,12 @@ void traceComplete(const std::string &name, const char *category, double tsUs,
                    double durUs, const std::string &argsJson, int track = 0);
 bool traceEnabled();
 
+/// The trace track of the calling thread's events recorded on track 0
+/// (0: the calling threads' own; gaccrt_parallel_copies puts the copies run
+/// off the caller on kCopiesTraceTrack and up).
+void setThreadTraceTrack(int track);
+constexpr int kCopiesTraceTrack = 2;
+
 } // namespace gaccrt
 
 #endif // GACCRT_LIB_INTERNAL_H

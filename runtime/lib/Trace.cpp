@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <string>
 #include <time.h>
 #include <vector>
@@ -62,6 +63,9 @@ struct OpenEvent {
 };
 
 thread_local std::vector<OpenEvent> openEvents;
+
+/// setThreadTraceTrack's track.
+thread_local int threadTrack = 0;
 
 void warn(const std::string &message) {
   std::fprintf(stderr, "gaccrt: warning: %s\n", message.c_str());
@@ -125,10 +129,13 @@ void record(std::string name, std::string category, double tsUs, double durUs,
   if (!state.enabled.load(std::memory_order_relaxed))
     return;
   state.events.push_back({std::move(name), std::move(category), tsUs, durUs,
-                          std::move(argsJson), track});
+                          std::move(argsJson),
+                          track == 0 ? threadTrack : track});
 }
 
 } // namespace
+
+void gaccrt::setThreadTraceTrack(int track) { threadTrack = track; }
 
 bool gaccrt::traceEnabled() {
   return traceState().enabled.load(std::memory_order_relaxed);
@@ -244,10 +251,17 @@ int gaccrt_trace_write(void) {
   std::string out = "{\"traceEvents\":[\n";
   out += "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" + pid +
          ",\"tid\":0,\"args\":{\"name\":\"rank " + pid + "\"}}";
-  if (std::any_of(state.events.begin(), state.events.end(),
-                  [](const Event &e) { return e.track != 0; }))
-    out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
-           ",\"tid\":1,\"args\":{\"name\":\"communication\"}}";
+  std::set<int> tracks;
+  for (const Event &event : state.events)
+    tracks.insert(event.track);
+  for (int track : tracks)
+    if (track != 0)
+      out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" + pid +
+             ",\"tid\":" + std::to_string(track) + ",\"args\":{\"name\":\"" +
+             (track == 1
+                  ? std::string("communication")
+                  : "copy " + std::to_string(track - kCopiesTraceTrack + 2)) +
+             "\"}}";
   for (const Event *event : sorted) {
     out += ",\n{\"name\":";
     appendJsonString(out, event->name);

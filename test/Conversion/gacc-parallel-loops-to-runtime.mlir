@@ -184,6 +184,63 @@ func.func @stays(%a: memref<128x128xf32>, %b: memref<128xf32>) {
 
 // -----
 
+// Concurrent copies (gacc-pair-accumulating-gemms) become one
+// gaccrt_parallel_copies call of an outlined body that runs the copies of
+// its slice in an scf.for; the loops inside them are outermost there and
+// become gaccrt_parallel_for calls of their own, whose contexts live in the
+// copies' body (one per thread that runs it). Calls stay in the body.
+
+// CHECK-LABEL: func.func @copies(
+// CHECK:         %[[SLOT:.*]] = llvm.alloca
+// CHECK:         %[[BODY:.*]] = constant @copies_parallel{{.*}} : (!llvm.ptr, i64, i64) -> ()
+// CHECK:         %[[TWO:.*]] = arith.index_cast %c2{{.*}} : index to i64
+// CHECK:         call @gaccrt_parallel_copies(%[[BODY]], %[[SLOT]], %[[TWO]])
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+// CHECK:       func.func private @copies_parallel{{.*}}(%[[CTX:.*]]: !llvm.ptr, %[[LO:.*]]: i64, %[[HI:.*]]: i64)
+// CHECK:         %[[INNER:.*]] = llvm.alloca
+// CHECK:         scf.for %[[COPY:.*]] =
+// CHECK:           scf.index_switch %[[COPY]]
+// CHECK:           case 0 {
+// CHECK:             call @gaccrt_trace_region_begin(
+// CHECK:             call @gaccrt_parallel_for(%{{.*}}, %[[INNER]], %{{.*}}, %c256_i64)
+// CHECK:           case 1 {
+// CHECK:             call @gaccrt_parallel_for(%{{.*}}, %[[INNER]], %{{.*}}, %c256_i64)
+// CHECK:         return
+func.func private @gaccrt_trace_region_begin(i64)
+func.func @copies(%a: memref<128x128xf32>, %b: memref<128x128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant 0.0 : f32
+  %i0 = arith.constant 0 : i64
+  scf.parallel (%copy) = (%c0) to (%c2) step (%c1) {
+    scf.index_switch %copy {gacc.concurrent_copies}
+    case 0 {
+      func.call @gaccrt_trace_region_begin(%i0) : (i64) -> ()
+      scf.parallel (%i, %j) = (%c0, %c0) to (%c128, %c128) step (%c1, %c1) {
+        memref.store %zero, %a[%i, %j] : memref<128x128xf32>
+        scf.reduce
+      }
+      scf.yield
+    }
+    case 1 {
+      scf.parallel (%i, %j) = (%c0, %c0) to (%c128, %c128) step (%c1, %c1) {
+        memref.store %zero, %b[%i, %j] : memref<128x128xf32>
+        scf.reduce
+      }
+      scf.yield
+    }
+    default {
+    }
+    scf.reduce
+  } {gacc.concurrent_copies}
+  return
+}
+
+// -----
+
 // A loop in a region that runs elsewhere (a gpu.launch body) stays.
 
 // CHECK-LABEL: func.func @in_launch

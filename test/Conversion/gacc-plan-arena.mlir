@@ -76,6 +76,71 @@ func.func @loop(%x: f32, %n: index) -> memref<4xf32> {
 
 // -----
 
+// The two cases of concurrent copies (gacc-pair-accumulating-gemms) run at
+// the same time: one after the other in the slot of their loop (64 and 128
+// bytes), each planned on its own (case 1's two buffers share its bytes).
+// The cases of an ordinary switch run one at a time and share theirs.
+// CHECK:       memref.global "private" @copies_arena : memref<192xi8>
+// CHECK-LABEL: func.func @copies
+// CHECK:         %[[ARENA:.*]] = memref.get_global @copies_arena
+// CHECK:         scf.parallel
+// CHECK:           scf.index_switch
+// CHECK:           case 0 {
+// CHECK:             memref.view %[[ARENA]][%c0{{.*}}][] : memref<192xi8> to memref<16xf32>
+// CHECK:           case 1 {
+// CHECK:             memref.view %[[ARENA]][%c64{{.*}}][] : memref<192xi8> to memref<32xf32>
+// CHECK:             memref.view %[[ARENA]][%c64{{.*}}][] : memref<192xi8> to memref<8xf32>
+// CHECK:         } {gacc.concurrent_copies}
+// CHECK:         scf.index_switch
+// CHECK:         case 0 {
+// CHECK:           memref.view %[[ARENA]][%c0{{.*}}][] : memref<192xi8> to memref<16xf32>
+// CHECK:         case 1 {
+// CHECK:           memref.view %[[ARENA]][%c0{{.*}}][] : memref<192xi8> to memref<32xf32>
+func.func @copies(%x: f32, %k: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.parallel (%copy) = (%c0) to (%c2) step (%c1) {
+    scf.index_switch %copy {gacc.concurrent_copies}
+    case 0 {
+      %a = memref.alloc() : memref<16xf32>
+      linalg.fill ins(%x : f32) outs(%a : memref<16xf32>)
+      memref.dealloc %a : memref<16xf32>
+      scf.yield
+    }
+    case 1 {
+      %b = memref.alloc() : memref<32xf32>
+      linalg.fill ins(%x : f32) outs(%b : memref<32xf32>)
+      memref.dealloc %b : memref<32xf32>
+      %c = memref.alloc() : memref<8xf32>
+      linalg.fill ins(%x : f32) outs(%c : memref<8xf32>)
+      memref.dealloc %c : memref<8xf32>
+      scf.yield
+    }
+    default {
+    }
+    scf.reduce
+  } {gacc.concurrent_copies}
+  scf.index_switch %k
+  case 0 {
+    %a = memref.alloc() : memref<16xf32>
+    linalg.fill ins(%x : f32) outs(%a : memref<16xf32>)
+    memref.dealloc %a : memref<16xf32>
+    scf.yield
+  }
+  case 1 {
+    %b = memref.alloc() : memref<32xf32>
+    linalg.fill ins(%x : f32) outs(%b : memref<32xf32>)
+    memref.dealloc %b : memref<32xf32>
+    scf.yield
+  }
+  default {
+  }
+  return
+}
+
+// -----
+
 // Nothing to plan: no arena.
 // CHECK-NOT:   memref.global
 // CHECK-LABEL: func.func @nothing

@@ -78,6 +78,12 @@ static cl::opt<bool> noPairGemms(
     cl::desc("One GEMM call per micro-batch's weight gradient (no "
              "gaccrt_sgemm_pair of two micro-batches: less memory)"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> noConcurrentCopies(
+    "no-concurrent-copies",
+    cl::desc("Run the two micro-batches of a GEMM pair one after the other "
+             "(no gaccrt_parallel_copies: each GEMM and loop split over the "
+             "threads)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> serialLoops(
     "serial-loops",
     cl::desc("Run every loop on the calling thread (no gaccrt_parallel_for)"),
@@ -156,6 +162,7 @@ int main(int argc, char **argv) {
   StepOptions options = getStepOptionsFromFlags();
   options.blas = !noBlas;
   options.pairGemms = !noPairGemms;
+  options.concurrentCopies = !noConcurrentCopies;
   options.parallelLoops = !serialLoops;
   // Region trace events cost a call each; gacc-run only asks for them with
   // --trace. A compiled step keeps them: they are no-ops until a trace is

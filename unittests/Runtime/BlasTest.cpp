@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -738,6 +739,114 @@ TEST(ParallelFor, ForkedChildStartsItsOwnWorkers) {
       << "the child was killed (signal " << WTERMSIG(status) << ")";
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_TRUE(slicesOnThreads());
+}
+
+/// What one copy of gaccrt_parallel_copies saw: its thread, the threads of
+/// a GEMM it ran, the slices of a loop it ran, and the GEMM's result.
+struct CopyRecord {
+  std::thread::id thread;
+  int32_t gemmThreads = 0;
+  size_t loopSlices = 0;
+  std::set<std::thread::id> loopThreads;
+  std::vector<float> c;
+};
+
+struct CopiesRecord {
+  std::vector<CopyRecord> copies;
+  std::vector<float> a, b;
+  std::atomic<int> calls{0};
+};
+
+constexpr int64_t kCopyM = 64, kCopyN = 128, kCopyK = 128;
+
+void gemmInto(const std::vector<float> &a, const std::vector<float> &b,
+              std::vector<float> &c) {
+  float *pa = const_cast<float *>(a.data());
+  float *pb = const_cast<float *>(b.data());
+  c.assign(kCopyM * kCopyN, 0.0f);
+  gaccrt_sgemm(0, 0, 1.0f, 0.0f, pa, pa, 0, kCopyM, kCopyK, kCopyK, 1, pb, pb,
+               0, kCopyK, kCopyN, kCopyN, 1, c.data(), c.data(), 0, kCopyM,
+               kCopyN, kCopyN, 1);
+}
+
+void runCopies(void *context, int64_t lo, int64_t hi) {
+  auto &record = *static_cast<CopiesRecord *>(context);
+  ++record.calls;
+  for (int64_t copy = lo; copy < hi; ++copy) {
+    CopyRecord &mine = record.copies[copy];
+    mine.thread = std::this_thread::get_id();
+    gemmInto(record.a, record.b, mine.c);
+    mine.gemmThreads = gaccrt_internal_last_gemm_threads();
+    ParallelForRecord loop;
+    loop.hits.assign(4, 0);
+    gaccrt_parallel_for(recordSlice, &loop, 4, int64_t(1) << 20);
+    mine.loopSlices = loop.slices.size();
+    for (auto &slice : loop.slices)
+      mine.loopThreads.insert(std::get<2>(slice));
+  }
+}
+
+// gaccrt_parallel_copies (two micro-batches side by side) runs each copy
+// once: with two GEMM threads and every GEMM on the kernels, one copy per
+// thread, the first on the caller, each copy's GEMMs and loops on its own
+// thread alone (same bits as a GEMM split over the threads); otherwise all
+// copies on the caller in one call, their GEMMs and loops split as usual.
+TEST(ParallelCopies, OneThreadPerCopyOrAllInTurn) {
+  std::string initial = gaccrt_gemm_library();
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  CopiesRecord record;
+  for (auto *matrix : {&record.a, &record.b}) {
+    matrix->resize(kCopyM * kCopyK > kCopyK * kCopyN ? kCopyM * kCopyK
+                                                     : kCopyK * kCopyN);
+    for (float &x : *matrix)
+      x = value(random);
+  }
+  struct Setting {
+    int32_t threads;
+    const char *library;
+    bool concurrent;
+  };
+  bool kernels = avx512Runs();
+  for (Setting setting :
+       {Setting{1, "avx512", false}, Setting{2, "avx512", kernels},
+        Setting{2, "auto", kernels}, Setting{2, "openblas", false},
+        Setting{3, "avx512", false}}) {
+    SCOPED_TRACE(std::to_string(setting.threads) + " threads, " +
+                 setting.library);
+    if (gaccrt_set_gemm_library(setting.library) != 0)
+      continue;
+    GemmThreads scope(setting.threads);
+    if (!scope.took(setting.threads))
+      continue;
+    std::vector<float> expected;
+    gemmInto(record.a, record.b, expected);
+    record.copies.assign(2, CopyRecord());
+    record.calls = 0;
+    gaccrt_parallel_copies(runCopies, &record, 2);
+    std::set<std::thread::id> threads;
+    for (const CopyRecord &copy : record.copies) {
+      threads.insert(copy.thread);
+      EXPECT_EQ(copy.c, expected);
+    }
+    EXPECT_EQ(record.copies[0].thread, std::this_thread::get_id());
+    if (setting.concurrent) {
+      EXPECT_EQ(record.calls, 2);
+      EXPECT_EQ(threads.size(), 2u);
+      for (const CopyRecord &copy : record.copies) {
+        EXPECT_EQ(copy.gemmThreads, 1);
+        EXPECT_EQ(copy.loopSlices, 1u);
+        EXPECT_EQ(copy.loopThreads, std::set<std::thread::id>{copy.thread});
+      }
+    } else {
+      EXPECT_EQ(record.calls, 1);
+      EXPECT_EQ(threads.size(), 1u);
+      // The copies' loops still use every thread.
+      for (const CopyRecord &copy : record.copies)
+        EXPECT_EQ(copy.loopSlices, size_t(std::min(setting.threads, 4)));
+    }
+  }
+  gaccrt_set_gemm_library(initial.c_str());
 }
 
 TEST(Sgemm, DegenerateSizes) {

@@ -247,7 +247,34 @@ def PairAccumulatingGemmsPass
     the two micro-batches together, not like two calls: it differs from
     the unpaired step (`pair-gemms=0`) in the last bits, as results do
     between GEMM libraries.
+
+    With `concurrent-copies` (the default), the two copies then run side by
+    side: the first copy, and the ops of the second that provably neither
+    read nor write what the first writes, nor read what it writes (by
+    buffer: allocation, public function argument or global; any op whose
+    effects on memory are not named keeps its copy in order), nor conflict
+    with or use an op of the second copy that stays, go into one
+    `scf.parallel` (%copy) = (0) to (2), marked `gacc.concurrent_copies`,
+    whose body is an `scf.index_switch` on %copy with one case per copy.
+    The second copy's other ops (its accumulations into the gradients both
+    copies write, the pairs, the overlapped all-reduce's start) follow in
+    order. Allocations and effect-free ops whose values leave a case are
+    hoisted before it. Only when the first copy's effects are all named,
+    both copies have a `gaccrt_sgemm` of their own, and the second copy's
+    buffers that are live at once while it runs (which would otherwise
+    reuse the first copy's) take at most a quarter of the paired
+    accumulators' bytes (as for the pairs' operands). gacc-plan-arena gives the two cases disjoint memory;
+    gacc-parallel-loops-to-runtime lowers the loop to
+    `gaccrt_parallel_copies`, which runs the copies on two threads when the
+    runtime has two GEMM threads and every GEMM on its kernels, and in turn
+    otherwise (runtime/README.md).
   }];
+  let options = [
+    Option<"concurrentCopies", "concurrent-copies", "bool",
+           /*default=*/"true",
+           "Run the two copies' independent work side by side "
+           "(gaccrt_parallel_copies)">,
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect",

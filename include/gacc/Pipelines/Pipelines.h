@@ -76,6 +76,12 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "GEMM pass over the accumulator "
                      "(gacc-pair-accumulating-gemms; with blas)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> concurrentCopies{
+      *this, "concurrent-copies",
+      llvm::cl::desc("With pair-gemms: run the two micro-batches of a pair "
+                     "side by side where independent "
+                     "(gaccrt_parallel_copies)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> traceRegions{
       *this, "trace-regions",
       llvm::cl::desc("Mark micro-batch regions with runtime trace calls"),

@@ -35,6 +35,9 @@ struct StepOptions : mlir::gacc::GaccPipelineConfig {
   /// Two micro-batches' weight gradients per GEMM pass over the accumulator
   /// (gacc-pair-accumulating-gemms).
   bool pairGemms = true;
+  /// With pairGemms: the two micro-batches of a pair side by side
+  /// (gaccrt_parallel_copies).
+  bool concurrentCopies = true;
   /// The outermost parallel loops on the runtime's GEMM threads.
   bool parallelLoops = true;
   bool traceRegions = true;

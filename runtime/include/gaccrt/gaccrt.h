@@ -281,6 +281,21 @@ GACCRT_API const char *gaccrt_gemm_library(void);
 GACCRT_API void gaccrt_parallel_for(void (*body)(void *, int64_t, int64_t),
                                     void *context, int64_t count, int64_t work);
 
+/** Runs body(context, lo, hi) over [0, count) once, where the iterations
+ *  are independent copies of a step's work (two micro-batches' forward and
+ *  backward passes: gacc-pair-accumulating-gemms) that may call
+ *  gaccrt_sgemm, gaccrt_sgemm_pair and gaccrt_parallel_for. With as many
+ *  GEMM threads as copies (2 <= threads <= count) and every GEMM on gaccrt's
+ *  AVX-512 kernels (GACCRT_GEMM avx512, or auto), each slice runs on one
+ *  thread (the caller the first), and its GEMMs and loops run on that
+ *  thread alone: no GEMM or loop split between cores, whose caches would
+ *  then hand each other the halves of every small micro-batch's
+ *  activations. Otherwise the caller runs body(context, 0, count), each
+ *  GEMM and loop in it split over every thread as usual. Traced events of
+ *  a slice off the caller are on their own track ("copy 2", ...). */
+GACCRT_API void gaccrt_parallel_copies(void (*body)(void *, int64_t, int64_t),
+                                       void *context, int64_t count);
+
 #ifdef __cplusplus
 }
 #endif

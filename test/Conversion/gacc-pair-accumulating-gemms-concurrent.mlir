@@ -1,0 +1,153 @@
+// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms | FileCheck %s
+// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=concurrent-copies=0 | FileCheck %s --check-prefix=OFF
+
+// Four micro-batches, two per iteration side by side: each copy's forward
+// GEMM (into its own %h) runs in its case; the first copy's accumulation
+// into %acc runs in case 0, so the second copy's (which also writes %acc)
+// stays after both, as does the pair (it reads the first copy's %h). Both
+// copies' %h are used after the cases: allocated before them. The second
+// copy's trace region ends in its case, and one of the same index runs
+// around what stays.
+
+// CHECK-LABEL: func.func @copies
+// CHECK:         scf.for %[[IV:.*]] = {{.*}} {
+// CHECK:           %[[H1:.*]] = memref.alloc() : memref<8x64xf32>
+// CHECK:           %[[IV2:.*]] = arith.addi %[[IV]]
+// CHECK:           %[[H2:.*]] = memref.alloc() : memref<8x64xf32>
+// CHECK:           scf.parallel (%[[COPY:.*]]) = (%{{.*}}) to (%{{.*}}) step (%{{.*}}) {
+// CHECK:             scf.index_switch %[[COPY]] {gacc.concurrent_copies}
+// CHECK:             case 0 {
+// CHECK:               %[[OUT1:.*]] = memref.cast %[[H1]]
+// CHECK:               call @gaccrt_sgemm({{.*}}, %[[OUT1]])
+// CHECK:               linalg.reduce {{.*}} ins(%[[H1]] : memref<8x64xf32>) outs(%arg3
+// CHECK:               scf.yield
+// CHECK:             }
+// CHECK:             case 1 {
+// CHECK:               %[[OUT2:.*]] = memref.cast %[[H2]]
+// CHECK:               call @gaccrt_sgemm({{.*}}, %[[OUT2]])
+// CHECK-NOT:           linalg.reduce
+// CHECK-NOT:           gaccrt_sgemm_pair
+// CHECK:               call @gaccrt_trace_region_end(%[[INDEX2:.*]]) :
+// CHECK-NEXT:          scf.yield
+// CHECK:             }
+// CHECK:           } {gacc.concurrent_copies}
+// CHECK-NEXT:      call @gaccrt_trace_region_begin(%[[INDEX2]])
+// CHECK-NEXT:      call @gaccrt_sgemm_pair(
+// CHECK-NEXT:      linalg.reduce {{.*}} ins(%[[H2]] : memref<8x64xf32>) outs(%arg3
+// CHECK-NEXT:      call @gaccrt_trace_region_end(%[[INDEX2]])
+// CHECK-NEXT:    }
+
+// OFF-LABEL: func.func @copies
+// OFF-NOT:     scf.parallel
+// OFF:         call @gaccrt_sgemm_pair(
+// OFF-NOT:     scf.parallel
+func.func private @gaccrt_trace_region_begin(i64)
+func.func private @gaccrt_trace_region_end(i64)
+func.func @copies(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %c: memref<64x64xf32>, %acc: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<64x64xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    %index = arith.index_cast %i : index to i64
+    func.call @gaccrt_trace_region_begin(%index) : (i64) -> ()
+    %off = arith.muli %i, %c8 : index
+    %xs = memref.subview %x[%off, 0] [8, 64] [1, 1] : memref<32x64xf32> to memref<8x64xf32, strided<[64, 1], offset: ?>>
+    %h = memref.alloc() : memref<8x64xf32>
+    linalg.fill ins(%zero : f32) outs(%h : memref<8x64xf32>)
+    linalg.matmul ins(%xs, %w : memref<8x64xf32, strided<[64, 1], offset: ?>>, memref<64x64xf32>) outs(%h : memref<8x64xf32>)
+    %xt = memref.alloc() : memref<64x8xf32>
+    linalg.transpose ins(%xs : memref<8x64xf32, strided<[64, 1], offset: ?>>) outs(%xt : memref<64x8xf32>) permutation = [1, 0]
+    linalg.matmul ins(%xt, %h : memref<64x8xf32>, memref<8x64xf32>) outs(%c : memref<64x64xf32>)
+    linalg.reduce { arith.addf } ins(%h : memref<8x64xf32>) outs(%acc : memref<64xf32>) dimensions = [0]
+    func.call @gaccrt_trace_region_end(%index) : (i64) -> ()
+  }
+  return
+}
+
+// -----
+
+// The copies stay in turn: the first copy calls a function whose effects
+// are unknown (@unknown), no GEMM of the second copy would move (the pair
+// is all it has: @pair_only), or the second copy's buffers would hold more
+// than a quarter of the paired accumulator's bytes while both copies run
+// (@memory: 2 KiB of %h and 4 KiB of %t against 16 KiB).
+
+// CHECK-LABEL: func.func @unknown
+// CHECK-NOT:     scf.parallel
+// CHECK:         call @gaccrt_sgemm_pair(
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+func.func private @log(memref<8x64xf32>)
+func.func @unknown(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %c: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<64x64xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    %off = arith.muli %i, %c8 : index
+    %xs = memref.subview %x[%off, 0] [8, 64] [1, 1] : memref<32x64xf32> to memref<8x64xf32, strided<[64, 1], offset: ?>>
+    %h = memref.alloc() : memref<8x64xf32>
+    linalg.fill ins(%zero : f32) outs(%h : memref<8x64xf32>)
+    linalg.matmul ins(%xs, %w : memref<8x64xf32, strided<[64, 1], offset: ?>>, memref<64x64xf32>) outs(%h : memref<8x64xf32>)
+    func.call @log(%h) : (memref<8x64xf32>) -> ()
+    %xt = memref.alloc() : memref<64x8xf32>
+    linalg.transpose ins(%xs : memref<8x64xf32, strided<[64, 1], offset: ?>>) outs(%xt : memref<64x8xf32>) permutation = [1, 0]
+    linalg.matmul ins(%xt, %h : memref<64x8xf32>, memref<8x64xf32>) outs(%c : memref<64x64xf32>)
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @pair_only
+// CHECK-NOT:     scf.parallel
+// CHECK:         call @gaccrt_sgemm_pair(
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+func.func @pair_only(%x: memref<32x64xf32>, %dy: memref<32x64xf32>, %c: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<64x64xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    %off = arith.muli %i, %c8 : index
+    %xs = memref.subview %x[%off, 0] [8, 64] [1, 1] : memref<32x64xf32> to memref<8x64xf32, strided<[64, 1], offset: ?>>
+    %ds = memref.subview %dy[%off, 0] [8, 64] [1, 1] : memref<32x64xf32> to memref<8x64xf32, strided<[64, 1], offset: ?>>
+    %xt = memref.alloc() : memref<64x8xf32>
+    linalg.transpose ins(%xs : memref<8x64xf32, strided<[64, 1], offset: ?>>) outs(%xt : memref<64x8xf32>) permutation = [1, 0]
+    linalg.matmul ins(%xt, %ds : memref<64x8xf32>, memref<8x64xf32, strided<[64, 1], offset: ?>>) outs(%c : memref<64x64xf32>)
+  }
+  return
+}
+
+// CHECK-LABEL: func.func @memory
+// CHECK-NOT:     scf.parallel
+// CHECK:         call @gaccrt_sgemm_pair(
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+func.func @memory(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %c: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<64x64xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    %off = arith.muli %i, %c8 : index
+    %xs = memref.subview %x[%off, 0] [8, 64] [1, 1] : memref<32x64xf32> to memref<8x64xf32, strided<[64, 1], offset: ?>>
+    %h = memref.alloc() : memref<8x64xf32>
+    linalg.fill ins(%zero : f32) outs(%h : memref<8x64xf32>)
+    linalg.matmul ins(%xs, %w : memref<8x64xf32, strided<[64, 1], offset: ?>>, memref<64x64xf32>) outs(%h : memref<8x64xf32>)
+    %t = memref.alloc() : memref<16x64xf32>
+    linalg.fill ins(%zero : f32) outs(%t : memref<16x64xf32>)
+    %xt = memref.alloc() : memref<64x8xf32>
+    linalg.transpose ins(%xs : memref<8x64xf32, strided<[64, 1], offset: ?>>) outs(%xt : memref<64x8xf32>) permutation = [1, 0]
+    linalg.matmul ins(%xt, %h : memref<64x8xf32>, memref<8x64xf32>) outs(%c : memref<64x64xf32>)
+  }
+  return
+}
