@@ -151,3 +151,37 @@ func.func @memory(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %c: memref<64x64
   }
   return
 }
+
+// A scratch buffer allocated before the loop, written and read by every
+// copy through its views (@shared_scratch): the second copy's use of it
+// conflicts with the first copy's, so it stays, and so does the GEMM that
+// reads it; nothing of a GEMM moves.
+
+// CHECK-LABEL: func.func @shared_scratch
+// CHECK-NOT:     scf.parallel
+// CHECK:         call @gaccrt_sgemm_pair(
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+func.func @shared_scratch(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %c: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  %scratch = memref.alloc() : memref<16x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<64x64xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    %off = arith.muli %i, %c8 : index
+    %xs = memref.subview %x[%off, 0] [8, 64] [1, 1] : memref<32x64xf32> to memref<8x64xf32, strided<[64, 1], offset: ?>>
+    %top = memref.subview %scratch[0, 0] [8, 64] [1, 1] : memref<16x64xf32> to memref<8x64xf32, strided<[64, 1]>>
+    linalg.copy ins(%xs : memref<8x64xf32, strided<[64, 1], offset: ?>>) outs(%top : memref<8x64xf32, strided<[64, 1]>>)
+    %h = memref.alloc() : memref<8x64xf32>
+    linalg.fill ins(%zero : f32) outs(%h : memref<8x64xf32>)
+    linalg.matmul ins(%top, %w : memref<8x64xf32, strided<[64, 1]>>, memref<64x64xf32>) outs(%h : memref<8x64xf32>)
+    %xt = memref.alloc() : memref<64x8xf32>
+    linalg.transpose ins(%xs : memref<8x64xf32, strided<[64, 1], offset: ?>>) outs(%xt : memref<64x8xf32>) permutation = [1, 0]
+    linalg.matmul ins(%xt, %h : memref<64x8xf32>, memref<8x64xf32>) outs(%c : memref<64x64xf32>)
+  }
+  memref.dealloc %scratch : memref<16x64xf32>
+  return
+}
