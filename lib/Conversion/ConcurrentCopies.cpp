@@ -189,8 +189,8 @@ bool isRegionEnd(Operation *op) {
 
 } // namespace
 
-bool mlir::gacc::runCopiesConcurrently(scf::ForOp loop,
-                                       Operation *secondStart) {
+bool mlir::gacc::runCopiesConcurrently(scf::ForOp loop, Operation *secondStart,
+                                       bool anySize) {
   Block *body = loop.getBody();
   SmallVector<Operation *> first, second;
   bool inSecond = false;
@@ -247,7 +247,7 @@ bool mlir::gacc::runCopiesConcurrently(scf::ForOp loop,
         call && call.getCallee() == "gaccrt_sgemm_pair" &&
         call.getNumOperands() == 9)
       accumulatorBytes += getStaticBytes(call.getOperand(8));
-  if (4 * getPeakBytes(moving, body) > accumulatorBytes)
+  if (!anySize && 4 * getPeakBytes(moving, body) > accumulatorBytes)
     return false;
 
   // Which side each op goes to: 0 and 1 the cases, -1 after them.

@@ -31,8 +31,11 @@ constexpr llvm::StringLiteral kConcurrentCopiesAttr = "gacc.concurrent_copies";
 /// on them) follows in order. Values the switch's cases define and the
 /// rest uses (allocations, views, index arithmetic) are hoisted before it.
 /// Returns false, with nothing changed, when an op of the first copy has
-/// effects it cannot tell, or a value that must be hoisted cannot be.
-bool runCopiesConcurrently(scf::ForOp loop, Operation *secondStart);
+/// effects it cannot tell, or a value that must be hoisted cannot be, and
+/// (unless `anySize`) when the second copy's buffers live at once take more
+/// than a quarter of the paired accumulators' bytes.
+bool runCopiesConcurrently(scf::ForOp loop, Operation *secondStart,
+                           bool anySize = false);
 
 } // namespace mlir::gacc
 

@@ -255,7 +255,8 @@ std::optional<Loop> getLoop(scf::ForOp op) {
 /// an `scf.if` that runs in neither copy does not count), the second copy's
 /// beta is 1, nothing in between writes its operands, and those take at
 /// most a quarter of C's bytes.
-bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers) {
+bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
+                bool anySize) {
   if (!isSgemmCall(call))
     return false;
   Block *body = loop.op.getBody();
@@ -270,7 +271,8 @@ bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers) {
   // a small micro-batch), B not transposed (the kernels' paired pass).
   APInt transB;
   if (!matchPattern(call.getOperand(kTransB), m_ConstantInt(&transB)) ||
-      !transB.isZero() || 4 * (getBytes(a) + getBytes(b)) > getBytes(c))
+      !transB.isZero() ||
+      (!anySize && 4 * (getBytes(a) + getBytes(b)) > getBytes(c)))
     return false;
   FloatAttr alpha;
   if (!matchPattern(call.getOperand(kAlpha), m_Constant(&alpha)))
@@ -394,7 +396,7 @@ struct PairAccumulatingGemmsPass
       BufferTouchers touchers;
       SmallVector<func::CallOp> calls;
       for (auto call : op.getBody()->getOps<func::CallOp>())
-        if (isPairable(call, *loop, touchers))
+        if (isPairable(call, *loop, touchers, anySize))
           calls.push_back(call);
       if (calls.empty())
         continue;
@@ -432,7 +434,8 @@ struct PairAccumulatingGemmsPass
       if (concurrentCopies) {
         Operation *plusStep =
             second.lookup(op.getInductionVar()).getDefiningOp();
-        runCopiesConcurrently(op, plusStep->getOperand(1).getDefiningOp());
+        runCopiesConcurrently(op, plusStep->getOperand(1).getDefiningOp(),
+                              anySize);
       }
     }
   }

@@ -101,6 +101,7 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
     if (options.pairGemms) {
       PairAccumulatingGemmsPassOptions pair;
       pair.concurrentCopies = options.concurrentCopies;
+      pair.anySize = options.pairAnySize;
       pm.addPass(createPairAccumulatingGemmsPass(pair));
     }
   }

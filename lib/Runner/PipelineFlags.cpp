@@ -2,7 +2,8 @@
 //
 // Defines the flags of PipelineFlags.h once for gacc-run, gacc-check and
 // gacc-compile: one flag per gacc-pipeline option, generated from
-// PipelineOptions.def, plus --device.
+// PipelineOptions.def, plus --device and the lowering's knobs (--no-blas,
+// --no-pair-gemms, --no-concurrent-copies, --pair-any-size, --serial-loops).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +39,32 @@ static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
                                    cl::init("cpu"),
                                    cl::cat(gacc::getToolFlagCategory()));
 
+// The lowering's knobs (not gacc-pipeline options).
+static cl::opt<bool> noBlas("no-blas",
+                            cl::desc("Lower matmuls to loops, not OpenBLAS"),
+                            cl::init(false),
+                            cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<bool> noPairGemms(
+    "no-pair-gemms",
+    cl::desc("One GEMM call per micro-batch's weight gradient (no "
+             "gaccrt_sgemm_pair of two micro-batches: less memory)"),
+    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<bool> noConcurrentCopies(
+    "no-concurrent-copies",
+    cl::desc("Run the two micro-batches of a GEMM pair one after the other "
+             "(no gaccrt_parallel_copies: each GEMM and loop split over the "
+             "threads)"),
+    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<bool> pairAnySize(
+    "pair-any-size",
+    cl::desc("Pair weight gradients (and run the copies side by side) "
+             "whatever the operands' sizes: for tests on small graphs"),
+    cl::init(false), cl::Hidden, cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<bool> serialLoops(
+    "serial-loops",
+    cl::desc("Run every loop on the calling thread (no gaccrt_parallel_for)"),
+    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+
 static cl::opt<int64_t> runBatchSize(
     "run-batch-size",
     cl::desc("With --runtime-batch-size: run a tail step on the first N "
@@ -53,6 +80,11 @@ gacc::StepOptions gacc::getStepOptionsFromFlags() {
   options.NAME.assign(flags.NAME.begin(), flags.NAME.end());
 #include "gacc/Pipelines/PipelineOptions.def"
   options.device = device;
+  options.blas = !noBlas;
+  options.pairGemms = !noPairGemms;
+  options.concurrentCopies = !noConcurrentCopies;
+  options.pairAnySize = pairAnySize;
+  options.parallelLoops = !serialLoops;
   return options;
 }
 
@@ -92,5 +124,9 @@ std::vector<std::string> gacc::getPipelineFlagArguments() {
                    formatFlagValue(options.NAME));
 #include "gacc/Pipelines/PipelineOptions.def"
   args.push_back("--device=" + options.device);
+  for (const cl::opt<bool> *flag :
+       {&noBlas, &noPairGemms, &noConcurrentCopies, &pairAnySize, &serialLoops})
+    if (*flag)
+      args.push_back(("--" + flag->ArgStr + "=true").str());
   return args;
 }

@@ -346,6 +346,7 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
     lowering.blas = options.blas;
     lowering.pairGemms = options.pairGemms;
     lowering.concurrentCopies = options.concurrentCopies;
+    lowering.pairAnySize = options.pairAnySize;
     lowering.parallelLoops = options.parallelLoops;
     lowering.traceRegions = options.traceRegions;
     mlir::gacc::buildLowerToCPUPipeline(pm, lowering);

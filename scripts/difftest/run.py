@@ -20,6 +20,12 @@ checks each one:
 4. For a tenth of the accepted steps (all with --aot): the step compiled
    ahead of time (gacc-compile) and run by gacc-run-aot gives gacc-run's
    results.
+4b. For a fifth of the accepted steps (all with --pairs): where
+   gacc-pair-accumulating-gemms{any-size} pairs two micro-batches' weight
+   gradients (and runs the copies side by side), gacc-check --pair-any-size
+   on 2 GEMM threads passes too. The size rules keep pairs off the small
+   graphs generated here; without this check no random step would reach
+   the pairs or the concurrent copies.
 
 5. With --cuda, every accepted step is also lowered for CUDA
    (gacc-lower-to-cuda), translated to LLVM IR and its kernels assembled by
@@ -36,7 +42,8 @@ that reproduces them to WORK/failures/.
 
 Usage:
   run.py --gacc-bin=build/bin [--count=N] [--seed=S] [--seeds=a,b] [--gather]
-         [--no-keepdim] [--dynamic] [--depth=N] [--tail] [--aot] [--cuda]
+         [--no-keepdim] [--dynamic] [--depth=N] [--tail] [--aot] [--pairs]
+         [--cuda]
          [--tosa] [--work=DIR]
          [--timeout=SECONDS] [--verbose]
 
@@ -73,11 +80,11 @@ LOCATED = re.compile(r"^(?P<file>[^:\s]+\.mlir):\d+:\d+: error: (?P<msg>.*)$",
                      re.M)
 
 
-def run(cmd, timeout):
+def run(cmd, timeout, env=None):
     t0 = time.time()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True,
-                           timeout=timeout)
+                           timeout=timeout, env=env)
         return p.returncode, p.stdout, p.stderr, time.time() - t0
     except subprocess.TimeoutExpired as e:
         return "timeout", e.stdout or "", e.stderr or "", time.time() - t0
@@ -210,6 +217,40 @@ def aot_check(args, step, seed, path, indir):
     return "PASS", ""
 
 
+def pair_check(args, step, seed, path, opt, check, flags, indir):
+    """For some steps (all with --pairs): the step lowered with
+    gacc-lower-to-cpu{pair-any-size}, which pairs the weight gradients of
+    two micro-batches and runs the copies side by side whatever the sizes
+    (the rules that decide where this pays keep it off small graphs), must
+    still match LibTorch: gacc-check --pair-any-size on 2 GEMM threads, so
+    that gaccrt_parallel_copies runs one copy per thread where the runtime
+    can (runtime/README.md). Returns None when not drawn, else (verdict,
+    detail, what was formed: "" / "pairs" / "pairs+copies")."""
+    if not (args.pairs or random.Random(seed * 881 + 3).random() < 0.2):
+        return None
+    pipeline = "--gacc-pipeline=" + gen_step.pipeline_options(step)
+    lowered = path.replace(".mlir", ".paired.mlir")
+    rc, out, err, _ = run([opt, path, pipeline,
+                           "--gacc-lower-to-cpu=pair-any-size=1", "-o",
+                           lowered], args.timeout)
+    if rc != 0:
+        return "PAIR-LOWER", (out + err)[-1500:], ""
+    with open(lowered) as f:
+        text = f.read()
+    os.remove(lowered)
+    if "@gaccrt_sgemm_pair" not in text:
+        return "PASS", "", ""
+    formed = "pairs+copies" if "@gaccrt_parallel_copies" in text else "pairs"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2", OMP_NUM_THREADS="2")
+    rc, out, err, _ = run([check, path] + flags +
+                          ["--pair-any-size", "--input-dir=" + indir],
+                          args.timeout, env)
+    if rc == 0:
+        return "PASS", "", formed
+    return ({1: "PAIR-FAIL", 2: "BACKWARD-WRONG", 3: "PAIR-ERROR"}.get(
+        rc, "PAIR-CRASH"), out[-3000:] + err[-1500:], formed)
+
+
 def tail_check(args, step, seed, path, opt, check, flags):
     """For some steps (all with --tail) of B >= 3 samples: the same step
     compiled with runtime-batch-size and run on the first B' < B samples of
@@ -288,6 +329,11 @@ def main():
                     help="also run every accepted step ahead of time "
                     "(gacc-compile, gacc-run-aot) and compare with the JIT's "
                     "results (by default a tenth of them)")
+    ap.add_argument("--pairs", action="store_true",
+                    help="also check every accepted step with its weight "
+                    "gradients paired and the copies side by side whatever "
+                    "the sizes (gacc-check --pair-any-size on 2 GEMM "
+                    "threads; by default a fifth of them)")
     ap.add_argument("--cuda", action="store_true",
                     help="also lower every accepted step for CUDA, translate "
                     "it to LLVM IR and assemble its PTX with ptxas "
@@ -404,6 +450,19 @@ def main():
                 continue
             if aot is not None:
                 counts["aot pass"] += 1
+            paired = pair_check(args, step, seed, path, opt, check, flags,
+                                indir)
+            if paired is not None and paired[0] != "PASS":
+                counts["failed"] += 1
+                print(label + "%s (%s) %s\n%s" % (paired[0], paired[2],
+                                                   step.summary, paired[1]))
+                failures.append((paired[0], seed, " ".join(ccmd) +
+                                 " --pair-any-size", step.summary))
+                continue
+            pair_note = ""
+            if paired is not None:
+                counts["paired " + (paired[2] or "none")] += 1
+                pair_note = "; paired (any size): " + (paired[2] or "none")
             tail = tail_check(args, step, seed, path, opt, check, flags)
             if tail is None or tail[0] in ("PASS", "REFUSED"):
                 counts["passed"] += 1
@@ -414,8 +473,8 @@ def main():
                     if tail[0] == "REFUSED":
                         msg = re.sub(r"'[^']*'|\"[^\"]*\"", "'...'", tail[1])
                         refusals["runtime-batch-size: " + msg[:90]] += 1
-                print(label + "PASS (%.1f s)%s %s" % (secs, note,
-                                                     step.summary))
+                print(label + "PASS (%.1f s)%s%s %s" % (
+                    secs, note, pair_note, step.summary))
                 if args.verbose:
                     print(out)
                 continue
@@ -477,6 +536,11 @@ def main():
     if counts["aot pass"]:
         print("ahead-of-time steps (gacc-run-aot = gacc-run): %d passed"
               % counts["aot pass"])
+    if any(key.startswith("paired ") for key in counts):
+        print("paired steps (pair-any-size, 2 GEMM threads): %d with pairs "
+              "side by side, %d with pairs in turn, %d without a pair"
+              % (counts["paired pairs+copies"], counts["paired pairs"],
+                 counts["paired none"]))
     if counts["tail pass"] or counts["tail refused"]:
         print("tail steps (runtime-batch-size on fewer samples): %d passed, "
               "%d refused" % (counts["tail pass"], counts["tail refused"]))

@@ -1,5 +1,6 @@
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms | FileCheck %s
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=concurrent-copies=0 | FileCheck %s --check-prefix=OFF
+// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=any-size=1 | FileCheck %s --check-prefix=ANY
 
 // Four micro-batches, two per iteration side by side: each copy's forward
 // GEMM (into its own %h) runs in its case; the first copy's accumulation
@@ -124,6 +125,17 @@ func.func @pair_only(%x: memref<32x64xf32>, %dy: memref<32x64xf32>, %c: memref<6
   }
   return
 }
+
+// With any-size (for tests on small graphs) the memory rule is off and
+// @memory's copies run side by side; @unknown and @pair_only stay in turn.
+// ANY-LABEL: func.func @unknown
+// ANY-NOT:     scf.parallel
+// ANY-LABEL: func.func @pair_only
+// ANY-NOT:     scf.parallel
+// ANY-LABEL: func.func @memory
+// ANY:         scf.parallel
+// ANY-NEXT:      scf.index_switch %{{.*}} {gacc.concurrent_copies}
+// ANY:         call @gaccrt_sgemm_pair(
 
 // CHECK-LABEL: func.func @memory
 // CHECK-NOT:     scf.parallel

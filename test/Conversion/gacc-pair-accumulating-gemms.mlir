@@ -1,4 +1,5 @@
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms | FileCheck %s
+// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=any-size=1 | FileCheck %s --check-prefix=ANY
 
 // Four equal micro-batches: the loop runs two per iteration, and the weight
 // gradients of the first (beta = 0 in the loop's first iteration) and of the
@@ -144,6 +145,19 @@ func.func @operand_written(%x: memref<32x64xf32>, %dy: memref<32x64xf32>, %c: me
   }
   return
 }
+
+// With any-size (for tests on small graphs) @large_operands pairs; the
+// others still do not (their reasons are not sizes).
+// ANY-LABEL: func.func @read_between
+// ANY-NOT:     gaccrt_sgemm_pair
+// ANY-LABEL: func.func @operand_written
+// ANY-NOT:     gaccrt_sgemm_pair
+// ANY-LABEL: func.func @large_operands
+// ANY:         call @gaccrt_sgemm_pair(
+// ANY-LABEL: func.func @overwrites
+// ANY-NOT:     gaccrt_sgemm_pair
+// ANY-LABEL: func.func @single
+// ANY-NOT:     gaccrt_sgemm_pair
 
 // CHECK-LABEL: func.func @large_operands
 // CHECK-NOT:     gaccrt_sgemm_pair

@@ -188,23 +188,6 @@ int main(int argc, char **argv) {
   BackwardCheck backward = checkBackward(func, argInfo, resultInfo, refInputs);
 
   // The report.
-  std::string inputVerdict =
-      "no gacc.grad results: the backward is checked through the results";
-  if (backward.status == BackwardCheck::Status::NoAutograd) {
-    inputVerdict = "autograd is not available through this graph's loss";
-  } else if (backward.status == BackwardCheck::Status::Checked) {
-    char buffer[256];
-    std::snprintf(buffer, sizeof(buffer),
-                  "gacc.grad results vs LibTorch autograd of the loss "
-                  "(float64, rank 0): max relative error %.2e — %s",
-                  backward.maxRelError,
-                  backward.wrong
-                      ? "WRONG: the input graph's backward does not "
-                        "match its forward (the input's fault, not a "
-                        "compiler bug)"
-                      : "OK");
-    inputVerdict = buffer;
-  }
   llvm::outs() << "gacc-check: " << stepName << " from " << inputFile << " on "
                << device << ", batch " << batch << " per rank"
                << (tail->isTail
@@ -230,6 +213,11 @@ int main(int argc, char **argv) {
   // and whether a gradient result is rounding noise (zero in exact
   // arithmetic: at most 1e-6 of the largest gradient).
   bool onlyOptimizerFailed = true, noiseGradient = false;
+  // The largest float32 error of the graph's own gacc.grad results (rank
+  // 0): how far float32 rounding moves its gradients, and so how far its
+  // float32 constants (a rounded 1/D) may move its hand-written backward
+  // from autograd's (checkBackward).
+  double gradRoundingError = 0;
   for (int r = 0; r < ranks; ++r) {
     // The gradients are one vector: a gacc.grad result's error is relative
     // to the largest gradient magnitude. A gradient that cancels to about
@@ -276,6 +264,8 @@ int main(int argc, char **argv) {
           scaled(compareWithReference(refs->f32Perturbed[r][j], ref), j);
       if (perturbedErr.rel > graphErr.rel)
         graphErr = perturbedErr;
+      if (r == 0 && resultInfo[j].role == ::gacc::Role::Grad)
+        gradRoundingError = std::max(gradRoundingError, graphErr.rel);
       double tolerance =
           toleranceFactor *
           std::max(graphErr.rel, getRelativeEpsilon(resultInfo[j].dtype));
@@ -317,6 +307,32 @@ int main(int argc, char **argv) {
     if (eager.available && eager.results[0][j].defined())
       llvm::outs() << ", eager ÷m " << preview(eager.results[0][j]);
     llvm::outs() << "\n";
+  }
+  // The input graph's backward: wrong above 1e-6 of the largest gradient,
+  // or above the graph's own float32 error of its gradients where that is
+  // larger (a layer norm of a few features amplifies the rounding of its
+  // constants as it amplifies the rounding of its inputs).
+  double backwardAllowance = std::max(1e-6, gradRoundingError);
+  if (backward.status == BackwardCheck::Status::Checked && backward.wrong &&
+      backward.maxRelError <= backwardAllowance)
+    backward.wrong = false;
+  std::string inputVerdict =
+      "no gacc.grad results: the backward is checked through the results";
+  if (backward.status == BackwardCheck::Status::NoAutograd) {
+    inputVerdict = "autograd is not available through this graph's loss";
+  } else if (backward.status == BackwardCheck::Status::Checked) {
+    char buffer[256];
+    std::snprintf(buffer, sizeof(buffer),
+                  "gacc.grad results vs LibTorch autograd of the loss "
+                  "(float64, rank 0): max relative error %.2e (allowed "
+                  "%.2e) — %s",
+                  backward.maxRelError, backwardAllowance,
+                  backward.wrong
+                      ? "WRONG: the input graph's backward does not "
+                        "match its forward (the input's fault, not a "
+                        "compiler bug)"
+                      : "OK");
+    inputVerdict = buffer;
   }
   llvm::outs() << "\ninput graph: " << inputVerdict << "\n";
   if (scaler) {

@@ -70,24 +70,6 @@ static cl::list<std::string>
 static cl::opt<std::string>
     linker("linker", cl::desc("C++ compiler driver that links the library"),
            cl::init("c++"), cl::cat(category));
-static cl::opt<bool> noBlas("no-blas",
-                            cl::desc("Lower matmuls to loops, not OpenBLAS"),
-                            cl::init(false), cl::cat(category));
-static cl::opt<bool> noPairGemms(
-    "no-pair-gemms",
-    cl::desc("One GEMM call per micro-batch's weight gradient (no "
-             "gaccrt_sgemm_pair of two micro-batches: less memory)"),
-    cl::init(false), cl::cat(category));
-static cl::opt<bool> noConcurrentCopies(
-    "no-concurrent-copies",
-    cl::desc("Run the two micro-batches of a GEMM pair one after the other "
-             "(no gaccrt_parallel_copies: each GEMM and loop split over the "
-             "threads)"),
-    cl::init(false), cl::cat(category));
-static cl::opt<bool> serialLoops(
-    "serial-loops",
-    cl::desc("Run every loop on the calling thread (no gaccrt_parallel_for)"),
-    cl::init(false), cl::cat(category));
 
 /// Prints an error and returns exit code 1.
 static int fail(const llvm::Twine &message) {
@@ -160,10 +142,6 @@ int main(int argc, char **argv) {
   llvm::InitializeNativeTargetAsmPrinter();
 
   StepOptions options = getStepOptionsFromFlags();
-  options.blas = !noBlas;
-  options.pairGemms = !noPairGemms;
-  options.concurrentCopies = !noConcurrentCopies;
-  options.parallelLoops = !serialLoops;
   // Region trace events cost a call each; gacc-run only asks for them with
   // --trace. A compiled step keeps them: they are no-ops until a trace is
   // enabled.

@@ -55,24 +55,6 @@ static cl::opt<double> collectiveTimeout(
     cl::desc("Fail (naming the call and the rank) when a collective has not "
              "completed after SECONDS (a stopped rank); 0: wait forever"),
     cl::init(0), cl::cat(category));
-static cl::opt<bool> noBlas("no-blas",
-                            cl::desc("Lower matmuls to loops, not OpenBLAS"),
-                            cl::init(false), cl::cat(category));
-static cl::opt<bool> noPairGemms(
-    "no-pair-gemms",
-    cl::desc("One GEMM call per micro-batch's weight gradient (no "
-             "gaccrt_sgemm_pair of two micro-batches: less memory)"),
-    cl::init(false), cl::cat(category));
-static cl::opt<bool> noConcurrentCopies(
-    "no-concurrent-copies",
-    cl::desc("Run the two micro-batches of a GEMM pair one after the other "
-             "(no gaccrt_parallel_copies: each GEMM and loop split over the "
-             "threads)"),
-    cl::init(false), cl::cat(category));
-static cl::opt<bool> serialLoops(
-    "serial-loops",
-    cl::desc("Run every loop on the calling thread (no gaccrt_parallel_for)"),
-    cl::init(false), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
                            cl::init(false), cl::cat(category));
 static cl::opt<bool>
@@ -141,10 +123,6 @@ int main(int argc, char **argv) {
   }
 
   StepOptions options = getStepOptionsFromFlags();
-  options.blas = !noBlas;
-  options.pairGemms = !noPairGemms;
-  options.concurrentCopies = !noConcurrentCopies;
-  options.parallelLoops = !serialLoops;
   options.traceRegions = !traceFile.empty();
   // The compiler's code is not needed while the steps run: its pages leave
   // the resident set before the step's buffers are allocated.

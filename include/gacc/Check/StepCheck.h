@@ -176,7 +176,8 @@ struct BackwardCheck {
   /// NaN when one side is NaN and the other is not.
   double maxRelError = 0;
   /// maxRelError > 1e-6 (or NaN): the input graph's backward does not match
-  /// its forward.
+  /// its forward. gacc-check also allows up to the graph's own float32 error
+  /// of its gradients where that is larger.
   bool wrong = false;
 };
 /// A step compiled with runtime-batch-size runs `samples` real samples (its

@@ -263,7 +263,11 @@ def PairAccumulatingGemmsPass
     both copies have a `gaccrt_sgemm` of their own, and the second copy's
     buffers that are live at once while it runs (which would otherwise
     reuse the first copy's) take at most a quarter of the paired
-    accumulators' bytes (as for the pairs' operands). gacc-plan-arena gives the two cases disjoint memory;
+    accumulators' bytes (as for the pairs' operands). `any-size` drops both
+    size rules (the transformation is exact at any size; the rules only
+    decide where it pays), so that tests (the random differential ones of
+    scripts/difftest/run.py --pairs) reach it on small graphs.
+    gacc-plan-arena gives the two cases disjoint memory;
     gacc-parallel-loops-to-runtime lowers the loop to
     `gaccrt_parallel_copies`, which runs the copies on two threads when the
     runtime has two GEMM threads and every GEMM on its kernels, and in turn
@@ -274,6 +278,10 @@ def PairAccumulatingGemmsPass
            /*default=*/"true",
            "Run the two copies' independent work side by side "
            "(gaccrt_parallel_copies)">,
+    Option<"anySize", "any-size", "bool", /*default=*/"false",
+           "Ignore the two size rules (operands against C, the second "
+           "copy's buffers against the accumulators): pair and run side by "
+           "side whatever the sizes, as tests on small graphs need">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",

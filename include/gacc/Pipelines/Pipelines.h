@@ -82,6 +82,12 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "side by side where independent "
                      "(gaccrt_parallel_copies)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> pairAnySize{
+      *this, "pair-any-size",
+      llvm::cl::desc("With pair-gemms: pair (and run side by side) whatever "
+                     "the sizes of the operands, as tests on small graphs "
+                     "need (gacc-pair-accumulating-gemms{any-size})"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> traceRegions{
       *this, "trace-regions",
       llvm::cl::desc("Mark micro-batch regions with runtime trace calls"),

@@ -1,8 +1,8 @@
 //===- PipelineFlags.h - gacc-pipeline options as tool flags ----*- C++ -*-===//
 //
-// The command-line flags that gacc-run and gacc-check share: every
-// gacc-pipeline option under its own name, plus the entry function and the
-// device (DESIGN.md §5).
+// The command-line flags that gacc-run, gacc-check and gacc-compile share:
+// every gacc-pipeline option under its own name, plus the device and the
+// lowering's knobs (DESIGN.md §5).
 //
 //===----------------------------------------------------------------------===//
 

@@ -38,6 +38,9 @@ struct StepOptions : mlir::gacc::GaccPipelineConfig {
   /// With pairGemms: the two micro-batches of a pair side by side
   /// (gaccrt_parallel_copies).
   bool concurrentCopies = true;
+  /// With pairGemms: pair whatever the operands' sizes (for tests on small
+  /// graphs; gacc-pair-accumulating-gemms{any-size}).
+  bool pairAnySize = false;
   /// The outermost parallel loops on the runtime's GEMM threads.
   bool parallelLoops = true;
   bool traceRegions = true;
