@@ -10,12 +10,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "ConcurrentCopies.h"
+#include "RuntimeCalls.h"
 
 #include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -187,10 +190,187 @@ bool isRegionEnd(Operation *op) {
          call.getNumOperands() == 1;
 }
 
+/// A gaccrt_sgemm call (transA, transB, alpha, beta, A, B, C), or null.
+func::CallOp getSgemm(Operation *op) {
+  auto call = dyn_cast_or_null<func::CallOp>(op);
+  return call && call.getCallee() == "gaccrt_sgemm" &&
+                 call.getNumOperands() == 7
+             ? call
+             : nullptr;
+}
+
+/// Whether `a` and `b` are the same value or equal constants.
+bool isSameValue(Value a, Value b) {
+  if (a == b)
+    return true;
+  Attribute x, y;
+  return matchPattern(a, m_Constant(&x)) && matchPattern(b, m_Constant(&y)) &&
+         x == y;
+}
+
+/// The buffer a gaccrt_sgemm operand (a memref.cast) was cast from.
+Value getCastFrom(Value operand) {
+  auto cast = operand.getDefiningOp<memref::CastOp>();
+  return cast ? cast.getSource() : operand;
+}
+
+/// Whether `first` and `second` are gaccrt_sgemm calls of the two copies
+/// that read the same op(B) (a layer's weight) with the same flags and
+/// scalars, their other operands of the same types (mapped through
+/// `mapping` when `first` is not cloned yet).
+bool canFuseRows(Operation *firstOp, Operation *secondOp,
+                 const IRMapping &mapping) {
+  func::CallOp first = getSgemm(firstOp), second = getSgemm(secondOp);
+  if (!first || !second)
+    return false;
+  auto lookup = [&](Value value) { return mapping.lookupOrDefault(value); };
+  for (unsigned i = 0; i < 4; ++i)
+    if (!isSameValue(lookup(first.getOperand(i)), lookup(second.getOperand(i))))
+      return false;
+  return lookup(getCastFrom(first.getOperand(5))) ==
+             lookup(getCastFrom(second.getOperand(5))) &&
+         getCastFrom(first.getOperand(4)).getType() ==
+             getCastFrom(second.getOperand(4)).getType() &&
+         getCastFrom(first.getOperand(6)).getType() ==
+             getCastFrom(second.getOperand(6)).getType();
+}
+
+/// The least bytes of a weight worth reading once for both copies: a
+/// quarter of a 1 MiB L2, so that a smaller one is still in the core's
+/// caches when the second copy's GEMM reads it after the first's (width 64:
+/// 16 KiB; 3x512: 1 MiB, where one pass for both made the one-thread m = 8
+/// step 2 % faster).
+constexpr int64_t kLockstepWeightBytes = 256 * 1024;
+
+/// Pairs up the copies' segments (each up to and including a GEMM): a
+/// segment of each copy whose GEMMs read the same weight (canFuseRows) go
+/// together; a GEMM of the first copy without a partner (its
+/// accumulations, which stay out of the second case) goes alone. Calls
+/// `emit(segment index, copy)` in order; returns the partnered GEMMs'
+/// largest weight in bytes.
+template <typename Emit>
+int64_t alignSegments(ArrayRef<SmallVector<Operation *>> first,
+                      ArrayRef<SmallVector<Operation *>> second,
+                      const IRMapping &mapping, Emit emit) {
+  int64_t largest = 0;
+  size_t i = 0, j = 0;
+  while (i < first.size() || j < second.size()) {
+    if (i < first.size() && j < second.size() &&
+        canFuseRows(first[i].back(), second[j].back(), mapping)) {
+      Value weight = getCastFrom(getSgemm(first[i].back()).getOperand(5));
+      largest = std::max(largest, getStaticBytes(weight));
+      emit(i++, 0);
+      emit(j++, 1);
+    } else if (i < first.size()) {
+      emit(i++, 0);
+    } else {
+      emit(j++, 1);
+    }
+  }
+  return largest;
+}
+
+/// Replaces `first` and `second` (canFuseRows) by one
+/// gaccrt_sgemm_rows_pair at `second` (only ops of the second copy,
+/// independent of the first's, lie in between).
+void fuseRows(func::CallOp first, func::CallOp second) {
+  OpBuilder builder(second);
+  MLIRContext *ctx = builder.getContext();
+  SmallVector<Type> types(first.getOperandTypes());
+  types.push_back(first.getOperand(4).getType());
+  types.push_back(first.getOperand(6).getType());
+  func::FuncOp rowsPair = getOrDeclareRuntimeFunction(
+      second, "gaccrt_sgemm_rows_pair", FunctionType::get(ctx, types, {}));
+  SmallVector<Value> operands(first.getOperands());
+  operands.push_back(second.getOperand(4));
+  operands.push_back(second.getOperand(6));
+  func::CallOp::create(builder, second.getLoc(), rowsPair, operands);
+  second.erase();
+  first.erase();
+}
+
+/// For when the copies run in turn (one GEMM thread, or libraries with
+/// threads of their own: gaccrt_copies_concurrent), a second form of them
+/// in lockstep: `copies` goes into the then-branch of an scf.if on
+/// gaccrt_copies_concurrent(2), and the else-branch holds the two cases'
+/// ops interleaved, up to and including each GEMM, the first copy's then
+/// the second's (any interleaving keeps the cases' meaning: every op of the
+/// second case is independent of every op of the first). Each pair of
+/// GEMMs that then read one weight becomes one gaccrt_sgemm_rows_pair: one
+/// pass over the weight for both micro-batches (the arena holds both
+/// copies' buffers anyway). The first copy's trace region ends after the
+/// second's, so that the regions nest.
+void buildLockstep(scf::ParallelOp copies, Block *caseBlocks[2], bool anySize) {
+  auto segments = [](Block *block) {
+    SmallVector<SmallVector<Operation *>> result(1);
+    for (Operation &op : block->without_terminator()) {
+      result.back().push_back(&op);
+      if (isGemmCall(&op))
+        result.emplace_back();
+    }
+    return result;
+  };
+  SmallVector<SmallVector<Operation *>> first = segments(caseBlocks[0]);
+  SmallVector<SmallVector<Operation *>> second = segments(caseBlocks[1]);
+  // Only where a weight is large enough to be worth one pass for both: the
+  // second form doubles the code of the loop body.
+  IRMapping mapping;
+  if (alignSegments(first, second, mapping, [](size_t, int) {}) <
+      (anySize ? 1 : kLockstepWeightBytes))
+    return;
+
+  Location loc = copies.getLoc();
+  OpBuilder builder(copies);
+  MLIRContext *ctx = builder.getContext();
+  Type i32 = builder.getI32Type(), i64 = builder.getI64Type();
+  func::FuncOp query = getOrDeclareRuntimeFunction(
+      copies, "gaccrt_copies_concurrent", FunctionType::get(ctx, {i64}, {i32}));
+  Value count = arith::ConstantIntOp::create(builder, loc, i64, 2);
+  Value answer =
+      func::CallOp::create(builder, loc, query, ValueRange{count}).getResult(0);
+  Value zero = arith::ConstantIntOp::create(builder, loc, i32, 0);
+  Value concurrent = arith::CmpIOp::create(
+      builder, loc, arith::CmpIPredicate::ne, answer, zero);
+  auto branch = scf::IfOp::create(builder, loc, TypeRange{}, concurrent,
+                                  /*withElseRegion=*/true);
+  copies->moveBefore(branch.thenBlock()->getTerminator());
+  builder.setInsertionPoint(branch.elseBlock()->getTerminator());
+
+  SmallVector<Operation *> firstEnds;
+  SmallVector<std::pair<func::CallOp, func::CallOp>> gemms;
+  auto emit = [&](ArrayRef<Operation *> segment, bool fromFirst) {
+    Operation *last = nullptr;
+    for (Operation *op : segment) {
+      if (fromFirst && isRegionEnd(op)) {
+        firstEnds.push_back(op);
+        continue;
+      }
+      last = builder.clone(*op, mapping);
+    }
+    return getSgemm(last);
+  };
+  func::CallOp pending;
+  alignSegments(first, second, mapping, [&](size_t index, int copy) {
+    func::CallOp gemm = emit(copy ? second[index] : first[index], copy == 0);
+    // A partnered first-copy segment is emitted right before its partner.
+    if (copy == 0) {
+      pending = gemm;
+      return;
+    }
+    if (pending && gemm && canFuseRows(pending, gemm, mapping))
+      gemms.push_back({pending, gemm});
+    pending = {};
+  });
+  for (Operation *end : firstEnds)
+    builder.clone(*end, mapping);
+  for (auto [a, b] : gemms)
+    fuseRows(a, b);
+}
+
 } // namespace
 
 bool mlir::gacc::runCopiesConcurrently(scf::ForOp loop, Operation *secondStart,
-                                       bool anySize) {
+                                       bool anySize, bool lockstep) {
   Block *body = loop.getBody();
   SmallVector<Operation *> first, second;
   bool inSecond = false;
@@ -336,5 +516,7 @@ bool mlir::gacc::runCopiesConcurrently(scf::ForOp loop, Operation *secondStart,
     OpBuilder(copies->getBlock(), std::next(copies->getIterator()))
         .clone(*begin);
   }
+  if (lockstep)
+    buildLockstep(copies, caseBlocks, anySize);
   return true;
 }

@@ -435,7 +435,7 @@ struct PairAccumulatingGemmsPass
         Operation *plusStep =
             second.lookup(op.getInductionVar()).getDefiningOp();
         runCopiesConcurrently(op, plusStep->getOperand(1).getDefiningOp(),
-                              anySize);
+                              anySize, lockstepCopies);
       }
     }
   }

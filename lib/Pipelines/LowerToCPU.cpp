@@ -102,6 +102,7 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
       PairAccumulatingGemmsPassOptions pair;
       pair.concurrentCopies = options.concurrentCopies;
       pair.anySize = options.pairAnySize;
+      pair.lockstepCopies = options.lockstepCopies;
       pm.addPass(createPairAccumulatingGemmsPass(pair));
     }
   }

@@ -3,7 +3,8 @@
 // Defines the flags of PipelineFlags.h once for gacc-run, gacc-check and
 // gacc-compile: one flag per gacc-pipeline option, generated from
 // PipelineOptions.def, plus --device and the lowering's knobs (--no-blas,
-// --no-pair-gemms, --no-concurrent-copies, --pair-any-size, --serial-loops).
+// --no-pair-gemms, --no-concurrent-copies, --no-lockstep-copies,
+// --pair-any-size, --serial-loops).
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,6 +56,11 @@ static cl::opt<bool> noConcurrentCopies(
              "(no gaccrt_parallel_copies: each GEMM and loop split over the "
              "threads)"),
     cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<bool> noLockstepCopies(
+    "no-lockstep-copies",
+    cl::desc("No lockstep form of a GEMM pair's two micro-batches for when "
+             "they run in turn (no gaccrt_sgemm_rows_pair)"),
+    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
 static cl::opt<bool> pairAnySize(
     "pair-any-size",
     cl::desc("Pair weight gradients (and run the copies side by side) "
@@ -84,6 +90,7 @@ gacc::StepOptions gacc::getStepOptionsFromFlags() {
   options.pairGemms = !noPairGemms;
   options.concurrentCopies = !noConcurrentCopies;
   options.pairAnySize = pairAnySize;
+  options.lockstepCopies = !noLockstepCopies;
   options.parallelLoops = !serialLoops;
   return options;
 }
@@ -125,7 +132,8 @@ std::vector<std::string> gacc::getPipelineFlagArguments() {
 #include "gacc/Pipelines/PipelineOptions.def"
   args.push_back("--device=" + options.device);
   for (const cl::opt<bool> *flag :
-       {&noBlas, &noPairGemms, &noConcurrentCopies, &pairAnySize, &serialLoops})
+       {&noBlas, &noPairGemms, &noConcurrentCopies, &noLockstepCopies,
+        &pairAnySize, &serialLoops})
     if (*flag)
       args.push_back(("--" + flag->ArgStr + "=true").str());
   return args;

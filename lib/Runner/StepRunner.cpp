@@ -347,6 +347,7 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
     lowering.pairGemms = options.pairGemms;
     lowering.concurrentCopies = options.concurrentCopies;
     lowering.pairAnySize = options.pairAnySize;
+    lowering.lockstepCopies = options.lockstepCopies;
     lowering.parallelLoops = options.parallelLoops;
     lowering.traceRegions = options.traceRegions;
     mlir::gacc::buildLowerToCPUPipeline(pm, lowering);

@@ -318,10 +318,16 @@ inline Prefetch bandPrefetch(int64_t m, int64_t n, float *c, int64_t ldc,
 /// of an inner block of 32-128 rows, the next block prefetched in memory
 /// order) ran 7-12 % slower with hot caches: each tile then reloads its
 /// C and pays its setup every 32-128 inner steps.
+///
+/// With `a2` and `c2` (tiles along panels only), the same GEMM for a second
+/// op(A) (same strides) into a second C: each panel of B serves the tiles
+/// of both, one pass over B for two micro-batches (gaccrt_sgemm_rows_pair);
+/// every element is summed as in its own call.
 GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
                               const float *a, int64_t rsA, int64_t csA,
                               const float *b, int64_t ldb, bool accumulate,
-                              float *c, int64_t ldc, bool alongRows) {
+                              float *c, int64_t ldc, bool alongRows,
+                              const float *a2 = nullptr, float *c2 = nullptr) {
   int64_t block = alongRows ? rowsInnerBlock(n) : kInnerBlock;
   // Along rows: even bands of up to 6 rows of C (the widest tile's; a
   // narrower tile takes more rows, so one tile spans a band), each swept
@@ -353,13 +359,15 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
       int64_t nextLinesPerRow = (std::min<int64_t>(64, n - nextJ) + 15) / 16;
       int64_t lines = nextRows > 0 ? nextRows * nextLinesPerRow : 0;
       int64_t tiles = tileCount(m, maxRows(nv));
-      for (int64_t t = 0; t < tiles; ++t) {
-        int64_t i0 = tileStart(m, tiles, t);
-        kernelTile(tileStart(m, tiles, t + 1) - i0, n, i0, j0, k0, kc, alpha, a,
-                   rsA, csA, b, ldb, loadC, c, ldc,
-                   shareOfBlock(b + nextK * ldb + nextJ, ldb, nextLinesPerRow,
-                                lines, tiles, t));
-      }
+      int64_t halves = a2 ? 2 : 1;
+      for (int64_t half = 0; half < halves; ++half)
+        for (int64_t t = 0; t < tiles; ++t) {
+          int64_t i0 = tileStart(m, tiles, t);
+          kernelTile(tileStart(m, tiles, t + 1) - i0, n, i0, j0, k0, kc, alpha,
+                     half ? a2 : a, rsA, csA, b, ldb, loadC, half ? c2 : c, ldc,
+                     shareOfBlock(b + nextK * ldb + nextJ, ldb, nextLinesPerRow,
+                                  lines, halves * tiles, half * tiles + t));
+        }
     }
   }
 }
@@ -400,7 +408,9 @@ enum class Order { Rows, PairedRows, Panels, PackedPanels, Transposed };
 GACCRT_AVX512 void transposedGemm(int64_t m, int64_t n, int64_t k, float alpha,
                                   const float *a, int64_t rsA, int64_t csA,
                                   const float *w, int64_t ldw, bool accumulate,
-                                  float *c, int64_t ldc, bool alongRows);
+                                  float *c, int64_t ldc, bool alongRows,
+                                  const float *a2 = nullptr,
+                                  float *c2 = nullptr);
 
 /// A GEMM split into slices of C for several threads: bands of rows when its
 /// tiles go along the rows of C, else 64-column panels (for a transposed B,
@@ -420,6 +430,10 @@ struct Slices {
   Order order;
   /// The second GEMM of PairedRows.
   SecondGemm second = {};
+  /// Panels and Transposed: a second op(A) (same sizes and strides) and C
+  /// (same ldc) sharing B (gaccrt_sgemm_rows_pair); null for one GEMM.
+  const float *a2 = nullptr;
+  float *c2 = nullptr;
   /// Set by parallelGemm: the slices of C (units of `unit` rows or
   /// columns) and how many parts share them.
   int64_t units = 0, unit = 0;
@@ -453,7 +467,8 @@ GACCRT_AVX512 void runSlice(void *context, int part) {
     last = std::min(last, s.n);
     if (first < last)
       kernelGemm(s.m, last - first, s.k, s.alpha, s.a, s.rsA, s.csA,
-                 s.b + first, s.ldb, s.accumulate, s.c + first, s.ldc, false);
+                 s.b + first, s.ldb, s.accumulate, s.c + first, s.ldc, false,
+                 s.a2, s.c2 ? s.c2 + first : nullptr);
     return;
   case Order::PackedPanels:
     last = std::min(last, s.n);
@@ -466,7 +481,8 @@ GACCRT_AVX512 void runSlice(void *context, int part) {
     if (first < last)
       transposedGemm(s.m, last - first, s.k, s.alpha, s.a, s.rsA, s.csA,
                      s.b + first * s.ldb, s.ldb, s.accumulate, s.c + first,
-                     s.ldc, tilesAlongRows(s.n, s.k));
+                     s.ldc, tilesAlongRows(s.n, s.k), s.a2,
+                     s.c2 ? s.c2 + first : nullptr);
     return;
   }
 }
@@ -485,7 +501,8 @@ GACCRT_AVX512 void parallelGemm(Slices slices, int threads) {
   bool rows = slices.order == Order::Rows || slices.order == Order::PairedRows;
   slices.unit = rows ? bandRows(slices.n) : 64;
   slices.units = ((rows ? slices.m : slices.n) + slices.unit - 1) / slices.unit;
-  int64_t macs = slices.m * slices.n * (slices.k + slices.second.k);
+  int64_t macs =
+      slices.m * slices.n * (slices.k + slices.second.k) * (slices.a2 ? 2 : 1);
   slices.parts = int(std::min<int64_t>(
       {threads, slices.units, std::max<int64_t>(1, macs / kMinPartMacs)}));
   if (slices.parts > 1 && runGemmParts(slices.parts, runSlice, &slices)) {
@@ -675,28 +692,41 @@ bool transposedRoute(int64_t m, int64_t k) { return m <= 64 && k >= 128; }
 /// op(A)^T for itself: one copy shared by the threads moved between their
 /// cores' caches (20 us on 2 threads against 3 on one for 64x1024).
 /// `alongRows` is tilesAlongRows of the whole T.
+///
+/// With `a2` and `c2`, the same for a second op(A) (same strides) into a
+/// second C: op(A)^T and op(A2)^T side by side in the scratch, one pass
+/// over W for both (gaccrt_sgemm_rows_pair); each element of T is summed as
+/// in its own call.
 GACCRT_AVX512 void transposedGemm(int64_t m, int64_t n, int64_t k, float alpha,
                                   const float *a, int64_t rsA, int64_t csA,
                                   const float *w, int64_t ldw, bool accumulate,
-                                  float *c, int64_t ldc, bool alongRows) {
+                                  float *c, int64_t ldc, bool alongRows,
+                                  const float *a2, float *c2) {
+  int64_t width = a2 ? 2 * m : m;
   const float *aT = a;
   int64_t ldaT = csA;
-  if (rsA != 1) {
-    scratchA.resize(size_t(k * m));
-    if (csA == 1)
-      addTransposed(a, rsA, k, m, 1.0f, 0.0f, scratchA.data(), m);
-    else
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t p = 0; p < k; ++p)
-          scratchA[size_t(p * m + i)] = a[i * rsA + p * csA];
+  if (rsA != 1 || a2) {
+    scratchA.resize(size_t(k * width));
+    for (int64_t half = 0; half < (a2 ? 2 : 1); ++half) {
+      const float *from = half ? a2 : a;
+      float *to = scratchA.data() + half * m;
+      if (csA == 1)
+        addTransposed(from, rsA, k, m, 1.0f, 0.0f, to, width);
+      else
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t p = 0; p < k; ++p)
+            to[p * width + i] = from[i * rsA + p * csA];
+    }
     aT = scratchA.data();
-    ldaT = m;
+    ldaT = width;
   }
-  scratchT.resize(size_t(n * m));
+  scratchT.resize(size_t(n * width));
   float *t = scratchT.data();
-  kernelGemm(n, m, k, 1.0f, w, ldw, 1, aT, ldaT, /*accumulate=*/false, t, m,
-             alongRows);
-  addTransposed(t, m, m, n, alpha, accumulate ? 1.0f : 0.0f, c, ldc);
+  kernelGemm(n, width, k, 1.0f, w, ldw, 1, aT, ldaT, /*accumulate=*/false, t,
+             width, alongRows);
+  addTransposed(t, width, m, n, alpha, accumulate ? 1.0f : 0.0f, c, ldc);
+  if (a2)
+    addTransposed(t + m, width, m, n, alpha, accumulate ? 1.0f : 0.0f, c2, ldc);
   releaseLargeScratch(scratchT);
   releaseLargeScratch(scratchA);
 }
@@ -769,6 +799,47 @@ bool gaccrt::avx512SgemmPair(const GemmArgs &first, const GemmArgs &second) {
   return true;
 }
 
+bool gaccrt::avx512SgemmRowsPair(const GemmArgs &first, const float *a2,
+                                 float *c2) {
+  int64_t m = first.m, n = first.n, k = first.k;
+  if (!avx512Available() || first.cColStride != 1 || m <= 0 || n <= 0 || k <= 0)
+    return false;
+  Slices slices{m,
+                n,
+                k,
+                first.alpha,
+                first.a,
+                first.aRowStride,
+                first.aColStride,
+                first.b,
+                0,
+                first.beta != 0.0f,
+                first.c,
+                first.cRowStride,
+                Order::Panels};
+  slices.a2 = a2;
+  slices.c2 = c2;
+  if (first.bColStride == 1) {
+    // The panels route of each GEMM alone (the tiles go down B's panels),
+    // so that the elements are summed as in two avx512Sgemm calls.
+    if (tilesAlongRows(m, k))
+      return false;
+    slices.ldb = first.bRowStride;
+  } else if (first.bRowStride == 1 && transposedRoute(m, k) &&
+             rowsInnerBlock(2 * m) == rowsInnerBlock(m)) {
+    // x W^T: the transposed route of each GEMM alone, with op(A)^T and
+    // op(A2)^T side by side (the same inner blocks as one T of m columns).
+    slices.ldb = first.bColStride;
+    slices.order = Order::Transposed;
+  } else {
+    return false;
+  }
+  prescaleC(first.beta, m, n, first.c, first.cRowStride);
+  prescaleC(first.beta, m, n, c2, first.cRowStride);
+  parallelGemm(slices, first.threads);
+  return true;
+}
+
 #else // !GACCRT_AVX512_KERNELS
 
 bool gaccrt::avx512Available() { return false; }
@@ -778,6 +849,10 @@ int gaccrt::avx512LastThreads() { return 0; }
 bool gaccrt::avx512Sgemm(const GemmArgs &) { return false; }
 
 bool gaccrt::avx512SgemmPair(const GemmArgs &, const GemmArgs &) {
+  return false;
+}
+
+bool gaccrt::avx512SgemmRowsPair(const GemmArgs &, const float *, float *) {
   return false;
 }
 

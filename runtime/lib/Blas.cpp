@@ -738,3 +738,76 @@ void gaccrt_sgemm_pair(int32_t transA, int32_t transB, float alpha, float beta,
                       threadsArg() + "}");
   }
 }
+
+void gaccrt_sgemm_rows_pair(
+    int32_t transA, int32_t transB, float alpha, float beta, float *a1Alloc,
+    float *a1Aligned, int64_t a1Offset, int64_t a1Size0, int64_t a1Size1,
+    int64_t a1Stride0, int64_t a1Stride1, float *bAlloc, float *bAligned,
+    int64_t bOffset, int64_t bSize0, int64_t bSize1, int64_t bStride0,
+    int64_t bStride1, float *c1Alloc, float *c1Aligned, int64_t c1Offset,
+    int64_t c1Size0, int64_t c1Size1, int64_t c1Stride0, int64_t c1Stride1,
+    float *a2Alloc, float *a2Aligned, int64_t a2Offset, int64_t a2Size0,
+    int64_t a2Size1, int64_t a2Stride0, int64_t a2Stride1, float *c2Alloc,
+    float *c2Aligned, int64_t c2Offset, int64_t c2Size0, int64_t c2Size1,
+    int64_t c2Stride0, int64_t c2Stride1) {
+  bool ta = transA != 0, tb = transB != 0;
+  GemmSizes first, second;
+  std::string mismatch = checkGemmShapes(ta, tb, a1Size0, a1Size1, bSize0,
+                                         bSize1, c1Size0, c1Size1, first);
+  if (mismatch.empty())
+    mismatch = checkGemmShapes(ta, tb, a2Size0, a2Size1, bSize0, bSize1,
+                               c2Size0, c2Size1, second);
+  if (!mismatch.empty())
+    fatal("gaccrt_sgemm_rows_pair: " + mismatch);
+  int64_t m = first.m, n = first.n, k = first.k;
+  bool tracing = traceEnabled();
+  double start = tracing ? gaccrt_now_us() : 0.0;
+  // One pass over op(B) for both: the same sizes and layouts, C row-major,
+  // every operand usable in place, the shape on the kernels.
+  bool fused = false;
+  lastPaired = false;
+  if (m > 1 && n > 1 && k > 0 && second.m == m && a1Aligned && a2Aligned &&
+      bAligned && c1Aligned && c2Aligned && a1Stride0 == a2Stride0 &&
+      a1Stride1 == a2Stride1 && c1Stride1 == 1 && c2Stride1 == 1 &&
+      c1Stride0 == c2Stride0 && c1Stride0 >= n &&
+      std::max({m, n, k}) <= INT_MAX) {
+    Operand a1 = describe(a1Aligned + a1Offset, a1Size0, a1Size1, a1Stride0,
+                          a1Stride1, ta);
+    Operand a2 = describe(a2Aligned + a2Offset, a2Size0, a2Size1, a2Stride0,
+                          a2Stride1, ta);
+    Operand b =
+        describe(bAligned + bOffset, bSize0, bSize1, bStride0, bStride1, tb);
+    if (a1.copy.empty() && a2.copy.empty() && b.copy.empty() &&
+        a1.transposed == a2.transposed && a1.ld == a2.ld &&
+        runsOnKernels(a1, b, m, n, k, beta, c1Stride0) &&
+        avx512SgemmRowsPair(gemmArgs(a1, b, m, n, k, alpha, beta,
+                                     c1Aligned + c1Offset, c1Stride0),
+                            a2.data, c2Aligned + c2Offset)) {
+      fused = true;
+      lastLibrary = "avx512";
+    }
+  }
+  lastPaired = fused;
+  if (!fused) {
+    // Two calls: the fused pass has their bits wherever it runs.
+    gaccrt_sgemm(transA, transB, alpha, beta, a1Alloc, a1Aligned, a1Offset,
+                 a1Size0, a1Size1, a1Stride0, a1Stride1, bAlloc, bAligned,
+                 bOffset, bSize0, bSize1, bStride0, bStride1, c1Alloc,
+                 c1Aligned, c1Offset, c1Size0, c1Size1, c1Stride0, c1Stride1);
+    gaccrt_sgemm(transA, transB, alpha, beta, a2Alloc, a2Aligned, a2Offset,
+                 a2Size0, a2Size1, a2Stride0, a2Stride1, bAlloc, bAligned,
+                 bOffset, bSize0, bSize1, bStride0, bStride1, c2Alloc,
+                 c2Aligned, c2Offset, c2Size0, c2Size1, c2Stride0, c2Stride1);
+    return;
+  }
+  if (tracing) {
+    double end = gaccrt_now_us();
+    std::string shape = std::to_string(m) + "+" + std::to_string(m) + "x" +
+                        std::to_string(n) + "x" + std::to_string(k);
+    traceComplete(
+        "sgemm rows pair " + shape, beta != 0.0f ? "accumulate" : "gemm", start,
+        end - start,
+        "{" + sizesArgs(m, n, k, ", \"m2\": " + std::to_string(m), ta, tb) +
+            ", \"library\": \"avx512\"" + threadsArg() + "}");
+  }
+}

@@ -56,6 +56,14 @@ bool avx512Sgemm(const GemmArgs &args);
 /// block).
 bool avx512SgemmPair(const GemmArgs &first, const GemmArgs &second);
 
+/// Runs `first` and the same GEMM for op(A2) = `a2` (op(A)'s sizes and
+/// strides) into `c2` (C's sizes and strides) through gaccrt's AVX-512
+/// kernels in one pass over op(B), with the bits of the two avx512Sgemm
+/// calls; false (nothing written) when the kernels cannot: no AVX-512F, or
+/// a GEMM whose route is neither the panels of a row-major op(B) nor the
+/// transposed route of x W^T.
+bool avx512SgemmRowsPair(const GemmArgs &first, const float *a2, float *c2);
+
 /// Whether the CPU runs gaccrt's AVX-512 kernels (AVX-512F).
 bool avx512Available();
 /// The threads that ran the calling thread's last avx512Sgemm (0 before

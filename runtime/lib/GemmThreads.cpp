@@ -228,18 +228,22 @@ void runCopySlice(void *context, int part) {
 }
 } // namespace
 
-void gaccrt_parallel_copies(void (*body)(void *, int64_t, int64_t),
-                            void *context, int64_t count) {
-  if (count <= 0)
-    return;
+int32_t gaccrt_copies_concurrent(int64_t count) {
   // One copy per GEMM thread when there are as many threads as copies and
   // every GEMM runs on gaccrt's kernels (whose parts run on a copy's own
   // thread when the pool is taken); else the copies in turn, each GEMM and
   // loop of theirs split over every thread as usual.
   int threads = gemmThreads();
+  return threads > 1 && threads <= count && kernelsTakeEveryGemm();
+}
+
+void gaccrt_parallel_copies(void (*body)(void *, int64_t, int64_t),
+                            void *context, int64_t count) {
+  if (count <= 0)
+    return;
   Loop loop{body, context, count, 1};
-  if (threads > 1 && threads <= count && kernelsTakeEveryGemm()) {
-    loop.parts = threads;
+  if (gaccrt_copies_concurrent(count)) {
+    loop.parts = gemmThreads();
     if (runGemmParts(loop.parts, runCopySlice, &loop))
       return;
   }

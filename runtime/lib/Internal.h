@@ -30,8 +30,9 @@ GACCRT_API const char *gaccrt_internal_last_gemm_library(void);
 /// gaccrt's AVX-512 kernels ran it, else 0. Exported but not part of the
 /// public API.
 GACCRT_API int32_t gaccrt_internal_last_gemm_threads(void);
-/// Whether the calling thread's last gaccrt_sgemm_pair ran as one paired
-/// pass of gaccrt's kernels (1) or as two gaccrt_sgemm calls (0).
+/// Whether the calling thread's last gaccrt_sgemm_pair or
+/// gaccrt_sgemm_rows_pair ran as one paired pass of gaccrt's kernels (1) or
+/// as two gaccrt_sgemm calls (0).
 GACCRT_API int32_t gaccrt_internal_last_gemm_paired(void);
 /// Sets the GEMM thread count (OpenBLAS's, which gaccrt's kernels follow):
 /// how the unit tests run the kernels on several threads. Exported but not

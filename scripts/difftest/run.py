@@ -22,8 +22,9 @@ checks each one:
    results.
 4b. For a fifth of the accepted steps (all with --pairs): where
    gacc-pair-accumulating-gemms{any-size} pairs two micro-batches' weight
-   gradients (and runs the copies side by side), gacc-check --pair-any-size
-   on 2 GEMM threads passes too. The size rules keep pairs off the small
+   gradients (and runs the copies side by side, or in lockstep on one
+   thread), gacc-check --pair-any-size on 2 GEMM threads (1 for odd seeds)
+   passes too. The size rules keep pairs off the small
    graphs generated here; without this check no random step would reach
    the pairs or the concurrent copies.
 
@@ -222,9 +223,11 @@ def pair_check(args, step, seed, path, opt, check, flags, indir):
     gacc-lower-to-cpu{pair-any-size}, which pairs the weight gradients of
     two micro-batches and runs the copies side by side whatever the sizes
     (the rules that decide where this pays keep it off small graphs), must
-    still match LibTorch: gacc-check --pair-any-size on 2 GEMM threads, so
-    that gaccrt_parallel_copies runs one copy per thread where the runtime
-    can (runtime/README.md). Returns None when not drawn, else (verdict,
+    still match LibTorch: gacc-check --pair-any-size on 2 GEMM threads for
+    even seeds, so that gaccrt_parallel_copies runs one copy per thread
+    where the runtime can (runtime/README.md), and on 1 thread for odd
+    ones, where the copies run in lockstep (their GEMMs of one weight as
+    gaccrt_sgemm_rows_pair). Returns None when not drawn, else (verdict,
     detail, what was formed: "" / "pairs" / "pairs+copies")."""
     if not (args.pairs or random.Random(seed * 881 + 3).random() < 0.2):
         return None
@@ -241,7 +244,9 @@ def pair_check(args, step, seed, path, opt, check, flags, indir):
     if "@gaccrt_sgemm_pair" not in text:
         return "PASS", "", ""
     formed = "pairs+copies" if "@gaccrt_parallel_copies" in text else "pairs"
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="2", OMP_NUM_THREADS="2")
+    threads = "1" if seed % 2 else "2"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=threads,
+               OMP_NUM_THREADS=threads)
     rc, out, err, _ = run([check, path] + flags +
                           ["--pair-any-size", "--input-dir=" + indir],
                           args.timeout, env)
@@ -333,7 +338,7 @@ def main():
                     help="also check every accepted step with its weight "
                     "gradients paired and the copies side by side whatever "
                     "the sizes (gacc-check --pair-any-size on 2 GEMM "
-                    "threads; by default a fifth of them)")
+                    "threads, 1 for odd seeds; by default a fifth of them)")
     ap.add_argument("--cuda", action="store_true",
                     help="also lower every accepted step for CUDA, translate "
                     "it to LLVM IR and assemble its PTX with ptxas "
@@ -537,8 +542,8 @@ def main():
         print("ahead-of-time steps (gacc-run-aot = gacc-run): %d passed"
               % counts["aot pass"])
     if any(key.startswith("paired ") for key in counts):
-        print("paired steps (pair-any-size, 2 GEMM threads): %d with pairs "
-              "side by side, %d with pairs in turn, %d without a pair"
+        print("paired steps (pair-any-size, 1 or 2 GEMM threads): %d with "
+              "pairs side by side, %d with pairs in turn, %d without a pair"
               % (counts["paired pairs+copies"], counts["paired pairs"],
                  counts["paired none"]))
     if counts["tail pass"] or counts["tail refused"]:

@@ -1,6 +1,7 @@
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms | FileCheck %s
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=concurrent-copies=0 | FileCheck %s --check-prefix=OFF
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=any-size=1 | FileCheck %s --check-prefix=ANY
+// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=lockstep-copies=0 | FileCheck %s --check-prefix=LOCKOFF
 
 // Four micro-batches, two per iteration side by side: each copy's forward
 // GEMM (into its own %h) runs in its case; the first copy's accumulation
@@ -195,5 +196,63 @@ func.func @shared_scratch(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %c: memr
     linalg.matmul ins(%xt, %h : memref<64x8xf32>, memref<8x64xf32>) outs(%c : memref<64x64xf32>)
   }
   memref.dealloc %scratch : memref<16x64xf32>
+  return
+}
+
+// -----
+
+// A weight of 256 KiB (a quarter of a core's L2 and more): the copies also
+// get a lockstep form for when they run in turn (gaccrt_copies_concurrent
+// says so at run time): the two cases' ops interleaved up to each GEMM, the
+// forward GEMMs of both copies, which read the same %w, one
+// gaccrt_sgemm_rows_pair (one pass over %w), and the first copy's trace
+// region ending after the second's. Not with lockstep-copies=0 (LOCKOFF).
+
+// CHECK-LABEL: func.func @lockstep
+// CHECK:         scf.for
+// CHECK:           %[[ANSWER:.*]] = func.call @gaccrt_copies_concurrent(%{{.*}}) : (i64) -> i32
+// CHECK:           %[[CONCURRENT:.*]] = arith.cmpi ne, %[[ANSWER]]
+// CHECK:           scf.if %[[CONCURRENT]] {
+// CHECK-NEXT:        scf.parallel
+// CHECK:             } {gacc.concurrent_copies}
+// CHECK-NEXT:      } else {
+// CHECK:             func.call @gaccrt_trace_region_begin(%[[FIRST:[^)]*]])
+// CHECK:             func.call @gaccrt_trace_region_begin(%[[SECOND:[^)]*]])
+// CHECK-NOT:         call @gaccrt_sgemm(
+// CHECK:             func.call @gaccrt_sgemm_rows_pair(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[W:.*]], %{{.*}}, %{{.*}}, %{{.*}}) :
+// CHECK:             linalg.reduce
+// CHECK:             func.call @gaccrt_trace_region_end(%[[SECOND]])
+// CHECK-NEXT:        func.call @gaccrt_trace_region_end(%[[FIRST]])
+// CHECK-NEXT:      }
+// CHECK:           call @gaccrt_sgemm_pair(
+
+// LOCKOFF-LABEL: func.func @lockstep
+// LOCKOFF-NOT:     gaccrt_copies_concurrent
+// LOCKOFF-NOT:     gaccrt_sgemm_rows_pair
+// LOCKOFF:         scf.parallel
+// LOCKOFF:         call @gaccrt_sgemm_pair(
+func.func private @gaccrt_trace_region_begin(i64)
+func.func private @gaccrt_trace_region_end(i64)
+func.func @lockstep(%x: memref<32x256xf32>, %w: memref<256x256xf32>, %c: memref<256x256xf32>, %acc: memref<256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<256x256xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    %index = arith.index_cast %i : index to i64
+    func.call @gaccrt_trace_region_begin(%index) : (i64) -> ()
+    %off = arith.muli %i, %c8 : index
+    %xs = memref.subview %x[%off, 0] [8, 256] [1, 1] : memref<32x256xf32> to memref<8x256xf32, strided<[256, 1], offset: ?>>
+    %h = memref.alloc() : memref<8x256xf32>
+    linalg.fill ins(%zero : f32) outs(%h : memref<8x256xf32>)
+    linalg.matmul ins(%xs, %w : memref<8x256xf32, strided<[256, 1], offset: ?>>, memref<256x256xf32>) outs(%h : memref<8x256xf32>)
+    %xt = memref.alloc() : memref<256x8xf32>
+    linalg.transpose ins(%xs : memref<8x256xf32, strided<[256, 1], offset: ?>>) outs(%xt : memref<256x8xf32>) permutation = [1, 0]
+    linalg.matmul ins(%xt, %h : memref<256x8xf32>, memref<8x256xf32>) outs(%c : memref<256x256xf32>)
+    linalg.reduce { arith.addf } ins(%h : memref<8x256xf32>) outs(%acc : memref<256xf32>) dimensions = [0]
+    func.call @gaccrt_trace_region_end(%index) : (i64) -> ()
+  }
   return
 }

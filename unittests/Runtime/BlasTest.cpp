@@ -648,6 +648,76 @@ TEST(Sgemm, PairIsOneGemmOverBothInnerRangesOrTwoCalls) {
   gaccrt_set_gemm_library(initial.c_str());
 }
 
+void sgemmRowsPair(bool ta, bool tb, float alpha, float beta, View &a1, View &b,
+                   View &c1, View &a2, View &c2) {
+  gaccrt_sgemm_rows_pair(
+      ta, tb, alpha, beta, a1.storage.data(), a1.storage.data(), a1.offset,
+      a1.size0, a1.size1, a1.stride0, a1.stride1, b.storage.data(),
+      b.storage.data(), b.offset, b.size0, b.size1, b.stride0, b.stride1,
+      c1.storage.data(), c1.storage.data(), c1.offset, c1.size0, c1.size1,
+      c1.stride0, c1.stride1, a2.storage.data(), a2.storage.data(), a2.offset,
+      a2.size0, a2.size1, a2.stride0, a2.stride1, c2.storage.data(),
+      c2.storage.data(), c2.offset, c2.size0, c2.size1, c2.stride0, c2.stride1);
+}
+
+// gaccrt_sgemm_rows_pair (two micro-batches' GEMMs of one weight) has the
+// bits of its two gaccrt_sgemm calls, whether the kernels run it as one
+// pass over op(B) (the panels route of x W, the transposed route of x W^T)
+// or it is those two calls (other routes, other libraries).
+TEST(Sgemm, RowsPairHasTheBitsOfTwoCalls) {
+  std::string initial = gaccrt_gemm_library();
+  std::vector<std::string> names = libraries();
+  bool kernels = std::find(names.begin(), names.end(), "avx512") != names.end();
+  names.push_back("auto");
+  for (const std::string &name : names)
+    for (int32_t threads : {1, 2, 3}) {
+      ASSERT_EQ(gaccrt_set_gemm_library(name.c_str()), 0);
+      GemmThreads scope(threads);
+      // (m, n, k, transB, fusable): x W on the panels route, x W^T on the
+      // transposed route, and two that run as two calls: more rows than
+      // the inner size (tiles along the rows of C) and x W^T of more than
+      // 64 rows (packed panels).
+      for (auto [m, n, k, tb, fusable] :
+           {std::tuple(32, 200, 300, false, true),
+            std::tuple(20, 130, 600, true, true),
+            std::tuple(100, 70, 50, false, false),
+            std::tuple(80, 100, 300, true, false)})
+        for (float beta : {0.0f, 1.0f, 0.5f}) {
+          std::string what = name + " threads=" + std::to_string(threads) +
+                             " " + std::to_string(m) + "x" + std::to_string(n) +
+                             "x" + std::to_string(k) + (tb ? " B^T" : "") +
+                             " beta=" + std::to_string(beta);
+          std::mt19937 rng(unsigned(m + n + k));
+          View a1 = makeView(m, k, Layout::Contiguous, rng);
+          View a2 = makeView(m, k, Layout::Contiguous, rng);
+          View b = tb ? makeView(n, k, Layout::SubView, rng)
+                      : makeView(k, n, Layout::SubView, rng);
+          View c1 = makeView(m, n, Layout::Contiguous, rng);
+          View c2 = makeView(m, n, Layout::Contiguous, rng);
+          bool onKernels = name == "avx512" || (name == "auto" && threads > 1);
+          bool tuned = name == "auto" && threads == 1;
+          for (int round = 0; round < (tuned ? 20 : 1); ++round) {
+            View out1 = c1, out2 = c2;
+            sgemmRowsPair(false, tb, 0.75f, beta, a1, b, out1, a2, out2);
+            bool fused = gaccrt_internal_last_gemm_paired() != 0;
+            if (!tuned) {
+              EXPECT_EQ(fused, kernels && onKernels && fusable) << what;
+            } else if (!fusable) {
+              EXPECT_FALSE(fused) << what;
+            }
+            if (tuned && round != 19)
+              continue;
+            View expected1 = c1, expected2 = c2;
+            sgemm(false, tb, 0.75f, beta, a1, b, expected1);
+            sgemm(false, tb, 0.75f, beta, a2, b, expected2);
+            ASSERT_EQ(out1.storage, expected1.storage) << what;
+            ASSERT_EQ(out2.storage, expected2.storage) << what;
+          }
+        }
+    }
+  gaccrt_set_gemm_library(initial.c_str());
+}
+
 /// What gaccrt_parallel_for ran: the calls of the body per iteration and
 /// the slices, with the thread of each.
 struct ParallelForRecord {

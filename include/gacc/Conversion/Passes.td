@@ -272,12 +272,30 @@ def PairAccumulatingGemmsPass
     `gaccrt_parallel_copies`, which runs the copies on two threads when the
     runtime has two GEMM threads and every GEMM on its kernels, and in turn
     otherwise (runtime/README.md).
+
+    With `lockstep-copies` (the default), where two GEMMs of the copies
+    read one weight of 256 KiB or more (any weight with `any-size`), the
+    `scf.parallel` goes into the then-branch of an `scf.if` on
+    `gaccrt_copies_concurrent(2)`, and the else-branch, for when the copies
+    would run in turn, holds both cases' ops interleaved up to each GEMM
+    (segments whose GEMMs read the same weight together; any interleaving
+    keeps the cases' meaning, as every op of the second case is independent
+    of every op of the first), each such pair of GEMMs one
+    `gaccrt_sgemm_rows_pair` (one pass over the weight for both
+    micro-batches, with the bits of the two calls), the first copy's trace
+    region ending after the second's. The loop body is then lowered twice
+    more (code size and compile time), hence the weight-size rule: a
+    smaller weight stays in the core's caches between the two GEMMs.
   }];
   let options = [
     Option<"concurrentCopies", "concurrent-copies", "bool",
            /*default=*/"true",
            "Run the two copies' independent work side by side "
            "(gaccrt_parallel_copies)">,
+    Option<"lockstepCopies", "lockstep-copies", "bool", /*default=*/"true",
+           "With concurrent-copies: a second form of the copies for when "
+           "they run in turn, in lockstep, their GEMMs of one weight as "
+           "gaccrt_sgemm_rows_pair">,
     Option<"anySize", "any-size", "bool", /*default=*/"false",
            "Ignore the two size rules (operands against C, the second "
            "copy's buffers against the accumulators): pair and run side by "

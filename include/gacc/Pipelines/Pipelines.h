@@ -82,6 +82,13 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "side by side where independent "
                      "(gaccrt_parallel_copies)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> lockstepCopies{
+      *this, "lockstep-copies",
+      llvm::cl::desc("With concurrent-copies: a second form of the copies "
+                     "for when they run in turn, in lockstep, two "
+                     "micro-batches' GEMMs of one large weight as one pass "
+                     "over it (gaccrt_sgemm_rows_pair)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> pairAnySize{
       *this, "pair-any-size",
       llvm::cl::desc("With pair-gemms: pair (and run side by side) whatever "

@@ -41,6 +41,9 @@ struct StepOptions : mlir::gacc::GaccPipelineConfig {
   /// With pairGemms: pair whatever the operands' sizes (for tests on small
   /// graphs; gacc-pair-accumulating-gemms{any-size}).
   bool pairAnySize = false;
+  /// With concurrentCopies: the copies' lockstep form for when they run in
+  /// turn (gacc-pair-accumulating-gemms{lockstep-copies}).
+  bool lockstepCopies = true;
   /// The outermost parallel loops on the runtime's GEMM threads.
   bool parallelLoops = true;
   bool traceRegions = true;

@@ -242,6 +242,30 @@ GACCRT_API void gaccrt_sgemm_pair(
     float *cAligned, int64_t cOffset, int64_t cSize0, int64_t cSize1,
     int64_t cStride0, int64_t cStride1);
 
+/** Two GEMMs sharing op(B): C1 = alpha * op(A1) * op(B) + beta * C1 and
+ *  C2 = alpha * op(A2) * op(B) + beta * C2, op(A1) and op(A2) of the same
+ *  sizes and layout, C1 and C2 too. Where the shape runs on gaccrt's
+ *  AVX-512 kernels through their panels route (op(B) row-major, fewer rows
+ *  than the inner size) or the transposed route of x W^T, it is one pass
+ *  over op(B) whose panels serve the tiles of both (two micro-batches'
+ *  forward or backward-data GEMMs of one layer: the weight is read once),
+ *  with the bits of the two calls. Otherwise it is the two calls
+ *  gaccrt_sgemm(A1, B, C1) and gaccrt_sgemm(A2, B, C2). gacc's lowering
+ *  uses it when the two micro-batches of a pair run in turn
+ *  (gacc-pair-accumulating-gemms, lockstep copies). Mismatched shapes
+ *  abort. */
+GACCRT_API void gaccrt_sgemm_rows_pair(
+    int32_t transA, int32_t transB, float alpha, float beta, float *a1Alloc,
+    float *a1Aligned, int64_t a1Offset, int64_t a1Size0, int64_t a1Size1,
+    int64_t a1Stride0, int64_t a1Stride1, float *bAlloc, float *bAligned,
+    int64_t bOffset, int64_t bSize0, int64_t bSize1, int64_t bStride0,
+    int64_t bStride1, float *c1Alloc, float *c1Aligned, int64_t c1Offset,
+    int64_t c1Size0, int64_t c1Size1, int64_t c1Stride0, int64_t c1Stride1,
+    float *a2Alloc, float *a2Aligned, int64_t a2Offset, int64_t a2Size0,
+    int64_t a2Size1, int64_t a2Stride0, int64_t a2Stride1, float *c2Alloc,
+    float *c2Aligned, int64_t c2Offset, int64_t c2Size0, int64_t c2Size1,
+    int64_t c2Stride0, int64_t c2Stride1);
+
 /** Chooses the library of gaccrt_sgemm: "auto" (the default when oneDNN
  *  or the AVX-512 kernels can run: each GEMM shape of at least 2^16
  *  multiply-adds runs on every library in its first calls, timed, then on
@@ -293,6 +317,13 @@ GACCRT_API void gaccrt_parallel_for(void (*body)(void *, int64_t, int64_t),
  *  activations. Otherwise the caller runs body(context, 0, count), each
  *  GEMM and loop in it split over every thread as usual. Traced events of
  *  a slice off the caller are on their own track ("copy 2", ...). */
+/** Whether gaccrt_parallel_copies(..., count) runs one copy per thread (1)
+ *  or the copies in turn on the caller (0), by the rule above. gacc's
+ *  lowering asks before the copies of a pair, and runs them in lockstep
+ *  (their GEMMs of one weight as gaccrt_sgemm_rows_pair) when they would
+ *  run in turn. */
+GACCRT_API int32_t gaccrt_copies_concurrent(int64_t count);
+
 GACCRT_API void gaccrt_parallel_copies(void (*body)(void *, int64_t, int64_t),
                                        void *context, int64_t count);
 
