@@ -12,7 +12,7 @@
 // micro-batch's operands live until the second's GEMM; a pair is formed
 // only when they take at most a quarter of C's bytes, so the memory this
 // costs is at most a quarter of the accumulators' (which the step holds
-// anyway).
+// anyway), and only for accumulators that do not stay in L1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -256,7 +256,7 @@ std::optional<Loop> getLoop(scf::ForOp op) {
 /// beta is 1, nothing in between writes its operands, and those take at
 /// most a quarter of C's bytes.
 bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
-                bool anySize) {
+                bool anySize, int64_t minAccumulatorBytes) {
   if (!isSgemmCall(call))
     return false;
   Block *body = loop.op.getBody();
@@ -272,7 +272,8 @@ bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
   APInt transB;
   if (!matchPattern(call.getOperand(kTransB), m_ConstantInt(&transB)) ||
       !transB.isZero() ||
-      (!anySize && 4 * (getBytes(a) + getBytes(b)) > getBytes(c)))
+      (!anySize && (4 * (getBytes(a) + getBytes(b)) > getBytes(c) ||
+                    getBytes(c) < minAccumulatorBytes)))
     return false;
   FloatAttr alpha;
   if (!matchPattern(call.getOperand(kAlpha), m_Constant(&alpha)))
@@ -396,7 +397,7 @@ struct PairAccumulatingGemmsPass
       BufferTouchers touchers;
       SmallVector<func::CallOp> calls;
       for (auto call : op.getBody()->getOps<func::CallOp>())
-        if (isPairable(call, *loop, touchers, anySize))
+        if (isPairable(call, *loop, touchers, anySize, minAccumulatorBytes))
           calls.push_back(call);
       if (calls.empty())
         continue;

@@ -1,5 +1,8 @@
-// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms | FileCheck %s
-// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=concurrent-copies=0 | FileCheck %s --check-prefix=OFF
+// The accumulators of the first cases take 16 KiB: min-accumulator-bytes=0
+// lets them pair (the default, 64 KiB, keeps pairs off accumulators that
+// stay in L1).
+// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=min-accumulator-bytes=0 | FileCheck %s
+// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms="concurrent-copies=0 min-accumulator-bytes=0" | FileCheck %s --check-prefix=OFF
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=any-size=1 | FileCheck %s --check-prefix=ANY
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=lockstep-copies=0 | FileCheck %s --check-prefix=LOCKOFF
 

@@ -1,5 +1,11 @@
-// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms | FileCheck %s
+// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=min-accumulator-bytes=0 | FileCheck %s
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=any-size=1 | FileCheck %s --check-prefix=ANY
+// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms | FileCheck %s --check-prefix=SMALL
+
+// The accumulators here take 16 KiB, less than the default
+// min-accumulator-bytes (64 KiB: one that stays in L1 gains little from a
+// pair), so by default nothing pairs (SMALL); the other runs lower it.
+// SMALL-NOT: gaccrt_sgemm_pair
 
 // Four equal micro-batches: the loop runs two per iteration, and the weight
 // gradients of the first (beta = 0 in the loop's first iteration) and of the
