@@ -190,15 +190,6 @@ bool isRegionEnd(Operation *op) {
          call.getNumOperands() == 1;
 }
 
-/// A gaccrt_sgemm call (transA, transB, alpha, beta, A, B, C), or null.
-func::CallOp getSgemm(Operation *op) {
-  auto call = dyn_cast_or_null<func::CallOp>(op);
-  return call && call.getCallee() == "gaccrt_sgemm" &&
-                 call.getNumOperands() == 7
-             ? call
-             : nullptr;
-}
-
 /// Whether `a` and `b` are the same value or equal constants.
 bool isSameValue(Value a, Value b) {
   if (a == b)
@@ -220,7 +211,7 @@ Value getCastFrom(Value operand) {
 /// `mapping` when `first` is not cloned yet).
 bool canFuseRows(Operation *firstOp, Operation *secondOp,
                  const IRMapping &mapping) {
-  func::CallOp first = getSgemm(firstOp), second = getSgemm(secondOp);
+  func::CallOp first = getSgemmCall(firstOp), second = getSgemmCall(secondOp);
   if (!first || !second)
     return false;
   auto lookup = [&](Value value) { return mapping.lookupOrDefault(value); };
@@ -246,8 +237,9 @@ constexpr int64_t kLockstepWeightBytes = 256 * 1024;
 /// segment of each copy whose GEMMs read the same weight (canFuseRows) go
 /// together; a GEMM of the first copy without a partner (its
 /// accumulations, which stay out of the second case) goes alone. Calls
-/// `emit(segment index, copy)` in order; returns the partnered GEMMs'
-/// largest weight in bytes.
+/// `emit(segment index, copy, partnered)` in order, a partnered first-copy
+/// segment right before its partner; returns the partnered GEMMs' largest
+/// weight in bytes.
 template <typename Emit>
 int64_t alignSegments(ArrayRef<SmallVector<Operation *>> first,
                       ArrayRef<SmallVector<Operation *>> second,
@@ -257,14 +249,14 @@ int64_t alignSegments(ArrayRef<SmallVector<Operation *>> first,
   while (i < first.size() || j < second.size()) {
     if (i < first.size() && j < second.size() &&
         canFuseRows(first[i].back(), second[j].back(), mapping)) {
-      Value weight = getCastFrom(getSgemm(first[i].back()).getOperand(5));
+      Value weight = getCastFrom(getSgemmCall(first[i].back()).getOperand(5));
       largest = std::max(largest, getStaticBytes(weight));
-      emit(i++, 0);
-      emit(j++, 1);
+      emit(i++, 0, true);
+      emit(j++, 1, true);
     } else if (i < first.size()) {
-      emit(i++, 0);
+      emit(i++, 0, false);
     } else {
-      emit(j++, 1);
+      emit(j++, 1, false);
     }
   }
   return largest;
@@ -315,7 +307,7 @@ void buildLockstep(scf::ParallelOp copies, Block *caseBlocks[2], bool anySize) {
   // Only where a weight is large enough to be worth one pass for both: the
   // second form doubles the code of the loop body.
   IRMapping mapping;
-  if (alignSegments(first, second, mapping, [](size_t, int) {}) <
+  if (alignSegments(first, second, mapping, [](size_t, int, bool) {}) <
       (anySize ? 1 : kLockstepWeightBytes))
     return;
 
@@ -347,20 +339,18 @@ void buildLockstep(scf::ParallelOp copies, Block *caseBlocks[2], bool anySize) {
       }
       last = builder.clone(*op, mapping);
     }
-    return getSgemm(last);
+    return getSgemmCall(last);
   };
-  func::CallOp pending;
-  alignSegments(first, second, mapping, [&](size_t index, int copy) {
-    func::CallOp gemm = emit(copy ? second[index] : first[index], copy == 0);
-    // A partnered first-copy segment is emitted right before its partner.
-    if (copy == 0) {
-      pending = gemm;
-      return;
-    }
-    if (pending && gemm && canFuseRows(pending, gemm, mapping))
-      gemms.push_back({pending, gemm});
-    pending = {};
-  });
+  func::CallOp partner;
+  alignSegments(first, second, mapping,
+                [&](size_t index, int copy, bool partnered) {
+                  func::CallOp gemm =
+                      emit(copy ? second[index] : first[index], copy == 0);
+                  if (partnered && copy == 0)
+                    partner = gemm;
+                  else if (partnered)
+                    gemms.push_back({partner, gemm});
+                });
   for (Operation *end : firstEnds)
     builder.clone(*end, mapping);
   for (auto [a, b] : gemms)

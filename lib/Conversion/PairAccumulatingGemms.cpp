@@ -204,10 +204,6 @@ int64_t getBytes(Value buffer) {
 /// gaccrt_sgemm's operands: (transA, transB, alpha, beta, A, B, C).
 enum Operand { kTransA, kTransB, kAlpha, kBeta, kA, kB, kC };
 
-bool isSgemmCall(func::CallOp call) {
-  return call.getCallee() == "gaccrt_sgemm" && call.getNumOperands() == 7;
-}
-
 /// Whether `branch` (no results, no else branch) provably does not run for
 /// any induction variable in `range`.
 bool neverRuns(scf::IfOp branch, const IvRange &range) {
@@ -257,7 +253,7 @@ std::optional<Loop> getLoop(scf::ForOp op) {
 /// most a quarter of C's bytes.
 bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
                 bool anySize, int64_t minAccumulatorBytes) {
-  if (!isSgemmCall(call))
+  if (!getSgemmCall(call))
     return false;
   Block *body = loop.op.getBody();
   if (call->getBlock() != body)
@@ -326,7 +322,7 @@ bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
         return false;
       // A GEMM call writes only its C.
       auto gemm = dyn_cast<func::CallOp>(user);
-      if (gemm && alias && isSgemmCall(gemm))
+      if (gemm && alias && getSgemmCall(gemm))
         return gemm.getOperand(kC) == alias;
       return !alias || mayWriteOrFree(user, alias);
     };

@@ -59,3 +59,11 @@ mlir::gacc::getRuntimeReductionKind(shard::ReductionKind kind) {
     return std::nullopt;
   }
 }
+
+func::CallOp mlir::gacc::getSgemmCall(Operation *op) {
+  auto call = dyn_cast_or_null<func::CallOp>(op);
+  return call && call.getCallee() == "gaccrt_sgemm" &&
+                 call.getNumOperands() == 7
+             ? call
+             : nullptr;
+}

@@ -30,6 +30,10 @@ std::optional<int32_t> getRuntimeDType(Type type);
 /// `kind`: GACCRT_SUM, ... from gaccrt.h), if the runtime has it.
 std::optional<int32_t> getRuntimeReductionKind(shard::ReductionKind kind);
 
+/// `op` when it is a gaccrt_sgemm call (transA, transB, alpha, beta, A, B,
+/// C: gacc-matmul-to-blas), else null.
+func::CallOp getSgemmCall(Operation *op);
+
 } // namespace mlir::gacc
 
 #endif // GACC_LIB_CONVERSION_RUNTIMECALLS_H
