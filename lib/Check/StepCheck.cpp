@@ -420,8 +420,10 @@ FailureOr<TailStep> mlir::gacc::prepareTailStep(
 BackwardCheck mlir::gacc::checkBackward(func::FuncOp func,
                                         const std::vector<TensorInfo> &args,
                                         const std::vector<TensorInfo> &results,
-                                        const RankInputs &inputs) {
+                                        const RankInputs &inputs,
+                                        double gradRoundingError) {
   BackwardCheck check;
+  check.allowance = std::max(1e-6, gradRoundingError);
   int lossIndex = -1;
   std::vector<int> gradResults;
   for (size_t j = 0; j < results.size(); ++j) {
@@ -470,7 +472,7 @@ BackwardCheck mlir::gacc::checkBackward(func::FuncOp func,
                             : std::max(check.maxRelError, rel);
   }
   check.status = BackwardCheck::Status::Checked;
-  check.wrong = !(check.maxRelError <= 1e-6);
+  check.wrong = !(check.maxRelError <= check.allowance);
   return check;
 }
 
