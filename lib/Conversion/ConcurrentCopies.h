@@ -33,7 +33,7 @@ constexpr llvm::StringLiteral kConcurrentCopiesAttr = "gacc.concurrent_copies";
 /// Returns false, with nothing changed, when an op of the first copy has
 /// effects it cannot tell, or a value that must be hoisted cannot be, and
 /// (unless `anySize`) when the second copy's buffers live at once take more
-/// than a quarter of the paired accumulators' bytes.
+/// than half the paired accumulators' bytes.
 /// With `lockstep`, the parallel loop goes into an scf.if on
 /// gaccrt_copies_concurrent(2) whose else-branch runs the two copies in
 /// lockstep, their GEMMs of one weight as gaccrt_sgemm_rows_pair.

@@ -77,8 +77,8 @@ func.func @copies(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %c: memref<64x64
 // The copies stay in turn: the first copy calls a function whose effects
 // are unknown (@unknown), no GEMM of the second copy would move (the pair
 // is all it has: @pair_only), or the second copy's buffers would hold more
-// than a quarter of the paired accumulator's bytes while both copies run
-// (@memory: 2 KiB of %h and 4 KiB of %t against 16 KiB).
+// than half the paired accumulator's bytes while both copies run
+// (@memory: 2 KiB of %h and 8 KiB of %t against 16 KiB).
 
 // CHECK-LABEL: func.func @unknown
 // CHECK-NOT:     scf.parallel
@@ -147,6 +147,35 @@ func.func @pair_only(%x: memref<32x64xf32>, %dy: memref<32x64xf32>, %c: memref<6
 // CHECK-NOT:     scf.parallel
 // CHECK:         return
 func.func @memory(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %c: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<64x64xf32>)
+  scf.for %i = %c0 to %c4 step %c1 {
+    %off = arith.muli %i, %c8 : index
+    %xs = memref.subview %x[%off, 0] [8, 64] [1, 1] : memref<32x64xf32> to memref<8x64xf32, strided<[64, 1], offset: ?>>
+    %h = memref.alloc() : memref<8x64xf32>
+    linalg.fill ins(%zero : f32) outs(%h : memref<8x64xf32>)
+    linalg.matmul ins(%xs, %w : memref<8x64xf32, strided<[64, 1], offset: ?>>, memref<64x64xf32>) outs(%h : memref<8x64xf32>)
+    %t = memref.alloc() : memref<32x64xf32>
+    linalg.fill ins(%zero : f32) outs(%t : memref<32x64xf32>)
+    %xt = memref.alloc() : memref<64x8xf32>
+    linalg.transpose ins(%xs : memref<8x64xf32, strided<[64, 1], offset: ?>>) outs(%xt : memref<64x8xf32>) permutation = [1, 0]
+    linalg.matmul ins(%xt, %h : memref<64x8xf32>, memref<8x64xf32>) outs(%c : memref<64x64xf32>)
+  }
+  return
+}
+
+// At half the paired accumulator's bytes they run side by side
+// (@memory_half: 2 KiB of %h and 4 KiB of %t against 16 KiB).
+
+// CHECK-LABEL: func.func @memory_half
+// CHECK:         scf.parallel
+// CHECK-NEXT:      scf.index_switch %{{.*}} {gacc.concurrent_copies}
+// CHECK:         call @gaccrt_sgemm_pair(
+func.func @memory_half(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %c: memref<64x64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index

@@ -266,8 +266,8 @@ def PairAccumulatingGemmsPass
     hoisted before it. Only when the first copy's effects are all named,
     both copies have a `gaccrt_sgemm` of their own, and the second copy's
     buffers that are live at once while it runs (which would otherwise
-    reuse the first copy's) take at most a quarter of the paired
-    accumulators' bytes (as for the pairs' operands). `any-size` drops both
+    reuse the first copy's) take at most half the paired accumulators'
+    bytes, which the step holds anyway. `any-size` drops both
     size rules (the transformation is exact at any size; the rules only
     decide where it pays), so that tests (the random differential ones of
     scripts/difftest/run.py --pairs) reach it on small graphs.
