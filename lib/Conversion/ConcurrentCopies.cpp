@@ -96,14 +96,14 @@ void collectAccesses(Operation *op, Accesses &accesses) {
     if (callee == "gaccrt_trace_region_begin" ||
         callee == "gaccrt_trace_region_end")
       return;
-    // (transA, transB, alpha, beta, A, B, C) and (..., A1, B1, A2, B2, C):
-    // C is read (beta) and written, the rest read.
-    unsigned count = call.getNumOperands();
-    if ((callee == "gaccrt_sgemm" && count == 7) ||
-        (callee == "gaccrt_sgemm_pair" && count == 9)) {
-      for (unsigned i = 4; i < count; ++i)
+    // The GEMMs: their memref operands read (C too, for beta), their Cs
+    // written.
+    if (std::optional<SmallVector<unsigned, 2>> written =
+            getGemmWrittenOperands(call)) {
+      for (unsigned i = 4, e = call.getNumOperands(); i < e; ++i)
         note(call.getOperand(i), false);
-      note(call.getOperand(count - 1), true);
+      for (unsigned i : *written)
+        note(call.getOperand(i), true);
       return;
     }
     accesses.unknown = true;
@@ -300,6 +300,9 @@ void buildLockstep(scf::ParallelOp copies, Block *caseBlocks[2], bool anySize) {
       if (isGemmCall(&op))
         result.emplace_back();
     }
+    // (A case that ends with its GEMM has no ops after it.)
+    if (result.back().empty())
+      result.pop_back();
     return result;
   };
   SmallVector<SmallVector<Operation *>> first = segments(caseBlocks[0]);
@@ -405,7 +408,12 @@ bool mlir::gacc::runCopiesConcurrently(scf::ForOp loop, Operation *secondStart,
   // to run side by side.
   SmallVector<Operation *> moving = llvm::filter_to_vector(
       second, [&](Operation *op) { return !stays.contains(op); });
-  if (llvm::none_of(first, isGemmCall) || llvm::none_of(moving, isGemmCall))
+  auto hasGemm = [](ArrayRef<Operation *> ops) {
+    return llvm::any_of(ops, [](Operation *op) {
+      return getGemmWrittenOperands(op).has_value();
+    });
+  };
+  if (!hasGemm(first) || !hasGemm(moving))
     return false;
   // The memory it costs, the second copy's buffers while both copies run
   // (without it they would reuse the first copy's), at most half the paired
@@ -413,12 +421,17 @@ bool mlir::gacc::runCopiesConcurrently(scf::ForOp loop, Operation *secondStart,
   // against wide layers. On the 3x512 bench MLP (B = 256) that is m = 4 and
   // 8 (b = 64: 1.0 MiB against 3 MiB; on two threads m = 4 ran 8 % faster
   // side by side than in turn, for 1.1 MiB more of the arena).
+  // (Each accumulator once: both halves of paired copies pair into it.)
   int64_t accumulatorBytes = 0;
+  llvm::DenseSet<Value> accumulators;
   for (Operation &op : *body)
     if (auto call = dyn_cast<func::CallOp>(op);
-        call && call.getCallee() == "gaccrt_sgemm_pair" &&
-        call.getNumOperands() == 9)
-      accumulatorBytes += getStaticBytes(call.getOperand(8));
+        call &&
+        (call.getCallee() == "gaccrt_sgemm_pair" ||
+         call.getCallee() == "gaccrt_sgemm_quad") &&
+        getGemmWrittenOperands(call) &&
+        accumulators.insert(getCastFrom(call.getOperands().back())).second)
+      accumulatorBytes += getStaticBytes(call.getOperands().back());
   if (!anySize && 2 * getPeakBytes(moving, body) > accumulatorBytes)
     return false;
 

@@ -12,7 +12,10 @@
 // micro-batch's operands live until the second's GEMM; a pair is formed
 // only when they take at most a quarter of C's bytes, so the memory this
 // costs is at most a quarter of the accumulators' (which the step holds
-// anyway), and only for accumulators that do not stay in L1.
+// anyway), and only for accumulators that do not stay in L1. The two copies
+// then run side by side where they are independent (ConcurrentCopies.h),
+// and from four micro-batches on, as copies of two micro-batches each in
+// lockstep, their pairs as one gaccrt_sgemm_quad (formPairedCopies).
 //
 //===----------------------------------------------------------------------===//
 
@@ -244,31 +247,43 @@ std::optional<Loop> getLoop(scf::ForOp op) {
   return loop;
 }
 
-/// Whether `call` is a gaccrt_sgemm whose two copies in the body unrolled by
-/// two can become one gaccrt_sgemm_pair at the second: its accumulator is
-/// one view defined outside the loop that no other op of the body touches
-/// (no op after the call in the first copy, none before it in the second;
-/// an `scf.if` that runs in neither copy does not count), the second copy's
-/// beta is 1, nothing in between writes its operands, and those take at
-/// most a quarter of C's bytes.
+/// Whether `call`, a gaccrt_sgemm (transA, transB, alpha, beta, A, B, C)
+/// or, with `pairs` = 2, a gaccrt_sgemm_pair (..., A1, B1, A2, B2, C),
+/// accumulates into C so that its two copies in the body unrolled by two
+/// can become one call at the second (gaccrt_sgemm_pair, or
+/// gaccrt_sgemm_quad): its accumulator is one view defined outside the loop
+/// that no other op of the body touches (no op after the call in the first
+/// copy, none before it in the second; an `scf.if` that runs in neither copy
+/// does not count), the second copy's beta is 1, nothing in between writes
+/// its operands, and those take at most a quarter of C's bytes.
 bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
-                bool anySize, int64_t minAccumulatorBytes) {
-  if (!getSgemmCall(call))
+                bool anySize, int64_t minAccumulatorBytes, unsigned pairs = 1) {
+  std::optional<SmallVector<unsigned, 2>> written =
+      getGemmWrittenOperands(call);
+  if (!written || call.getNumOperands() != 5 + 2 * pairs ||
+      (pairs == 1 ? !getSgemmCall(call)
+                  : call.getCallee() != "gaccrt_sgemm_pair"))
     return false;
   Block *body = loop.op.getBody();
   if (call->getBlock() != body)
     return false;
-  Value a = getCastSource(call.getOperand(kA));
-  Value b = getCastSource(call.getOperand(kB));
-  Value c = getCastSource(call.getOperand(kC));
-  if (!a || !b || !c || loop.op->isAncestor(c.getParentBlock()->getParentOp()))
+  SmallVector<Value> operands;
+  int64_t operandBytes = 0;
+  for (unsigned i = kA; i < kA + 2 * pairs; ++i) {
+    operands.push_back(getCastSource(call.getOperand(i)));
+    if (!operands.back())
+      return false;
+    operandBytes += getBytes(operands.back());
+  }
+  Value c = getCastSource(call.getOperand(kA + 2 * pairs));
+  if (!c || loop.op->isAncestor(c.getParentBlock()->getParentOp()))
     return false;
   // Where the pair helps: C larger than the operands (a weight gradient of
   // a small micro-batch), B not transposed (the kernels' paired pass).
   APInt transB;
   if (!matchPattern(call.getOperand(kTransB), m_ConstantInt(&transB)) ||
       !transB.isZero() ||
-      (!anySize && (4 * (getBytes(a) + getBytes(b)) > getBytes(c) ||
+      (!anySize && (4 * operandBytes > getBytes(c) ||
                     getBytes(c) < minAccumulatorBytes)))
     return false;
   FloatAttr alpha;
@@ -304,7 +319,7 @@ bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
   // Nothing in between writes or frees the operands: a buffer of the body
   // is the first copy's own (the second copy writes its clone), so only the
   // first copy's later ops count for it.
-  for (Value operand : {a, b}) {
+  for (Value operand : operands) {
     Value root = getViewRoot(operand);
     if (root == getViewRoot(c))
       return false;
@@ -320,10 +335,13 @@ bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
         return false;
       if (ownBuffer && range == &second)
         return false;
-      // A GEMM call writes only its C.
-      auto gemm = dyn_cast<func::CallOp>(user);
-      if (gemm && alias && getSgemmCall(gemm))
-        return gemm.getOperand(kC) == alias;
+      // A GEMM call writes only its Cs.
+      if (std::optional<SmallVector<unsigned, 2>> cs =
+              getGemmWrittenOperands(user);
+          cs && alias)
+        return llvm::any_of(*cs, [&](unsigned i) {
+          return user->getOperand(i) == alias;
+        });
       return !alias || mayWriteOrFree(user, alias);
     };
     for (Value alias : aliases)
@@ -373,6 +391,149 @@ IRMapping unrollByTwo(Loop loop) {
       builder.clone(*inner, last);
   }
   return second;
+}
+
+/// The scf.if of `body` that runCopiesConcurrently's lockstep form made:
+/// the copies' scf.parallel in its then-branch, their lockstep in its else.
+scf::IfOp getLockstepBranch(Block *body) {
+  for (auto branch : body->getOps<scf::IfOp>())
+    if (!branch.getElseRegion().empty() &&
+        llvm::any_of(branch.thenBlock()->getOps<scf::ParallelOp>(),
+                     [](scf::ParallelOp copies) {
+                       return copies->hasAttr(kConcurrentCopiesAttr);
+                     }))
+      return branch;
+  return {};
+}
+
+/// A gaccrt_trace_region_begin or _end call directly in `body`.
+struct RegionCall {
+  func::CallOp op;
+  bool begin;
+};
+
+/// Replaces the lockstep branch `branch` by its else-branch (the copies'
+/// lockstep form), so that the loop body runs its two micro-batches in
+/// lockstep whatever the thread count, and makes their trace regions nest
+/// once: the body's region calls (the first copy's x, the second's y) go
+/// from begin x, begin y, end y, end x, begin y (the second copy's part
+/// after the cases), end y to begin x, begin y, end y, end x. False, with
+/// the branch flattened, when they are not that sequence (or none).
+bool flattenLockstep(scf::IfOp branch) {
+  Block *body = branch->getBlock();
+  for (Operation &op :
+       llvm::make_early_inc_range(branch.elseBlock()->without_terminator()))
+    op.moveBefore(branch);
+  Value condition = branch.getCondition();
+  branch.erase();
+  // The now unused query of gaccrt_copies_concurrent(2).
+  SmallVector<Operation *> dead{condition.getDefiningOp()};
+  while (!dead.empty()) {
+    Operation *op = dead.pop_back_val();
+    if (!op || !op->use_empty() ||
+        !(isa<arith::CmpIOp, arith::ConstantOp>(op) ||
+          (isa<func::CallOp>(op) &&
+           cast<func::CallOp>(op).getCallee() == "gaccrt_copies_concurrent")))
+      continue;
+    for (Value operand : op->getOperands())
+      dead.push_back(operand.getDefiningOp());
+    op->erase();
+  }
+  SmallVector<RegionCall> calls;
+  for (auto call : body->getOps<func::CallOp>()) {
+    StringRef callee = call.getCallee();
+    if (callee == "gaccrt_trace_region_begin" ||
+        callee == "gaccrt_trace_region_end")
+      calls.push_back({call, callee == "gaccrt_trace_region_begin"});
+  }
+  if (calls.empty())
+    return true;
+  if (calls.size() != 6)
+    return false;
+  Value x = calls[0].op.getOperand(0), y = calls[1].op.getOperand(0);
+  bool expected[6] = {true, true, false, false, true, false};
+  Value ids[6] = {x, y, y, x, y, y};
+  for (unsigned i = 0; i < 6; ++i)
+    if (calls[i].begin != expected[i] || calls[i].op.getNumOperands() != 1 ||
+        calls[i].op.getOperand(0) != ids[i])
+      return false;
+  calls[3].op->moveAfter(calls[5].op);
+  calls[2].op.erase();
+  calls[4].op.erase();
+  return true;
+}
+
+/// Two copies of two micro-batches each (paired-copies): when `op`'s body
+/// (unrolled by two, its copies side by side with a lockstep form:
+/// runCopiesConcurrently) runs twice or more, a copy of the loop gets the
+/// lockstep form as its body, is unrolled by two again, the two halves'
+/// gaccrt_sgemm_pair calls of one accumulator become one gaccrt_sgemm_quad
+/// where isPairable allows, and the halves go side by side
+/// (runCopiesConcurrently, no lockstep form: each half already is one).
+/// The copy replaces `op` when that succeeds; else it is erased. Each
+/// thread then runs two micro-batches with one pass over each weight per
+/// GEMM, and each weight gradient is one pass over C per four micro-batches.
+void formPairedCopies(scf::ForOp op, bool anySize,
+                      int64_t minAccumulatorBytes) {
+  std::optional<Loop> pairs = getLoop(op);
+  if (!pairs || !getLockstepBranch(op.getBody()))
+    return;
+  OpBuilder builder(op);
+  auto clone = cast<scf::ForOp>(builder.clone(*op));
+  auto module = op->getParentOfType<ModuleOp>();
+  // A runtime function's declaration that nothing calls any more.
+  auto eraseIfUnused = [&](StringRef name) {
+    if (auto function = module.lookupSymbol<func::FuncOp>(name);
+        function && function.isDeclaration() &&
+        SymbolTable::symbolKnownUseEmpty(function, module))
+      function.erase();
+  };
+  auto giveUp = [&] {
+    clone.erase();
+    eraseIfUnused("gaccrt_sgemm_quad");
+  };
+  if (!flattenLockstep(getLockstepBranch(clone.getBody())))
+    return giveUp();
+  std::optional<Loop> loop = getLoop(clone);
+  if (!loop)
+    return giveUp();
+  BufferTouchers touchers;
+  SmallVector<func::CallOp> calls;
+  for (auto call : clone.getBody()->getOps<func::CallOp>())
+    if (isPairable(call, *loop, touchers, anySize, minAccumulatorBytes,
+                   /*pairs=*/2))
+      calls.push_back(call);
+  // Without a quad the halves would only cost memory to run side by side.
+  if (calls.empty())
+    return giveUp();
+  IRMapping second = unrollByTwo(*loop);
+  IvRange first = loop->copyRange(0);
+  for (auto branch :
+       llvm::make_early_inc_range(clone.getBody()->getOps<scf::IfOp>()))
+    if (second.contains(branch.getOperation()) && neverRuns(branch, first))
+      branch.erase();
+  MLIRContext *ctx = op.getContext();
+  Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
+  for (func::CallOp call : calls) {
+    auto secondCall = cast<func::CallOp>(second.lookup(call.getOperation()));
+    OpBuilder at(secondCall);
+    Type matrix = call.getOperand(kA).getType();
+    SmallVector<Type> types{i32, i32, f32, f32};
+    types.append(9, matrix);
+    func::FuncOp quad = getOrDeclareRuntimeFunction(
+        call, "gaccrt_sgemm_quad", FunctionType::get(ctx, types, {}));
+    SmallVector<Value> operands(call.getOperands().take_front(8));
+    llvm::append_range(operands, secondCall.getOperands().drop_front(4));
+    func::CallOp::create(at, call.getLoc(), quad, operands);
+    secondCall.erase();
+    call.erase();
+  }
+  Operation *plusStep = second.lookup(clone.getInductionVar()).getDefiningOp();
+  if (!runCopiesConcurrently(clone, plusStep->getOperand(1).getDefiningOp(),
+                             anySize, /*lockstep=*/false))
+    return giveUp();
+  op.erase();
+  eraseIfUnused("gaccrt_copies_concurrent");
 }
 
 struct PairAccumulatingGemmsPass
@@ -431,8 +592,11 @@ struct PairAccumulatingGemmsPass
       if (concurrentCopies) {
         Operation *plusStep =
             second.lookup(op.getInductionVar()).getDefiningOp();
-        runCopiesConcurrently(op, plusStep->getOperand(1).getDefiningOp(),
-                              anySize, lockstepCopies);
+        if (runCopiesConcurrently(op,
+                                  plusStep->getOperand(1).getDefiningOp(),
+                                  anySize, lockstepCopies) &&
+            lockstepCopies && pairedCopies)
+          formPairedCopies(op, anySize, minAccumulatorBytes);
       }
     }
   }

@@ -67,3 +67,19 @@ func::CallOp mlir::gacc::getSgemmCall(Operation *op) {
              ? call
              : nullptr;
 }
+
+std::optional<SmallVector<unsigned, 2>>
+mlir::gacc::getGemmWrittenOperands(Operation *op) {
+  auto call = dyn_cast_or_null<func::CallOp>(op);
+  if (!call)
+    return std::nullopt;
+  StringRef callee = call.getCallee();
+  unsigned count = call.getNumOperands();
+  if ((callee == "gaccrt_sgemm" && count == 7) ||
+      (callee == "gaccrt_sgemm_pair" && count == 9) ||
+      (callee == "gaccrt_sgemm_quad" && count == 13))
+    return SmallVector<unsigned, 2>{count - 1};
+  if (callee == "gaccrt_sgemm_rows_pair" && count == 9)
+    return SmallVector<unsigned, 2>{6, 8};
+  return std::nullopt;
+}

@@ -34,6 +34,13 @@ std::optional<int32_t> getRuntimeReductionKind(shard::ReductionKind kind);
 /// C: gacc-matmul-to-blas), else null.
 func::CallOp getSgemmCall(Operation *op);
 
+/// The operands that `op` writes when it is a call of the runtime's GEMM
+/// family (gaccrt_sgemm: C; gaccrt_sgemm_pair (..., A1, B1, A2, B2, C) and
+/// gaccrt_sgemm_quad (..., A1, B1, ..., A4, B4, C): C, which they also read;
+/// gaccrt_sgemm_rows_pair (..., A1, B, C1, A2, C2): C1 and C2, also read);
+/// their other memref operands they only read. Nothing for any other op.
+std::optional<SmallVector<unsigned, 2>> getGemmWrittenOperands(Operation *op);
+
 } // namespace mlir::gacc
 
 #endif // GACC_LIB_CONVERSION_RUNTIMECALLS_H

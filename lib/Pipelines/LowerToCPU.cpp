@@ -103,6 +103,7 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
       pair.concurrentCopies = options.concurrentCopies;
       pair.anySize = options.pairAnySize;
       pair.lockstepCopies = options.lockstepCopies;
+      pair.pairedCopies = options.pairedCopies;
       pm.addPass(createPairAccumulatingGemmsPass(pair));
     }
   }

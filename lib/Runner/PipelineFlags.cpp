@@ -4,7 +4,7 @@
 // gacc-compile: one flag per gacc-pipeline option, generated from
 // PipelineOptions.def, plus --device and the lowering's knobs (--no-blas,
 // --no-pair-gemms, --no-concurrent-copies, --no-lockstep-copies,
-// --pair-any-size, --serial-loops).
+// --no-paired-copies, --pair-any-size, --serial-loops).
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +61,11 @@ static cl::opt<bool> noLockstepCopies(
     cl::desc("No lockstep form of a GEMM pair's two micro-batches for when "
              "they run in turn (no gaccrt_sgemm_rows_pair)"),
     cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<bool> noPairedCopies(
+    "no-paired-copies",
+    cl::desc("Copies of one micro-batch each, not of two in lockstep (no "
+             "gaccrt_sgemm_quad)"),
+    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
 static cl::opt<bool> pairAnySize(
     "pair-any-size",
     cl::desc("Pair weight gradients (and run the copies side by side) "
@@ -91,6 +96,7 @@ gacc::StepOptions gacc::getStepOptionsFromFlags() {
   options.concurrentCopies = !noConcurrentCopies;
   options.pairAnySize = pairAnySize;
   options.lockstepCopies = !noLockstepCopies;
+  options.pairedCopies = !noPairedCopies;
   options.parallelLoops = !serialLoops;
   return options;
 }
@@ -133,7 +139,7 @@ std::vector<std::string> gacc::getPipelineFlagArguments() {
   args.push_back("--device=" + options.device);
   for (const cl::opt<bool> *flag :
        {&noBlas, &noPairGemms, &noConcurrentCopies, &noLockstepCopies,
-        &pairAnySize, &serialLoops})
+        &noPairedCopies, &pairAnySize, &serialLoops})
     if (*flag)
       args.push_back(("--" + flag->ArgStr + "=true").str());
   return args;

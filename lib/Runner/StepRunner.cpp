@@ -348,6 +348,7 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
     lowering.concurrentCopies = options.concurrentCopies;
     lowering.pairAnySize = options.pairAnySize;
     lowering.lockstepCopies = options.lockstepCopies;
+    lowering.pairedCopies = options.pairedCopies;
     lowering.parallelLoops = options.parallelLoops;
     lowering.traceRegions = options.traceRegions;
     mlir::gacc::buildLowerToCPUPipeline(pm, lowering);

@@ -78,7 +78,7 @@ inline Prefetch shareOfBlock(const float *base, int64_t stride,
   return prefetch;
 }
 
-/// A second pair of operands whose products a tile adds to the same sums,
+/// A further pair of operands whose products a tile adds to the same sums,
 /// after the first's (see pairedGemm): op(A2)[i, p] = a[i * rsA + p * csA]
 /// and B2[p, j] = b[p * ldb + j] for p < k.
 struct SecondGemm {
@@ -88,6 +88,9 @@ struct SecondGemm {
   const float *b = nullptr;
   int64_t ldb = 0;
 };
+
+/// The most further pairs of one paired pass (gaccrt_sgemm_quad: three).
+constexpr int kMaxSeconds = 3;
 
 /// One inner step of a tile: acc[r] += column[r * rowStride] * row (NV
 /// vectors, the last masked by `lastMask`).
@@ -112,13 +115,15 @@ innerStep(__m512 (&acc)[MR][NV], const float *column, int64_t rowStride,
 /// C[0:MR, 0:16*NV] = alpha * op(A)[0:MR, 0:kc] * B[0:kc, 0:16*NV]
 /// (+ C when `loadC`), where op(A)[i, p] = a[i * rsA + p * csA] and
 /// B[p, j] = b[p * ldb + j]; the last vector of each row is masked by
-/// `lastMask`. With `second`, its products are summed after the first
-/// kc (the sum of one GEMM over the two inner ranges).
+/// `lastMask`. With `seconds` further pairs at `second`, their products are
+/// summed after the first kc, in order (the sum of one GEMM over the inner
+/// ranges one after the other).
 template <int MR, int NV>
 GACCRT_AVX512 inline __attribute__((always_inline)) void
 tile(int64_t kc, const float *a, int64_t rsA, int64_t csA, const float *b,
      int64_t ldb, float *c, int64_t ldc, float alpha, bool loadC,
-     __mmask16 lastMask, const Prefetch &prefetch, const SecondGemm *second) {
+     __mmask16 lastMask, const Prefetch &prefetch, const SecondGemm *second,
+     int seconds) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
@@ -145,10 +150,10 @@ tile(int64_t kc, const float *a, int64_t rsA, int64_t csA, const float *b,
     }
     innerStep<MR, NV>(acc, a + p * csA, rsA, b + p * ldb, lastMask);
   }
-  if (second)
-    for (int64_t p = 0; p < second->k; ++p)
-      innerStep<MR, NV>(acc, second->a + p * second->csA, second->rsA,
-                        second->b + p * second->ldb, lastMask);
+  for (int g = 0; g < seconds; ++g)
+    for (int64_t p = 0; p < second[g].k; ++p)
+      innerStep<MR, NV>(acc, second[g].a + p * second[g].csA, second[g].rsA,
+                        second[g].b + p * second[g].ldb, lastMask);
   __m512 scale = _mm512_set1_ps(alpha);
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
@@ -172,12 +177,12 @@ GACCRT_AVX512 void
 tileRows(int64_t rows, int64_t kc, const float *a, int64_t rsA, int64_t csA,
          const float *b, int64_t ldb, float *c, int64_t ldc, float alpha,
          bool loadC, __mmask16 lastMask, const Prefetch &prefetch,
-         const SecondGemm *second) {
+         const SecondGemm *second, int seconds) {
 #define GACCRT_TILE(MR)                                                        \
   case MR:                                                                     \
     if constexpr (MR <= maxRows(NV))                                           \
       tile<MR, NV>(kc, a, rsA, csA, b, ldb, c, ldc, alpha, loadC, lastMask,    \
-                   prefetch, second);                                          \
+                   prefetch, second, seconds);                                 \
     return;
   switch (rows) {
     GACCRT_TILE(1)
@@ -200,12 +205,11 @@ tileRows(int64_t rows, int64_t kc, const float *a, int64_t rsA, int64_t csA,
 
 /// The tile of `rows` x `cols` (up to maxRows x 64) at `ct`, over kc inner
 /// steps from `at` and `bt`.
-GACCRT_AVX512 inline void tileAt(int64_t rows, int64_t cols, int64_t kc,
-                                 float alpha, const float *at, int64_t rsA,
-                                 int64_t csA, const float *bt, int64_t ldb,
-                                 bool loadC, float *ct, int64_t ldc,
-                                 const Prefetch &prefetch,
-                                 const SecondGemm *second = nullptr) {
+GACCRT_AVX512 inline void
+tileAt(int64_t rows, int64_t cols, int64_t kc, float alpha, const float *at,
+       int64_t rsA, int64_t csA, const float *bt, int64_t ldb, bool loadC,
+       float *ct, int64_t ldc, const Prefetch &prefetch,
+       const SecondGemm *second = nullptr, int seconds = 0) {
   int nv = int((cols + 15) / 16);
   int64_t lastCols = cols - 16 * (nv - 1);
   __mmask16 lastMask =
@@ -213,41 +217,42 @@ GACCRT_AVX512 inline void tileAt(int64_t rows, int64_t cols, int64_t kc,
   switch (nv) {
   case 1:
     tileRows<1>(rows, kc, at, rsA, csA, bt, ldb, ct, ldc, alpha, loadC,
-                lastMask, prefetch, second);
+                lastMask, prefetch, second, seconds);
     break;
   case 2:
     tileRows<2>(rows, kc, at, rsA, csA, bt, ldb, ct, ldc, alpha, loadC,
-                lastMask, prefetch, second);
+                lastMask, prefetch, second, seconds);
     break;
   case 3:
     tileRows<3>(rows, kc, at, rsA, csA, bt, ldb, ct, ldc, alpha, loadC,
-                lastMask, prefetch, second);
+                lastMask, prefetch, second, seconds);
     break;
   default:
     tileRows<4>(rows, kc, at, rsA, csA, bt, ldb, ct, ldc, alpha, loadC,
-                lastMask, prefetch, second);
+                lastMask, prefetch, second, seconds);
     break;
   }
 }
 
 /// One tile of C of `rows` rows from row i0 and the columns from j0 below
-/// `n` (at most 64), over the inner rows [k0, k0 + kc), then all of
-/// `second`'s.
+/// `n` (at most 64), over the inner rows [k0, k0 + kc), then all of the
+/// `seconds` further pairs'.
 GACCRT_AVX512 inline void
 kernelTile(int64_t rows, int64_t n, int64_t i0, int64_t j0, int64_t k0,
            int64_t kc, float alpha, const float *a, int64_t rsA, int64_t csA,
            const float *b, int64_t ldb, bool loadC, float *c, int64_t ldc,
-           const Prefetch &prefetch, const SecondGemm *second = nullptr) {
+           const Prefetch &prefetch, const SecondGemm *second = nullptr,
+           int seconds = 0) {
   int64_t cols = std::min<int64_t>(64, n - j0);
-  SecondGemm at;
-  if (second) {
-    at = *second;
-    at.a += i0 * at.rsA;
-    at.b += j0;
+  SecondGemm at[kMaxSeconds];
+  for (int g = 0; g < seconds; ++g) {
+    at[g] = second[g];
+    at[g].a += i0 * at[g].rsA;
+    at[g].b += j0;
   }
   tileAt(rows, cols, kc, alpha, a + i0 * rsA + k0 * csA, rsA, csA,
-         b + k0 * ldb + j0, ldb, loadC, c + i0 * ldc + j0, ldc, prefetch,
-         second ? &at : nullptr);
+         b + k0 * ldb + j0, ldb, loadC, c + i0 * ldc + j0, ldc, prefetch, at,
+         seconds);
 }
 
 /// The tiles of at most `most` rows that `rows` rows take.
@@ -372,27 +377,29 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
   }
 }
 
-/// C = alpha * (op(A) * B + op(A2) * B2) + (C if `accumulate`) for the
-/// `second` operands: kernelGemm of one GEMM whose inner range is the two
-/// pairs' one after the other (op(A) and op(A2) side by side, B over B2),
-/// without copying them together. Each tile sums the k + k2 products in
-/// registers and reads and writes its part of C once: a weight gradient of
-/// two micro-batches in one pass, with half the loads, stores and setup per
-/// multiply-add of a tile of C at a small inner size (b = 32: 32 inner
-/// steps per tile). Both inner sizes together are at most
+/// C = alpha * (op(A) * B + op(A2) * B2 + ...) + (C if `accumulate`) for
+/// the `seconds` further operand pairs at `second`: kernelGemm of one GEMM
+/// whose inner range is the pairs' one after the other (op(A) and op(A2)
+/// side by side, B over B2, ...), without copying them together. Each tile sums
+/// the k + k2 products in registers and reads and writes its part of C once: a
+/// weight gradient of two micro-batches in one pass, with half the loads,
+/// stores and setup per multiply-add of a tile of C at a small inner size (b =
+/// 32: 32 inner steps per tile). All inner sizes together are at most
 /// rowsInnerBlock(n) (one inner block), so the result has the bits of that
 /// GEMM on the kernels.
 GACCRT_AVX512 void pairedGemm(int64_t m, int64_t n, int64_t k, float alpha,
                               const float *a, int64_t rsA, int64_t csA,
                               const float *b, int64_t ldb, bool accumulate,
-                              const SecondGemm &second, float *c, int64_t ldc) {
+                              const SecondGemm *second, int seconds, float *c,
+                              int64_t ldc) {
   int64_t bands = tileCount(m, bandRows(n));
   for (int64_t band = 0; band < bands; ++band) {
     int64_t i0 = tileStart(m, bands, band);
     int64_t rows = tileStart(m, bands, band + 1) - i0;
     for (int64_t j0 = 0; j0 < n; j0 += 64) {
       kernelTile(rows, n, i0, j0, 0, k, alpha, a, rsA, csA, b, ldb, accumulate,
-                 c, ldc, bandPrefetch(m, n, c, ldc, bands, band, j0), &second);
+                 c, ldc, bandPrefetch(m, n, c, ldc, bands, band, j0), second,
+                 seconds);
     }
   }
 }
@@ -428,8 +435,9 @@ struct Slices {
   float *c;
   int64_t ldc;
   Order order;
-  /// The second GEMM of PairedRows.
-  SecondGemm second = {};
+  /// The further GEMMs of PairedRows.
+  SecondGemm second[kMaxSeconds] = {};
+  int seconds = 0;
   /// Panels and Transposed: a second op(A) (same sizes and strides) and C
   /// (same ldc) sharing B (gaccrt_sgemm_rows_pair); null for one GEMM.
   const float *a2 = nullptr;
@@ -456,11 +464,14 @@ GACCRT_AVX512 void runSlice(void *context, int part) {
     last = std::min(last, s.m);
     if (first >= last)
       return;
-    SecondGemm second = s.second;
-    second.a += first * second.rsA;
+    SecondGemm second[kMaxSeconds];
+    for (int g = 0; g < s.seconds; ++g) {
+      second[g] = s.second[g];
+      second[g].a += first * second[g].rsA;
+    }
     pairedGemm(last - first, s.n, s.k, s.alpha, s.a + first * s.rsA, s.rsA,
-               s.csA, s.b, s.ldb, s.accumulate, second, s.c + first * s.ldc,
-               s.ldc);
+               s.csA, s.b, s.ldb, s.accumulate, second, s.seconds,
+               s.c + first * s.ldc, s.ldc);
     return;
   }
   case Order::Panels:
@@ -501,8 +512,10 @@ GACCRT_AVX512 void parallelGemm(Slices slices, int threads) {
   bool rows = slices.order == Order::Rows || slices.order == Order::PairedRows;
   slices.unit = rows ? bandRows(slices.n) : 64;
   slices.units = ((rows ? slices.m : slices.n) + slices.unit - 1) / slices.unit;
-  int64_t macs =
-      slices.m * slices.n * (slices.k + slices.second.k) * (slices.a2 ? 2 : 1);
+  int64_t inner = slices.k;
+  for (int g = 0; g < slices.seconds; ++g)
+    inner += slices.second[g].k;
+  int64_t macs = slices.m * slices.n * inner * (slices.a2 ? 2 : 1);
   slices.parts = int(std::min<int64_t>(
       {threads, slices.units, std::max<int64_t>(1, macs / kMinPartMacs)}));
   if (slices.parts > 1 && runGemmParts(slices.parts, runSlice, &slices)) {
@@ -766,16 +779,23 @@ bool gaccrt::avx512Sgemm(const GemmArgs &args) {
   return true;
 }
 
-bool gaccrt::avx512SgemmPair(const GemmArgs &first, const GemmArgs &second) {
-  int64_t m = first.m, n = first.n;
+bool gaccrt::avx512SgemmPair(const GemmArgs *gemms, int count) {
+  if (count < 2 || count > kMaxSeconds + 1)
+    return false;
+  const GemmArgs &first = gemms[0];
+  int64_t m = first.m, n = first.n, inner = 0;
   auto fits = [&](const GemmArgs &g) {
     return g.m == m && g.n == n && g.k > 0 && g.c == first.c &&
            g.cRowStride == first.cRowStride && g.cColStride == 1 &&
            g.bColStride == 1 && g.alpha == first.alpha;
   };
-  if (!avx512Available() || m <= 0 || n <= 0 || !fits(first) || !fits(second) ||
-      second.beta != 1.0f || !tilesAlongRows(m, first.k + second.k) ||
-      first.k + second.k > rowsInnerBlock(n))
+  for (int i = 0; i < count; ++i) {
+    if (!fits(gemms[i]) || (i > 0 && gemms[i].beta != 1.0f))
+      return false;
+    inner += gemms[i].k;
+  }
+  if (!avx512Available() || m <= 0 || n <= 0 || !tilesAlongRows(m, inner) ||
+      inner > rowsInnerBlock(n))
     return false;
   float *c = first.c;
   int64_t ldc = first.cRowStride;
@@ -793,8 +813,12 @@ bool gaccrt::avx512SgemmPair(const GemmArgs &first, const GemmArgs &second) {
                 c,
                 ldc,
                 Order::PairedRows};
-  slices.second = SecondGemm{second.k,          second.a, second.aRowStride,
-                             second.aColStride, second.b, second.bRowStride};
+  for (int i = 1; i < count; ++i) {
+    const GemmArgs &g = gemms[i];
+    slices.second[i - 1] =
+        SecondGemm{g.k, g.a, g.aRowStride, g.aColStride, g.b, g.bRowStride};
+  }
+  slices.seconds = count - 1;
   parallelGemm(slices, first.threads);
   return true;
 }
@@ -848,9 +872,7 @@ int gaccrt::avx512LastThreads() { return 0; }
 
 bool gaccrt::avx512Sgemm(const GemmArgs &) { return false; }
 
-bool gaccrt::avx512SgemmPair(const GemmArgs &, const GemmArgs &) {
-  return false;
-}
+bool gaccrt::avx512SgemmPair(const GemmArgs *, int) { return false; }
 
 bool gaccrt::avx512SgemmRowsPair(const GemmArgs &, const float *, float *) {
   return false;

@@ -664,6 +664,72 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
   }
 }
 
+namespace {
+/// A 2-D memref operand as the C ABI passes it (without its allocated
+/// pointer).
+struct Matrix {
+  float *aligned;
+  int64_t offset, size0, size1, stride0, stride1;
+};
+
+/// The paired pass of gaccrt_sgemm_pair and gaccrt_sgemm_quad on the
+/// kernels: C += alpha * sum of op(A[i]) * op(B[i]) (C scaled by beta
+/// first) in one pass over C, when C is row-major, every operand usable in
+/// place and every shape on the kernels; false (nothing written) otherwise.
+/// Traces the pass as "sgemm <name> MxNxk1+k2...".
+bool runPairedPass(const char *name, bool ta, bool tb, float alpha, float beta,
+                   int count, const Matrix *a, const Matrix *b, const Matrix &c,
+                   const GemmSizes *sizes) {
+  int64_t m = sizes[0].m, n = sizes[0].n;
+  if (m <= 0 || n <= 0 || !c.aligned || c.stride1 != 1 || c.stride0 < n ||
+      std::max(m, n) > INT_MAX)
+    return false;
+  std::vector<Operand> as, bs;
+  for (int i = 0; i < count; ++i) {
+    if (sizes[i].k <= 0 || sizes[i].k > INT_MAX || !a[i].aligned ||
+        !b[i].aligned)
+      return false;
+    as.push_back(describe(a[i].aligned + a[i].offset, a[i].size0, a[i].size1,
+                          a[i].stride0, a[i].stride1, ta));
+    bs.push_back(describe(b[i].aligned + b[i].offset, b[i].size0, b[i].size1,
+                          b[i].stride0, b[i].stride1, tb));
+    if (!as.back().copy.empty() || !bs.back().copy.empty())
+      return false;
+  }
+  bool tracing = traceEnabled();
+  double start = tracing ? gaccrt_now_us() : 0.0;
+  float *cData = c.aligned + c.offset;
+  std::vector<GemmArgs> gemms;
+  for (int i = 0; i < count; ++i) {
+    float iBeta = i == 0 ? beta : 1.0f;
+    if (!runsOnKernels(as[i], bs[i], m, n, sizes[i].k, iBeta, c.stride0))
+      return false;
+    gemms.push_back(gemmArgs(as[i], bs[i], m, n, sizes[i].k, alpha, iBeta,
+                             cData, c.stride0));
+  }
+  if (!avx512SgemmPair(gemms.data(), count))
+    return false;
+  lastLibrary = "avx512";
+  if (tracing) {
+    double end = gaccrt_now_us();
+    std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x";
+    std::string more;
+    for (int i = 0; i < count; ++i) {
+      shape += (i ? "+" : "") + std::to_string(sizes[i].k);
+      if (i > 0)
+        more += ", \"k" + std::to_string(i + 1) +
+                "\": " + std::to_string(sizes[i].k);
+    }
+    traceComplete(std::string("sgemm ") + name + " " + shape, "accumulate",
+                  start, end - start,
+                  "{" + sizesArgs(m, n, sizes[0].k, more, ta, tb) +
+                      ", \"library\": \"avx512\", \"paired\": 1" +
+                      threadsArg() + "}");
+  }
+  return true;
+}
+} // namespace
+
 void gaccrt_sgemm_pair(int32_t transA, int32_t transB, float alpha, float beta,
                        float *a1Alloc, float *a1Aligned, int64_t a1Offset,
                        int64_t a1Size0, int64_t a1Size1, int64_t a1Stride0,
@@ -678,65 +744,92 @@ void gaccrt_sgemm_pair(int32_t transA, int32_t transB, float alpha, float beta,
                        int64_t cOffset, int64_t cSize0, int64_t cSize1,
                        int64_t cStride0, int64_t cStride1) {
   bool ta = transA != 0, tb = transB != 0;
-  GemmSizes first, second;
+  GemmSizes sizes[2];
   std::string mismatch = checkGemmShapes(ta, tb, a1Size0, a1Size1, b1Size0,
-                                         b1Size1, cSize0, cSize1, first);
+                                         b1Size1, cSize0, cSize1, sizes[0]);
   if (mismatch.empty())
     mismatch = checkGemmShapes(ta, tb, a2Size0, a2Size1, b2Size0, b2Size1,
-                               cSize0, cSize1, second);
+                               cSize0, cSize1, sizes[1]);
   if (!mismatch.empty())
     fatal("gaccrt_sgemm_pair: " + mismatch);
-  int64_t m = first.m, n = first.n, k1 = first.k, k2 = second.k;
-  // The kernels' paired pass: C row-major, every operand usable in place,
-  // both shapes on the kernels.
-  bool tracing = traceEnabled();
-  double start = tracing ? gaccrt_now_us() : 0.0;
-  bool paired = false;
+  Matrix a[2] = {{a1Aligned, a1Offset, a1Size0, a1Size1, a1Stride0, a1Stride1},
+                 {a2Aligned, a2Offset, a2Size0, a2Size1, a2Stride0, a2Stride1}};
+  Matrix b[2] = {{b1Aligned, b1Offset, b1Size0, b1Size1, b1Stride0, b1Stride1},
+                 {b2Aligned, b2Offset, b2Size0, b2Size1, b2Stride0, b2Stride1}};
+  Matrix c{cAligned, cOffset, cSize0, cSize1, cStride0, cStride1};
   lastPaired = false;
-  if (m > 0 && n > 0 && k1 > 0 && k2 > 0 && a1Aligned && b1Aligned &&
-      a2Aligned && b2Aligned && cAligned && cStride1 == 1 && cStride0 >= n &&
-      std::max({m, n, k1, k2}) <= INT_MAX) {
-    Operand a1 = describe(a1Aligned + a1Offset, a1Size0, a1Size1, a1Stride0,
-                          a1Stride1, ta);
-    Operand b1 = describe(b1Aligned + b1Offset, b1Size0, b1Size1, b1Stride0,
-                          b1Stride1, tb);
-    Operand a2 = describe(a2Aligned + a2Offset, a2Size0, a2Size1, a2Stride0,
-                          a2Stride1, ta);
-    Operand b2 = describe(b2Aligned + b2Offset, b2Size0, b2Size1, b2Stride0,
-                          b2Stride1, tb);
-    float *c = cAligned + cOffset;
-    if (a1.copy.empty() && b1.copy.empty() && a2.copy.empty() &&
-        b2.copy.empty() && runsOnKernels(a1, b1, m, n, k1, beta, cStride0) &&
-        runsOnKernels(a2, b2, m, n, k2, 1.0f, cStride0) &&
-        avx512SgemmPair(gemmArgs(a1, b1, m, n, k1, alpha, beta, c, cStride0),
-                        gemmArgs(a2, b2, m, n, k2, alpha, 1.0f, c, cStride0))) {
-      paired = true;
-      lastLibrary = "avx512";
-    }
-  }
-  if (!paired) {
-    // Two calls: the paired pass has their bits wherever it runs.
-    gaccrt_sgemm(transA, transB, alpha, beta, a1Alloc, a1Aligned, a1Offset,
-                 a1Size0, a1Size1, a1Stride0, a1Stride1, b1Alloc, b1Aligned,
-                 b1Offset, b1Size0, b1Size1, b1Stride0, b1Stride1, cAlloc,
-                 cAligned, cOffset, cSize0, cSize1, cStride0, cStride1);
-    gaccrt_sgemm(transA, transB, alpha, 1.0f, a2Alloc, a2Aligned, a2Offset,
-                 a2Size0, a2Size1, a2Stride0, a2Stride1, b2Alloc, b2Aligned,
-                 b2Offset, b2Size0, b2Size1, b2Stride0, b2Stride1, cAlloc,
-                 cAligned, cOffset, cSize0, cSize1, cStride0, cStride1);
+  if (runPairedPass("pair", ta, tb, alpha, beta, 2, a, b, c, sizes)) {
+    lastPaired = true;
     return;
   }
-  lastPaired = true;
-  if (tracing) {
-    double end = gaccrt_now_us();
-    std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" +
-                        std::to_string(k1) + "+" + std::to_string(k2);
-    std::string sizes =
-        sizesArgs(m, n, k1, ", \"k2\": " + std::to_string(k2), ta, tb);
-    traceComplete("sgemm pair " + shape, "accumulate", start, end - start,
-                  "{" + sizes + ", \"library\": \"avx512\", \"paired\": 1" +
-                      threadsArg() + "}");
+  // Two calls: the paired pass has their bits wherever it runs.
+  gaccrt_sgemm(transA, transB, alpha, beta, a1Alloc, a1Aligned, a1Offset,
+               a1Size0, a1Size1, a1Stride0, a1Stride1, b1Alloc, b1Aligned,
+               b1Offset, b1Size0, b1Size1, b1Stride0, b1Stride1, cAlloc,
+               cAligned, cOffset, cSize0, cSize1, cStride0, cStride1);
+  gaccrt_sgemm(transA, transB, alpha, 1.0f, a2Alloc, a2Aligned, a2Offset,
+               a2Size0, a2Size1, a2Stride0, a2Stride1, b2Alloc, b2Aligned,
+               b2Offset, b2Size0, b2Size1, b2Stride0, b2Stride1, cAlloc,
+               cAligned, cOffset, cSize0, cSize1, cStride0, cStride1);
+}
+
+void gaccrt_sgemm_quad(
+    int32_t transA, int32_t transB, float alpha, float beta, float *a1Alloc,
+    float *a1Aligned, int64_t a1Offset, int64_t a1Size0, int64_t a1Size1,
+    int64_t a1Stride0, int64_t a1Stride1, float *b1Alloc, float *b1Aligned,
+    int64_t b1Offset, int64_t b1Size0, int64_t b1Size1, int64_t b1Stride0,
+    int64_t b1Stride1, float *a2Alloc, float *a2Aligned, int64_t a2Offset,
+    int64_t a2Size0, int64_t a2Size1, int64_t a2Stride0, int64_t a2Stride1,
+    float *b2Alloc, float *b2Aligned, int64_t b2Offset, int64_t b2Size0,
+    int64_t b2Size1, int64_t b2Stride0, int64_t b2Stride1, float *a3Alloc,
+    float *a3Aligned, int64_t a3Offset, int64_t a3Size0, int64_t a3Size1,
+    int64_t a3Stride0, int64_t a3Stride1, float *b3Alloc, float *b3Aligned,
+    int64_t b3Offset, int64_t b3Size0, int64_t b3Size1, int64_t b3Stride0,
+    int64_t b3Stride1, float *a4Alloc, float *a4Aligned, int64_t a4Offset,
+    int64_t a4Size0, int64_t a4Size1, int64_t a4Stride0, int64_t a4Stride1,
+    float *b4Alloc, float *b4Aligned, int64_t b4Offset, int64_t b4Size0,
+    int64_t b4Size1, int64_t b4Stride0, int64_t b4Stride1, float *cAlloc,
+    float *cAligned, int64_t cOffset, int64_t cSize0, int64_t cSize1,
+    int64_t cStride0, int64_t cStride1) {
+  bool ta = transA != 0, tb = transB != 0;
+  Matrix a[4] = {{a1Aligned, a1Offset, a1Size0, a1Size1, a1Stride0, a1Stride1},
+                 {a2Aligned, a2Offset, a2Size0, a2Size1, a2Stride0, a2Stride1},
+                 {a3Aligned, a3Offset, a3Size0, a3Size1, a3Stride0, a3Stride1},
+                 {a4Aligned, a4Offset, a4Size0, a4Size1, a4Stride0, a4Stride1}};
+  Matrix b[4] = {{b1Aligned, b1Offset, b1Size0, b1Size1, b1Stride0, b1Stride1},
+                 {b2Aligned, b2Offset, b2Size0, b2Size1, b2Stride0, b2Stride1},
+                 {b3Aligned, b3Offset, b3Size0, b3Size1, b3Stride0, b3Stride1},
+                 {b4Aligned, b4Offset, b4Size0, b4Size1, b4Stride0, b4Stride1}};
+  Matrix c{cAligned, cOffset, cSize0, cSize1, cStride0, cStride1};
+  GemmSizes sizes[4];
+  for (int i = 0; i < 4; ++i) {
+    std::string mismatch =
+        checkGemmShapes(ta, tb, a[i].size0, a[i].size1, b[i].size0, b[i].size1,
+                        cSize0, cSize1, sizes[i]);
+    if (!mismatch.empty())
+      fatal("gaccrt_sgemm_quad: " + mismatch);
   }
+  lastPaired = false;
+  if (runPairedPass("quad", ta, tb, alpha, beta, 4, a, b, c, sizes)) {
+    lastPaired = true;
+    return;
+  }
+  // Otherwise the two pairs (each one pass where the kernels take it).
+  gaccrt_sgemm_pair(transA, transB, alpha, beta, a1Alloc, a1Aligned, a1Offset,
+                    a1Size0, a1Size1, a1Stride0, a1Stride1, b1Alloc, b1Aligned,
+                    b1Offset, b1Size0, b1Size1, b1Stride0, b1Stride1, a2Alloc,
+                    a2Aligned, a2Offset, a2Size0, a2Size1, a2Stride0, a2Stride1,
+                    b2Alloc, b2Aligned, b2Offset, b2Size0, b2Size1, b2Stride0,
+                    b2Stride1, cAlloc, cAligned, cOffset, cSize0, cSize1,
+                    cStride0, cStride1);
+  gaccrt_sgemm_pair(transA, transB, alpha, 1.0f, a3Alloc, a3Aligned, a3Offset,
+                    a3Size0, a3Size1, a3Stride0, a3Stride1, b3Alloc, b3Aligned,
+                    b3Offset, b3Size0, b3Size1, b3Stride0, b3Stride1, a4Alloc,
+                    a4Aligned, a4Offset, a4Size0, a4Size1, a4Stride0, a4Stride1,
+                    b4Alloc, b4Aligned, b4Offset, b4Size0, b4Size1, b4Stride0,
+                    b4Stride1, cAlloc, cAligned, cOffset, cSize0, cSize1,
+                    cStride0, cStride1);
+  lastPaired = false;
 }
 
 void gaccrt_sgemm_rows_pair(

@@ -48,13 +48,14 @@ bool onednnAvailable();
 /// C or op(B) has no unit stride.
 bool avx512Sgemm(const GemmArgs &args);
 
-/// Runs `first` and then `second` (same C, m, n, alpha and threads; beta 1)
-/// through gaccrt's AVX-512 kernels in one pass over C, with the bits of the
-/// two avx512Sgemm calls; false (nothing written) when the kernels cannot:
-/// no AVX-512F, a layout or shape other than a weight gradient's (tiles
-/// along the rows of C, op(B) row-major, each inner size within one inner
-/// block).
-bool avx512SgemmPair(const GemmArgs &first, const GemmArgs &second);
+/// Runs `gemms[0]` and then the other `count` - 1 (2 to 4 in all; same C,
+/// m, n, alpha and threads; beta 1 after the first) through gaccrt's
+/// AVX-512 kernels in one pass over C, with the bits of one avx512Sgemm over
+/// their operands stacked along the inner size; false (nothing written) when
+/// the kernels cannot: no AVX-512F, a layout or shape other than a weight
+/// gradient's (tiles along the rows of C, op(B) row-major, all inner sizes
+/// together within one inner block).
+bool avx512SgemmPair(const GemmArgs *gemms, int count);
 
 /// Runs `first` and the same GEMM for op(A2) = `a2` (op(A)'s sizes and
 /// strides) into `c2` (C's sizes and strides) through gaccrt's AVX-512

@@ -23,7 +23,10 @@ checks each one:
 4b. For a fifth of the accepted steps (all with --pairs): where
    gacc-pair-accumulating-gemms{any-size} pairs two micro-batches' weight
    gradients (and runs the copies side by side, or in lockstep on one
-   thread), gacc-check --pair-any-size on 2 GEMM threads (1 for odd seeds)
+   thread, or as copies of two micro-batches each with quads from four
+   micro-batches on: for half of the drawn steps of fewer micro-batches
+   whose batch divides by 4 per rank, this check uses m = 4),
+   gacc-check --pair-any-size on 2 GEMM threads (1 for odd seeds)
    passes too. The size rules keep pairs off the small
    graphs generated here; without this check no random step would reach
    the pairs or the concurrent copies.
@@ -232,6 +235,18 @@ def pair_check(args, step, seed, path, opt, check, flags, indir):
     if not (args.pairs or random.Random(seed * 881 + 3).random() < 0.2):
         return None
     pipeline = "--gacc-pipeline=" + gen_step.pipeline_options(step)
+    # Copies of two micro-batches each (paired-copies) need four equal
+    # micro-batches or more, which the steps rarely have: for half of the
+    # drawn steps with fewer whose batch allows it, the pair check runs
+    # m = 4 (the same graph; m is the pipeline's option).
+    cfg = step.config
+    m = cfg.get("micro_batches")
+    if (m is not None and m < 4 and not cfg.get("dynamic") and
+            cfg["B"] % (4 * cfg["ranks"]) == 0 and
+            random.Random(seed * 883 + 5).random() < 0.5):
+        flags = [f for f in flags if not f.startswith("--micro-batches=")]
+        flags.append("--micro-batches=4")
+        pipeline = "--gacc-pipeline=micro-batches=4"
     lowered = path.replace(".mlir", ".paired.mlir")
     rc, out, err, _ = run([opt, path, pipeline,
                            "--gacc-lower-to-cpu=pair-any-size=1", "-o",
@@ -244,6 +259,8 @@ def pair_check(args, step, seed, path, opt, check, flags, indir):
     if "@gaccrt_sgemm_pair" not in text:
         return "PASS", "", ""
     formed = "pairs+copies" if "@gaccrt_parallel_copies" in text else "pairs"
+    if "call @gaccrt_sgemm_quad(" in text:
+        formed = "pairs+quads"
     threads = "1" if seed % 2 else "2"
     env = dict(os.environ, OPENBLAS_NUM_THREADS=threads,
                OMP_NUM_THREADS=threads)
@@ -543,9 +560,10 @@ def main():
               % counts["aot pass"])
     if any(key.startswith("paired ") for key in counts):
         print("paired steps (pair-any-size, 1 or 2 GEMM threads): %d with "
-              "pairs side by side, %d with pairs in turn, %d without a pair"
-              % (counts["paired pairs+copies"], counts["paired pairs"],
-                 counts["paired none"]))
+              "pairs side by side, %d with copies of two micro-batches "
+              "(quads), %d with pairs in turn, %d without a pair"
+              % (counts["paired pairs+copies"], counts["paired pairs+quads"],
+                 counts["paired pairs"], counts["paired none"]))
     if counts["tail pass"] or counts["tail refused"]:
         print("tail steps (runtime-batch-size on fewer samples): %d passed, "
               "%d refused" % (counts["tail pass"], counts["tail refused"]))

@@ -5,6 +5,7 @@
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms="concurrent-copies=0 min-accumulator-bytes=0" | FileCheck %s --check-prefix=OFF
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=any-size=1 | FileCheck %s --check-prefix=ANY
 // RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=lockstep-copies=0 | FileCheck %s --check-prefix=LOCKOFF
+// RUN: gacc-opt %s --split-input-file --gacc-matmul-to-blas --gacc-pair-accumulating-gemms=paired-copies=0 | FileCheck %s --check-prefix=PAIREDOFF
 
 // Four micro-batches, two per iteration side by side: each copy's forward
 // GEMM (into its own %h) runs in its case; the first copy's accumulation
@@ -265,7 +266,82 @@ func.func @shared_scratch(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %c: memr
 // LOCKOFF:         call @gaccrt_sgemm_pair(
 func.func private @gaccrt_trace_region_begin(i64)
 func.func private @gaccrt_trace_region_end(i64)
-func.func @lockstep(%x: memref<32x256xf32>, %w: memref<256x256xf32>, %c: memref<256x256xf32>, %acc: memref<256xf32>) {
+func.func @lockstep(%x: memref<16x256xf32>, %w: memref<256x256xf32>, %c: memref<256x256xf32>, %acc: memref<256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<256x256xf32>)
+  scf.for %i = %c0 to %c2 step %c1 {
+    %index = arith.index_cast %i : index to i64
+    func.call @gaccrt_trace_region_begin(%index) : (i64) -> ()
+    %off = arith.muli %i, %c8 : index
+    %xs = memref.subview %x[%off, 0] [8, 256] [1, 1] : memref<16x256xf32> to memref<8x256xf32, strided<[256, 1], offset: ?>>
+    %h = memref.alloc() : memref<8x256xf32>
+    linalg.fill ins(%zero : f32) outs(%h : memref<8x256xf32>)
+    linalg.matmul ins(%xs, %w : memref<8x256xf32, strided<[256, 1], offset: ?>>, memref<256x256xf32>) outs(%h : memref<8x256xf32>)
+    %xt = memref.alloc() : memref<256x8xf32>
+    linalg.transpose ins(%xs : memref<8x256xf32, strided<[256, 1], offset: ?>>) outs(%xt : memref<256x8xf32>) permutation = [1, 0]
+    linalg.matmul ins(%xt, %h : memref<256x8xf32>, memref<8x256xf32>) outs(%c : memref<256x256xf32>)
+    linalg.reduce { arith.addf } ins(%h : memref<8x256xf32>) outs(%acc : memref<256xf32>) dimensions = [0]
+    func.call @gaccrt_trace_region_end(%index) : (i64) -> ()
+  }
+  return
+}
+
+// -----
+
+// Four micro-batches or more (the loop of pairs runs twice or more), with
+// the lockstep form: two copies of two micro-batches each (paired-copies).
+// The loop is unrolled once more (step 4); each case runs its two
+// micro-batches in lockstep (their GEMMs of %w one gaccrt_sgemm_rows_pair,
+// whatever the thread count, so no gaccrt_copies_concurrent query), the
+// trace regions nest per case, and the two halves' pairs into %c are one
+// gaccrt_sgemm_quad after the cases (one pass over %c for four
+// micro-batches). Not with paired-copies=0 (prefix PAIREDOFF; the lockstep
+// form of @lockstep).
+
+// CHECK-LABEL: func.func @paired_copies
+// CHECK-NOT:     gaccrt_copies_concurrent
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[FOUR:[^ ]*]] {
+// CHECK:           scf.parallel
+// CHECK-NEXT:        scf.index_switch %{{.*}} {gacc.concurrent_copies}
+// CHECK-NEXT:        case 0 {
+// CHECK:               func.call @gaccrt_trace_region_begin(%[[A:[^)]*]])
+// CHECK:               func.call @gaccrt_trace_region_begin(%[[B:[^)]*]])
+// CHECK-NOT:           call @gaccrt_sgemm(
+// CHECK:               func.call @gaccrt_sgemm_rows_pair(
+// CHECK:               func.call @gaccrt_trace_region_end(%[[B]])
+// CHECK-NEXT:          func.call @gaccrt_trace_region_end(%[[A]])
+// CHECK:             case 1 {
+// CHECK:               func.call @gaccrt_trace_region_begin(%[[C:[^)]*]])
+// CHECK:               func.call @gaccrt_trace_region_begin(%[[D:[^)]*]])
+// CHECK-NOT:           call @gaccrt_sgemm(
+// CHECK:               func.call @gaccrt_sgemm_rows_pair(
+// CHECK:               func.call @gaccrt_trace_region_end(%[[D]])
+// CHECK-NEXT:          func.call @gaccrt_trace_region_end(%[[C]])
+// CHECK:           } {gacc.concurrent_copies}
+// CHECK-NEXT:      func.call @gaccrt_trace_region_begin(%[[C]])
+// CHECK-NEXT:      func.call @gaccrt_trace_region_begin(%[[D]])
+// CHECK-NOT:       call @gaccrt_sgemm_pair(
+// CHECK:           call @gaccrt_sgemm_quad(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ACC:.*]]) :
+// CHECK-NOT:       call @gaccrt_sgemm_pair(
+// CHECK:           func.call @gaccrt_trace_region_end(%[[D]])
+// CHECK-NEXT:      func.call @gaccrt_trace_region_end(%[[C]])
+// CHECK-NEXT:    }
+// CHECK-NEXT:    return
+
+// PAIREDOFF-LABEL: func.func @paired_copies
+// PAIREDOFF-NOT:     gaccrt_sgemm_quad
+// PAIREDOFF:         func.call @gaccrt_copies_concurrent
+// PAIREDOFF:         func.call @gaccrt_sgemm_rows_pair(
+// PAIREDOFF:         call @gaccrt_sgemm_pair(
+// PAIREDOFF-NOT:     gaccrt_sgemm_quad
+
+func.func private @gaccrt_trace_region_begin(i64)
+func.func private @gaccrt_trace_region_end(i64)
+func.func @paired_copies(%x: memref<32x256xf32>, %w: memref<256x256xf32>, %c: memref<256x256xf32>, %acc: memref<256xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -285,6 +361,43 @@ func.func @lockstep(%x: memref<32x256xf32>, %w: memref<256x256xf32>, %c: memref<
     linalg.matmul ins(%xt, %h : memref<256x8xf32>, memref<8x256xf32>) outs(%c : memref<256x256xf32>)
     linalg.reduce { arith.addf } ins(%h : memref<8x256xf32>) outs(%acc : memref<256xf32>) dimensions = [0]
     func.call @gaccrt_trace_region_end(%index) : (i64) -> ()
+  }
+  return
+}
+
+// -----
+
+// A copy that ends with a GEMM (no trace regions, nothing after the
+// backward-data GEMM): its lockstep form still interleaves the two copies
+// segment by segment, the last segment being that GEMM's (a random step
+// found the lockstep pass reading an empty last segment).
+
+// CHECK-LABEL: func.func @ends_with_gemm
+// CHECK:         scf.if
+// CHECK:         } else {
+// CHECK:           func.call @gaccrt_sgemm_rows_pair(
+// CHECK:           func.call @gaccrt_sgemm_rows_pair(
+// CHECK:         }
+// CHECK:         call @gaccrt_sgemm_pair(
+func.func @ends_with_gemm(%x: memref<16x256xf32>, %w: memref<256x256xf32>, %c: memref<256x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<256x256xf32>)
+  scf.for %i = %c0 to %c2 step %c1 {
+    %off = arith.muli %i, %c8 : index
+    %xs = memref.subview %x[%off, 0] [8, 256] [1, 1] : memref<16x256xf32> to memref<8x256xf32, strided<[256, 1], offset: ?>>
+    %h = memref.alloc() : memref<8x256xf32>
+    linalg.fill ins(%zero : f32) outs(%h : memref<8x256xf32>)
+    linalg.matmul ins(%xs, %w : memref<8x256xf32, strided<[256, 1], offset: ?>>, memref<256x256xf32>) outs(%h : memref<8x256xf32>)
+    %xt = memref.alloc() : memref<256x8xf32>
+    linalg.transpose ins(%xs : memref<8x256xf32, strided<[256, 1], offset: ?>>) outs(%xt : memref<256x8xf32>) permutation = [1, 0]
+    linalg.matmul ins(%xt, %h : memref<256x8xf32>, memref<8x256xf32>) outs(%c : memref<256x256xf32>)
+    %g = memref.alloc() : memref<8x256xf32>
+    linalg.fill ins(%zero : f32) outs(%g : memref<8x256xf32>)
+    linalg.matmul ins(%h, %w : memref<8x256xf32>, memref<256x256xf32>) outs(%g : memref<8x256xf32>)
   }
   return
 }

@@ -648,6 +648,93 @@ TEST(Sgemm, PairIsOneGemmOverBothInnerRangesOrTwoCalls) {
   gaccrt_set_gemm_library(initial.c_str());
 }
 
+void sgemmQuad(float alpha, float beta, View (&a)[4], View (&b)[4], View &c) {
+  gaccrt_sgemm_quad(
+      1, 0, alpha, beta, a[0].storage.data(), a[0].storage.data(), a[0].offset,
+      a[0].size0, a[0].size1, a[0].stride0, a[0].stride1, b[0].storage.data(),
+      b[0].storage.data(), b[0].offset, b[0].size0, b[0].size1, b[0].stride0,
+      b[0].stride1, a[1].storage.data(), a[1].storage.data(), a[1].offset,
+      a[1].size0, a[1].size1, a[1].stride0, a[1].stride1, b[1].storage.data(),
+      b[1].storage.data(), b[1].offset, b[1].size0, b[1].size1, b[1].stride0,
+      b[1].stride1, a[2].storage.data(), a[2].storage.data(), a[2].offset,
+      a[2].size0, a[2].size1, a[2].stride0, a[2].stride1, b[2].storage.data(),
+      b[2].storage.data(), b[2].offset, b[2].size0, b[2].size1, b[2].stride0,
+      b[2].stride1, a[3].storage.data(), a[3].storage.data(), a[3].offset,
+      a[3].size0, a[3].size1, a[3].stride0, a[3].stride1, b[3].storage.data(),
+      b[3].storage.data(), b[3].offset, b[3].size0, b[3].size1, b[3].stride0,
+      b[3].stride1, c.storage.data(), c.storage.data(), c.offset, c.size0,
+      c.size1, c.stride0, c.stride1);
+}
+
+// gaccrt_sgemm_quad on a weight gradient's layout on the kernels, the four
+// inner sizes within one inner block, is one GEMM over the four inner
+// ranges (the bits of gaccrt_sgemm on the stacked operands, on any thread
+// count); elsewhere it is its two gaccrt_sgemm_pair calls, bit for bit.
+TEST(Sgemm, QuadIsOneGemmOverFourInnerRangesOrTwoPairs) {
+  std::string initial = gaccrt_gemm_library();
+  std::vector<std::string> names = libraries();
+  bool kernels = std::find(names.begin(), names.end(), "avx512") != names.end();
+  names.push_back("auto");
+  for (const std::string &name : names)
+    for (int32_t threads : {1, 2, 3}) {
+      ASSERT_EQ(gaccrt_set_gemm_library(name.c_str()), 0);
+      GemmThreads scope(threads);
+      // (m, n, k): four inner sizes k, k + 1, k, k - 1 (one a tail); the
+      // second's four exceed one inner block (n = 700: 187 rows of B), its
+      // pairs do not; the third has fewer rows of C than the inner size.
+      for (auto [m, n, k] : {std::tuple(300, 200, 32), std::tuple(300, 700, 50),
+                             std::tuple(40, 200, 30)})
+        for (float beta : {0.0f, 1.0f, 0.5f}) {
+          std::string what = name + " threads=" + std::to_string(threads) +
+                             " " + std::to_string(m) + "x" + std::to_string(n) +
+                             "x4*" + std::to_string(k) +
+                             " beta=" + std::to_string(beta);
+          std::mt19937 rng(unsigned(m + n + k));
+          int ks[4] = {k, k + 1, k, k - 1};
+          View a[4], b[4];
+          for (int i = 0; i < 4; ++i) {
+            a[i] = makeView(ks[i], m,
+                            i % 2 ? Layout::SubView : Layout::Contiguous, rng);
+            b[i] = makeView(ks[i], n, Layout::SubView, rng);
+          }
+          View c = makeView(m, n, Layout::SubView, rng);
+          int inner = ks[0] + ks[1] + ks[2] + ks[3];
+          bool quadLayout =
+              m > inner && inner <= std::clamp(128 * 1024 / n, 16, 512);
+          bool onKernels = name == "avx512" || (name == "auto" && threads > 1);
+          bool tuned = name == "auto" && threads == 1;
+          for (int round = 0; round < (tuned ? 20 : 1); ++round) {
+            View out = c;
+            sgemmQuad(0.75f, beta, a, b, out);
+            bool onePass = gaccrt_internal_last_gemm_paired() != 0;
+            if (!tuned) {
+              EXPECT_EQ(onePass, kernels && quadLayout && onKernels) << what;
+            } else if (!quadLayout) {
+              EXPECT_FALSE(onePass) << what;
+            }
+            if (tuned && round != 19)
+              continue;
+            View expected = c;
+            if (onePass) {
+              View top = stack(a[0], a[1]), bottom = stack(a[2], a[3]);
+              View left = stack(b[0], b[1]), right = stack(b[2], b[3]);
+              View all = stack(top, bottom), allB = stack(left, right);
+              ASSERT_EQ(gaccrt_set_gemm_library("avx512"), 0);
+              sgemm(true, false, 0.75f, beta, all, allB, expected);
+              ASSERT_EQ(gaccrt_set_gemm_library(name.c_str()), 0);
+            } else {
+              sgemmPair(true, false, 0.75f, beta, a[0], b[0], a[1], b[1],
+                        expected);
+              sgemmPair(true, false, 0.75f, 1.0f, a[2], b[2], a[3], b[3],
+                        expected);
+            }
+            ASSERT_EQ(out.storage, expected.storage) << what;
+          }
+        }
+    }
+  gaccrt_set_gemm_library(initial.c_str());
+}
+
 void sgemmRowsPair(bool ta, bool tb, float alpha, float beta, View &a1, View &b,
                    View &c1, View &a2, View &c2) {
   gaccrt_sgemm_rows_pair(

@@ -290,6 +290,20 @@ def PairAccumulatingGemmsPass
     region ending after the second's. The loop body is then lowered twice
     more (code size and compile time), hence the weight-size rule: a
     smaller weight stays in the core's caches between the two GEMMs.
+
+    With `paired-copies` (the default), where that lockstep form exists and
+    the loop of pairs runs twice or more (four micro-batches or more), the
+    copies become copies of two micro-batches each: a clone of the loop
+    takes the lockstep form (the else-branch) as its body, whatever the
+    thread count, with the trace regions made to nest (the first
+    micro-batch's around the second's); the clone is unrolled by two again;
+    each two `gaccrt_sgemm_pair` calls of one accumulator in the two halves
+    (by the rules of the pairs above, applied to the pair's four operands)
+    become one `gaccrt_sgemm_quad` at the second (one pass over C for four
+    micro-batches); and the halves go side by side as above (the same
+    proof and memory rule, no second lockstep form). The clone replaces the
+    loop when at least one quad forms and the halves may run side by side;
+    otherwise it is erased and the loop stays as it was.
   }];
   let options = [
     Option<"concurrentCopies", "concurrent-copies", "bool",
@@ -305,6 +319,11 @@ def PairAccumulatingGemmsPass
            "With concurrent-copies: a second form of the copies for when "
            "they run in turn, in lockstep, their GEMMs of one weight as "
            "gaccrt_sgemm_rows_pair">,
+    Option<"pairedCopies", "paired-copies", "bool", /*default=*/"true",
+           "With lockstep-copies, where the loop of pairs runs twice or "
+           "more: two copies of two micro-batches each, each in lockstep, "
+           "their weight gradients one gaccrt_sgemm_quad per four "
+           "micro-batches">,
     Option<"anySize", "any-size", "bool", /*default=*/"false",
            "Ignore the two size rules (operands against C, the second "
            "copy's buffers against the accumulators): pair and run side by "

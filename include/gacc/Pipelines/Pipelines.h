@@ -89,6 +89,13 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "micro-batches' GEMMs of one large weight as one pass "
                      "over it (gaccrt_sgemm_rows_pair)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> pairedCopies{
+      *this, "paired-copies",
+      llvm::cl::desc("With lockstep-copies: where the loop of pairs runs "
+                     "twice or more, two copies of two micro-batches each, "
+                     "each in lockstep, their weight gradients one pass "
+                     "over C per four micro-batches (gaccrt_sgemm_quad)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> pairAnySize{
       *this, "pair-any-size",
       llvm::cl::desc("With pair-gemms: pair (and run side by side) whatever "

@@ -44,6 +44,9 @@ struct StepOptions : mlir::gacc::GaccPipelineConfig {
   /// With concurrentCopies: the copies' lockstep form for when they run in
   /// turn (gacc-pair-accumulating-gemms{lockstep-copies}).
   bool lockstepCopies = true;
+  /// With lockstepCopies: two copies of two micro-batches each
+  /// (gacc-pair-accumulating-gemms{paired-copies}).
+  bool pairedCopies = true;
   /// The outermost parallel loops on the runtime's GEMM threads.
   bool parallelLoops = true;
   bool traceRegions = true;

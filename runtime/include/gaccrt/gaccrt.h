@@ -242,6 +242,36 @@ GACCRT_API void gaccrt_sgemm_pair(
     float *cAligned, int64_t cOffset, int64_t cSize0, int64_t cSize1,
     int64_t cStride0, int64_t cStride1);
 
+/** Four accumulating GEMMs into one C: C = alpha * (op(A1) * op(B1) + ...
+ *  + op(A4) * op(B4)) + beta * C. Where all four run on gaccrt's AVX-512
+ *  kernels with a weight gradient's layout and the four inner sizes fit one
+ *  inner block of the kernels, it is one GEMM over all four inner ranges
+ *  (as gaccrt_sgemm_pair is over two): C is read and written once, with the
+ *  bits of gaccrt_sgemm on the stacked operands there. Otherwise it is the
+ *  two calls gaccrt_sgemm_pair(A1, B1, A2, B2, beta) and
+ *  gaccrt_sgemm_pair(A3, B3, A4, B4, 1). gacc's lowering uses it for the
+ *  weight gradients of four micro-batches when two copies of two
+ *  micro-batches each run side by side (gacc-pair-accumulating-gemms,
+ *  paired copies). Mismatched shapes abort. */
+GACCRT_API void gaccrt_sgemm_quad(
+    int32_t transA, int32_t transB, float alpha, float beta, float *a1Alloc,
+    float *a1Aligned, int64_t a1Offset, int64_t a1Size0, int64_t a1Size1,
+    int64_t a1Stride0, int64_t a1Stride1, float *b1Alloc, float *b1Aligned,
+    int64_t b1Offset, int64_t b1Size0, int64_t b1Size1, int64_t b1Stride0,
+    int64_t b1Stride1, float *a2Alloc, float *a2Aligned, int64_t a2Offset,
+    int64_t a2Size0, int64_t a2Size1, int64_t a2Stride0, int64_t a2Stride1,
+    float *b2Alloc, float *b2Aligned, int64_t b2Offset, int64_t b2Size0,
+    int64_t b2Size1, int64_t b2Stride0, int64_t b2Stride1, float *a3Alloc,
+    float *a3Aligned, int64_t a3Offset, int64_t a3Size0, int64_t a3Size1,
+    int64_t a3Stride0, int64_t a3Stride1, float *b3Alloc, float *b3Aligned,
+    int64_t b3Offset, int64_t b3Size0, int64_t b3Size1, int64_t b3Stride0,
+    int64_t b3Stride1, float *a4Alloc, float *a4Aligned, int64_t a4Offset,
+    int64_t a4Size0, int64_t a4Size1, int64_t a4Stride0, int64_t a4Stride1,
+    float *b4Alloc, float *b4Aligned, int64_t b4Offset, int64_t b4Size0,
+    int64_t b4Size1, int64_t b4Stride0, int64_t b4Stride1, float *cAlloc,
+    float *cAligned, int64_t cOffset, int64_t cSize0, int64_t cSize1,
+    int64_t cStride0, int64_t cStride1);
+
 /** Two GEMMs sharing op(B): C1 = alpha * op(A1) * op(B) + beta * C1 and
  *  C2 = alpha * op(A2) * op(B) + beta * C2, op(A1) and op(A2) of the same
  *  sizes and layout, C1 and C2 too. Where the shape runs on gaccrt's

@@ -1,24 +1,28 @@
 """Counts the one-pass GEMM pairs of lockstep copies in a trace.
 
-    rows_pairs.py TRACE EXPECTED
+    rows_pairs.py TRACE EXPECTED [QUADS]
 
 EXPECTED is the number of "sgemm rows pair" events (gaccrt_sgemm_rows_pair
-run as one pass over the weight by gaccrt's AVX-512 kernels). On a CPU
-without AVX-512F every such call is two gaccrt_sgemm calls, so none should
-be there. Prints "rows pairs: ok" or what differs."""
+run as one pass over the weight by gaccrt's AVX-512 kernels), QUADS (default
+0) that of "sgemm quad" events (gaccrt_sgemm_quad run as one pass over C).
+On a CPU without AVX-512F every such call is two gaccrt_sgemm calls (or two
+pairs), so none should be there. Prints "rows pairs: ok" or what differs."""
 import json
 import sys
 
 events = json.load(open(sys.argv[1]))["traceEvents"]
 expected = int(sys.argv[2])
+quads = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 if " avx512f" not in open("/proc/cpuinfo").read():
-    expected = 0
+    expected = quads = 0
 found = sum(1 for e in events
             if e.get("ph") == "X" and e["name"].startswith("sgemm rows pair"))
+found_quads = sum(1 for e in events
+                  if e.get("ph") == "X" and e["name"].startswith("sgemm quad"))
 tracks = {e["tid"] for e in events
           if e.get("ph") == "X" and e.get("cat") == "region"}
-if found == expected and tracks == {0}:
+if found == expected and found_quads == quads and tracks == {0}:
     print("rows pairs: ok")
 else:
-    print("rows pairs: %d on tracks %s, expected %d on track 0"
-          % (found, sorted(tracks), expected))
+    print("rows pairs: %d and %d quads on tracks %s, expected %d and %d on "
+          "track 0" % (found, found_quads, sorted(tracks), expected, quads))
