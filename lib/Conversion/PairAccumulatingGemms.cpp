@@ -283,8 +283,8 @@ bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
   APInt transB;
   if (!matchPattern(call.getOperand(kTransB), m_ConstantInt(&transB)) ||
       !transB.isZero() ||
-      (!anySize && (4 * operandBytes > getBytes(c) ||
-                    getBytes(c) < minAccumulatorBytes)))
+      (!anySize &&
+       (4 * operandBytes > getBytes(c) || getBytes(c) < minAccumulatorBytes)))
     return false;
   FloatAttr alpha;
   if (!matchPattern(call.getOperand(kAlpha), m_Constant(&alpha)))
@@ -339,9 +339,8 @@ bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
       if (std::optional<SmallVector<unsigned, 2>> cs =
               getGemmWrittenOperands(user);
           cs && alias)
-        return llvm::any_of(*cs, [&](unsigned i) {
-          return user->getOperand(i) == alias;
-        });
+        return llvm::any_of(
+            *cs, [&](unsigned i) { return user->getOperand(i) == alias; });
       return !alias || mayWriteOrFree(user, alias);
     };
     for (Value alias : aliases)
@@ -592,8 +591,7 @@ struct PairAccumulatingGemmsPass
       if (concurrentCopies) {
         Operation *plusStep =
             second.lookup(op.getInductionVar()).getDefiningOp();
-        if (runCopiesConcurrently(op,
-                                  plusStep->getOperand(1).getDefiningOp(),
+        if (runCopiesConcurrently(op, plusStep->getOperand(1).getDefiningOp(),
                                   anySize, lockstepCopies) &&
             lockstepCopies && pairedCopies)
           formPairedCopies(op, anySize, minAccumulatorBytes);
