@@ -469,9 +469,10 @@ bool flattenLockstep(scf::IfOp branch) {
 /// gaccrt_sgemm_pair calls of one accumulator become one gaccrt_sgemm_quad
 /// where isPairable allows, and the halves go side by side
 /// (runCopiesConcurrently, no lockstep form: each half already is one).
-/// The copy replaces `op` when that succeeds; else it is erased. Each
-/// thread then runs two micro-batches with one pass over each weight per
-/// GEMM, and each weight gradient is one pass over C per four micro-batches.
+/// When that succeeds, an scf.if on gaccrt_copies_concurrent(2) runs the
+/// copy or `op`; else the copy is erased. Each thread then runs two
+/// micro-batches with one pass over each weight per GEMM, and each weight
+/// gradient is one pass over C per four micro-batches.
 void formPairedCopies(scf::ForOp op, bool anySize,
                       int64_t minAccumulatorBytes) {
   std::optional<Loop> pairs = getLoop(op);
@@ -531,8 +532,34 @@ void formPairedCopies(scf::ForOp op, bool anySize,
   if (!runCopiesConcurrently(clone, plusStep->getOperand(1).getDefiningOp(),
                              anySize, /*lockstep=*/false))
     return giveUp();
-  op.erase();
-  eraseIfUnused("gaccrt_copies_concurrent");
+  // Only where the copies run side by side: in turn (one thread), the
+  // loop as it was ran faster (its copies' buffers are half as many, and
+  // reused while warm). So an scf.if on gaccrt_copies_concurrent(2) runs the
+  // clone, with its last iteration of an odd trip count (the ops between it
+  // and `op`), or `op`.
+  SmallVector<Operation *> tail;
+  for (Operation *next = clone->getNextNode(); next != op.getOperation();
+       next = next->getNextNode())
+    tail.push_back(next);
+  Location loc = op.getLoc();
+  builder.setInsertionPoint(clone);
+  func::FuncOp query = getOrDeclareRuntimeFunction(
+      op, "gaccrt_copies_concurrent",
+      FunctionType::get(ctx, {builder.getI64Type()}, {builder.getI32Type()}));
+  Value count =
+      arith::ConstantIntOp::create(builder, loc, builder.getI64Type(), 2);
+  Value answer =
+      func::CallOp::create(builder, loc, query, ValueRange{count}).getResult(0);
+  Value zero =
+      arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
+  Value concurrent = arith::CmpIOp::create(
+      builder, loc, arith::CmpIPredicate::ne, answer, zero);
+  auto branch = scf::IfOp::create(builder, loc, TypeRange{}, concurrent,
+                                  /*withElseRegion=*/true);
+  clone->moveBefore(branch.thenBlock()->getTerminator());
+  for (Operation *next : tail)
+    next->moveBefore(branch.thenBlock()->getTerminator());
+  op->moveBefore(branch.elseBlock()->getTerminator());
 }
 
 struct PairAccumulatingGemmsPass

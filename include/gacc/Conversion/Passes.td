@@ -301,9 +301,12 @@ def PairAccumulatingGemmsPass
     (by the rules of the pairs above, applied to the pair's four operands)
     become one `gaccrt_sgemm_quad` at the second (one pass over C for four
     micro-batches); and the halves go side by side as above (the same
-    proof and memory rule, no second lockstep form). The clone replaces the
-    loop when at least one quad forms and the halves may run side by side;
-    otherwise it is erased and the loop stays as it was.
+    proof and memory rule, no second lockstep form). When at least one quad
+    forms and the halves may run side by side, an `scf.if` on
+    `gaccrt_copies_concurrent(2)` runs the clone (with its last iteration
+    of an odd trip count) or, when the copies would run in turn, the loop as
+    it was (faster there: half the copies' buffers, reused while warm);
+    otherwise the clone is erased.
   }];
   let options = [
     Option<"concurrentCopies", "concurrent-copies", "bool",
