@@ -316,18 +316,7 @@ void buildLockstep(scf::ParallelOp copies, Block *caseBlocks[2], bool anySize) {
 
   Location loc = copies.getLoc();
   OpBuilder builder(copies);
-  MLIRContext *ctx = builder.getContext();
-  Type i32 = builder.getI32Type(), i64 = builder.getI64Type();
-  func::FuncOp query = getOrDeclareRuntimeFunction(
-      copies, "gaccrt_copies_concurrent", FunctionType::get(ctx, {i64}, {i32}));
-  Value count = arith::ConstantIntOp::create(builder, loc, i64, 2);
-  Value answer =
-      func::CallOp::create(builder, loc, query, ValueRange{count}).getResult(0);
-  Value zero = arith::ConstantIntOp::create(builder, loc, i32, 0);
-  Value concurrent = arith::CmpIOp::create(
-      builder, loc, arith::CmpIPredicate::ne, answer, zero);
-  auto branch = scf::IfOp::create(builder, loc, TypeRange{}, concurrent,
-                                  /*withElseRegion=*/true);
+  scf::IfOp branch = createIfCopiesConcurrent(builder, loc);
   copies->moveBefore(branch.thenBlock()->getTerminator());
   builder.setInsertionPoint(branch.elseBlock()->getTerminator());
 
@@ -361,6 +350,23 @@ void buildLockstep(scf::ParallelOp copies, Block *caseBlocks[2], bool anySize) {
 }
 
 } // namespace
+
+scf::IfOp mlir::gacc::createIfCopiesConcurrent(OpBuilder &builder,
+                                               Location loc) {
+  MLIRContext *ctx = builder.getContext();
+  Type i32 = builder.getI32Type(), i64 = builder.getI64Type();
+  func::FuncOp query = getOrDeclareRuntimeFunction(
+      builder.getInsertionBlock()->getParentOp(), "gaccrt_copies_concurrent",
+      FunctionType::get(ctx, {i64}, {i32}));
+  Value count = arith::ConstantIntOp::create(builder, loc, i64, 2);
+  Value answer =
+      func::CallOp::create(builder, loc, query, ValueRange{count}).getResult(0);
+  Value zero = arith::ConstantIntOp::create(builder, loc, i32, 0);
+  Value concurrent = arith::CmpIOp::create(
+      builder, loc, arith::CmpIPredicate::ne, answer, zero);
+  return scf::IfOp::create(builder, loc, TypeRange{}, concurrent,
+                           /*withElseRegion=*/true);
+}
 
 bool mlir::gacc::runCopiesConcurrently(scf::ForOp loop, Operation *secondStart,
                                        bool anySize, bool lockstep) {

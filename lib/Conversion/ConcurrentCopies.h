@@ -40,6 +40,11 @@ constexpr llvm::StringLiteral kConcurrentCopiesAttr = "gacc.concurrent_copies";
 bool runCopiesConcurrently(scf::ForOp loop, Operation *secondStart,
                            bool anySize = false, bool lockstep = true);
 
+/// Creates, at `builder`'s insertion point, an `scf.if` (with an empty
+/// else-branch) on `gaccrt_copies_concurrent(2) != 0`: whether the runtime
+/// runs two copies side by side (one per thread) rather than in turn.
+scf::IfOp createIfCopiesConcurrent(OpBuilder &builder, Location loc);
+
 } // namespace mlir::gacc
 
 #endif // GACC_LIB_CONVERSION_CONCURRENTCOPIES_H

@@ -541,21 +541,8 @@ void formPairedCopies(scf::ForOp op, bool anySize,
   for (Operation *next = clone->getNextNode(); next != op.getOperation();
        next = next->getNextNode())
     tail.push_back(next);
-  Location loc = op.getLoc();
   builder.setInsertionPoint(clone);
-  func::FuncOp query = getOrDeclareRuntimeFunction(
-      op, "gaccrt_copies_concurrent",
-      FunctionType::get(ctx, {builder.getI64Type()}, {builder.getI32Type()}));
-  Value count =
-      arith::ConstantIntOp::create(builder, loc, builder.getI64Type(), 2);
-  Value answer =
-      func::CallOp::create(builder, loc, query, ValueRange{count}).getResult(0);
-  Value zero =
-      arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
-  Value concurrent = arith::CmpIOp::create(
-      builder, loc, arith::CmpIPredicate::ne, answer, zero);
-  auto branch = scf::IfOp::create(builder, loc, TypeRange{}, concurrent,
-                                  /*withElseRegion=*/true);
+  scf::IfOp branch = createIfCopiesConcurrent(builder, op.getLoc());
   clone->moveBefore(branch.thenBlock()->getTerminator());
   for (Operation *next : tail)
     next->moveBefore(branch.thenBlock()->getTerminator());
