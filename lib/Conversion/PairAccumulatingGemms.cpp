@@ -475,8 +475,7 @@ bool flattenLockstep(scf::IfOp branch) {
 /// gradient is one pass over C per four micro-batches.
 void formPairedCopies(scf::ForOp op, bool anySize,
                       int64_t minAccumulatorBytes) {
-  std::optional<Loop> pairs = getLoop(op);
-  if (!pairs || !getLockstepBranch(op.getBody()))
+  if (!getLoop(op) || !getLockstepBranch(op.getBody()))
     return;
   OpBuilder builder(op);
   auto clone = cast<scf::ForOp>(builder.clone(*op));
@@ -488,8 +487,19 @@ void formPairedCopies(scf::ForOp op, bool anySize,
         SymbolTable::symbolKnownUseEmpty(function, module))
       function.erase();
   };
+  // The ops from the clone up to `op`: the clone and, once it is unrolled,
+  // its last iteration of an odd trip count.
+  auto cloneAndTail = [&] {
+    SmallVector<Operation *> ops;
+    for (Operation *next = clone; next != op.getOperation();
+         next = next->getNextNode())
+      ops.push_back(next);
+    return ops;
+  };
   auto giveUp = [&] {
-    clone.erase();
+    SmallVector<Operation *> dead = cloneAndTail();
+    for (Operation *dying : llvm::reverse(dead))
+      dying->erase();
     eraseIfUnused("gaccrt_sgemm_quad");
   };
   if (!flattenLockstep(getLockstepBranch(clone.getBody())))
@@ -537,14 +547,10 @@ void formPairedCopies(scf::ForOp op, bool anySize,
   // reused while warm). So an scf.if on gaccrt_copies_concurrent(2) runs the
   // clone, with its last iteration of an odd trip count (the ops between it
   // and `op`), or `op`.
-  SmallVector<Operation *> tail;
-  for (Operation *next = clone->getNextNode(); next != op.getOperation();
-       next = next->getNextNode())
-    tail.push_back(next);
+  SmallVector<Operation *> moved = cloneAndTail();
   builder.setInsertionPoint(clone);
   scf::IfOp branch = createIfCopiesConcurrent(builder, op.getLoc());
-  clone->moveBefore(branch.thenBlock()->getTerminator());
-  for (Operation *next : tail)
+  for (Operation *next : moved)
     next->moveBefore(branch.thenBlock()->getTerminator());
   op->moveBefore(branch.elseBlock()->getTerminator());
 }

@@ -413,3 +413,44 @@ func.func @ends_with_gemm(%x: memref<16x256xf32>, %w: memref<256x256xf32>, %c: m
   }
   return
 }
+
+// -----
+
+// Paired copies refused after the loop of pairs (three iterations, so the
+// last after the unrolled loop) is unrolled again: two micro-batches' %t
+// (96 KiB each, live from the start of a micro-batch to its end) would take
+// more than half the accumulator's bytes while the halves run side by side
+// (one, in the copies of one micro-batch, does not). The loop stays as it was, and nothing of the
+// attempt is left: no quad, no pair-level iteration before or after it.
+
+// CHECK-LABEL: func.func @paired_copies_refused
+// CHECK-NOT:     gaccrt_sgemm_pair
+// CHECK-NOT:     gaccrt_sgemm_quad
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step
+// CHECK:           call @gaccrt_copies_concurrent
+// CHECK:           func.call @gaccrt_sgemm_rows_pair(
+// CHECK:           call @gaccrt_sgemm_pair(
+// CHECK-NOT:       call @gaccrt_sgemm_pair(
+// CHECK-NOT:       gaccrt_sgemm_quad
+// CHECK:         return
+func.func @paired_copies_refused(%x: memref<48x256xf32>, %w: memref<256x256xf32>, %c: memref<256x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<256x256xf32>)
+  scf.for %i = %c0 to %c6 step %c1 {
+    %off = arith.muli %i, %c8 : index
+    %xs = memref.subview %x[%off, 0] [8, 256] [1, 1] : memref<48x256xf32> to memref<8x256xf32, strided<[256, 1], offset: ?>>
+    %t = memref.alloc() : memref<96x256xf32>
+    %h = memref.alloc() : memref<8x256xf32>
+    linalg.fill ins(%zero : f32) outs(%h : memref<8x256xf32>)
+    linalg.matmul ins(%xs, %w : memref<8x256xf32, strided<[256, 1], offset: ?>>, memref<256x256xf32>) outs(%h : memref<8x256xf32>)
+    %xt = memref.alloc() : memref<256x8xf32>
+    linalg.transpose ins(%xs : memref<8x256xf32, strided<[256, 1], offset: ?>>) outs(%xt : memref<256x8xf32>) permutation = [1, 0]
+    linalg.matmul ins(%xt, %h : memref<256x8xf32>, memref<8x256xf32>) outs(%c : memref<256x256xf32>)
+    linalg.fill ins(%zero : f32) outs(%t : memref<96x256xf32>)
+  }
+  return
+}
