@@ -267,16 +267,11 @@ int64_t alignSegments(ArrayRef<SmallVector<Operation *>> first,
 /// independent of the first's, lie in between).
 void fuseRows(func::CallOp first, func::CallOp second) {
   OpBuilder builder(second);
-  MLIRContext *ctx = builder.getContext();
-  SmallVector<Type> types(first.getOperandTypes());
-  types.push_back(first.getOperand(4).getType());
-  types.push_back(first.getOperand(6).getType());
-  func::FuncOp rowsPair = getOrDeclareRuntimeFunction(
-      second, "gaccrt_sgemm_rows_pair", FunctionType::get(ctx, types, {}));
   SmallVector<Value> operands(first.getOperands());
   operands.push_back(second.getOperand(4));
   operands.push_back(second.getOperand(6));
-  func::CallOp::create(builder, second.getLoc(), rowsPair, operands);
+  createRuntimeCall(builder, second.getLoc(), "gaccrt_sgemm_rows_pair",
+                    operands);
   second.erase();
   first.erase();
 }

@@ -258,9 +258,7 @@ std::optional<Loop> getLoop(scf::ForOp op) {
 /// its operands, and those take at most a quarter of C's bytes.
 bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
                 bool anySize, int64_t minAccumulatorBytes, unsigned pairs = 1) {
-  std::optional<SmallVector<unsigned, 2>> written =
-      getGemmWrittenOperands(call);
-  if (!written || call.getNumOperands() != 5 + 2 * pairs ||
+  if (call.getNumOperands() != 5 + 2 * pairs ||
       (pairs == 1 ? !getSgemmCall(call)
                   : call.getCallee() != "gaccrt_sgemm_pair"))
     return false;
@@ -522,19 +520,12 @@ void formPairedCopies(scf::ForOp op, bool anySize,
        llvm::make_early_inc_range(clone.getBody()->getOps<scf::IfOp>()))
     if (second.contains(branch.getOperation()) && neverRuns(branch, first))
       branch.erase();
-  MLIRContext *ctx = op.getContext();
-  Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
   for (func::CallOp call : calls) {
     auto secondCall = cast<func::CallOp>(second.lookup(call.getOperation()));
     OpBuilder at(secondCall);
-    Type matrix = call.getOperand(kA).getType();
-    SmallVector<Type> types{i32, i32, f32, f32};
-    types.append(9, matrix);
-    func::FuncOp quad = getOrDeclareRuntimeFunction(
-        call, "gaccrt_sgemm_quad", FunctionType::get(ctx, types, {}));
     SmallVector<Value> operands(call.getOperands().take_front(8));
     llvm::append_range(operands, secondCall.getOperands().drop_front(4));
-    func::CallOp::create(at, call.getLoc(), quad, operands);
+    createRuntimeCall(at, call.getLoc(), "gaccrt_sgemm_quad", operands);
     secondCall.erase();
     call.erase();
   }
@@ -564,8 +555,6 @@ struct PairAccumulatingGemmsPass
     GACC_VERIFY_PASS_RESULT();
     SmallVector<scf::ForOp> loops;
     getOperation().walk([&](scf::ForOp op) { loops.push_back(op); });
-    MLIRContext *ctx = &getContext();
-    Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
     for (scf::ForOp op : loops) {
       std::optional<Loop> loop = getLoop(op);
       if (!loop)
@@ -589,15 +578,8 @@ struct PairAccumulatingGemmsPass
         auto secondCall =
             cast<func::CallOp>(second.lookup(call.getOperation()));
         OpBuilder builder(secondCall);
-        MemRefType matrix = cast<MemRefType>(call.getOperand(kA).getType());
-        func::FuncOp pair = getOrDeclareRuntimeFunction(
-            call, "gaccrt_sgemm_pair",
-            FunctionType::get(
-                ctx,
-                {i32, i32, f32, f32, matrix, matrix, matrix, matrix, matrix},
-                {}));
-        func::CallOp::create(
-            builder, call.getLoc(), pair,
+        createRuntimeCall(
+            builder, call.getLoc(), "gaccrt_sgemm_pair",
             ValueRange{call.getOperand(kTransA), call.getOperand(kTransB),
                        call.getOperand(kAlpha), call.getOperand(kBeta),
                        call.getOperand(kA), call.getOperand(kB),

@@ -26,6 +26,15 @@ func::FuncOp mlir::gacc::getOrDeclareRuntimeFunction(Operation *from,
   return decl;
 }
 
+func::CallOp mlir::gacc::createRuntimeCall(OpBuilder &builder, Location loc,
+                                           StringRef name,
+                                           ValueRange operands) {
+  func::FuncOp callee = getOrDeclareRuntimeFunction(
+      builder.getInsertionBlock()->getParentOp(), name,
+      builder.getFunctionType(operands.getTypes(), {}));
+  return func::CallOp::create(builder, loc, callee, operands);
+}
+
 std::optional<int32_t> mlir::gacc::getRuntimeDType(Type type) {
   if (type.isF32())
     return GACCRT_F32;

@@ -22,6 +22,12 @@ namespace mlir::gacc {
 func::FuncOp getOrDeclareRuntimeFunction(Operation *from, StringRef name,
                                          FunctionType type);
 
+/// Creates at `builder`'s insertion point a call of runtime function `name`
+/// (no results) with `operands`, declaring the function with their types if
+/// needed.
+func::CallOp createRuntimeCall(OpBuilder &builder, Location loc, StringRef name,
+                               ValueRange operands);
+
 /// Returns the runtime's element type code of `type` (gaccrt_all_reduce's
 /// `dtype`: GACCRT_F32, ... from gaccrt.h), if the runtime reduces it.
 std::optional<int32_t> getRuntimeDType(Type type);
