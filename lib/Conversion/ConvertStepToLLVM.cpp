@@ -16,6 +16,7 @@
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -56,6 +57,8 @@ struct ConvertStepToLLVMPass
     cf::populateAssertToLLVMConversionPattern(
         converter, patterns, /*abortOnFailure=*/true, &symbolTables);
     index::populateIndexToLLVMConversionPatterns(converter, patterns);
+    // The stand-ins of gacc-outline-copies for buffers a call does not use.
+    ub::populateUBToLLVMConversionPatterns(converter, patterns);
 
     LLVMConversionTarget target(*ctx);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))

@@ -115,6 +115,9 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   // The buffers freed in their own block share one arena planned from their
   // lifetimes: no malloc, free or page fault per step.
   pm.addPass(createPlanArenaPass());
+  // The copies' forms that are one body at other buffers: one function.
+  if (options.outlineCopies)
+    pm.addPass(createOutlineCopiesPass());
 
   pm.addPass(createStridedCopiesToLinalgPass());
   if (options.parallelLoops) {

@@ -4,7 +4,8 @@
 // gacc-compile: one flag per gacc-pipeline option, generated from
 // PipelineOptions.def, plus --device and the lowering's knobs (--no-blas,
 // --no-pair-gemms, --no-concurrent-copies, --no-lockstep-copies,
-// --no-paired-copies, --pair-any-size, --serial-loops).
+// --no-paired-copies, --no-outline-copies, --pair-any-size,
+// --serial-loops).
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,6 +67,11 @@ static cl::opt<bool> noPairedCopies(
     cl::desc("Copies of one micro-batch each, not of two in lockstep (no "
              "gaccrt_sgemm_quad)"),
     cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+static cl::opt<bool>
+    noOutlineCopies("no-outline-copies",
+                    cl::desc("Compile each form of the copies on its own (no "
+                             "gacc-outline-copies: more code, the same steps)"),
+                    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
 static cl::opt<bool> pairAnySize(
     "pair-any-size",
     cl::desc("Pair weight gradients (and run the copies side by side) "
@@ -97,6 +103,7 @@ gacc::StepOptions gacc::getStepOptionsFromFlags() {
   options.pairAnySize = pairAnySize;
   options.lockstepCopies = !noLockstepCopies;
   options.pairedCopies = !noPairedCopies;
+  options.outlineCopies = !noOutlineCopies;
   options.parallelLoops = !serialLoops;
   return options;
 }
@@ -139,7 +146,7 @@ std::vector<std::string> gacc::getPipelineFlagArguments() {
   args.push_back("--device=" + options.device);
   for (const cl::opt<bool> *flag :
        {&noBlas, &noPairGemms, &noConcurrentCopies, &noLockstepCopies,
-        &noPairedCopies, &pairAnySize, &serialLoops})
+        &noPairedCopies, &noOutlineCopies, &pairAnySize, &serialLoops})
     if (*flag)
       args.push_back(("--" + flag->ArgStr + "=true").str());
   return args;

@@ -349,6 +349,7 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
     lowering.pairAnySize = options.pairAnySize;
     lowering.lockstepCopies = options.lockstepCopies;
     lowering.pairedCopies = options.pairedCopies;
+    lowering.outlineCopies = options.outlineCopies;
     lowering.parallelLoops = options.parallelLoops;
     lowering.traceRegions = options.traceRegions;
     mlir::gacc::buildLowerToCPUPipeline(pm, lowering);

@@ -377,6 +377,39 @@ def PlanArenaPass : Pass<"gacc-plan-arena", "ModuleOp"> {
   ];
 }
 
+def OutlineCopiesPass : Pass<"gacc-outline-copies", "ModuleOp"> {
+  let summary = "One function for the like forms of concurrent copies";
+  let description = [{
+    Runs after gacc-plan-arena on the host. gacc-pair-accumulating-gemms
+    leaves a loop body unrolled by two in several forms that are one body at
+    different buffers, offsets and trace ids: the cases of the
+    `gacc.concurrent_copies` `scf.index_switch` (the first with its
+    accumulations, the second without: they follow both) and the lockstep
+    form (the else-branch of the `scf.if` whose then-branch runs the copies
+    side by side), and with paired copies the same for two micro-batches a
+    copy. Among these blocks of a function, the one with the most ops that
+    have effects is a base, and each block whose effectful ops match a
+    subsequence of the base's in order becomes a call of one private
+    function, as the base does: two ops match when they are the same
+    operation (name, attributes, types, regions) and their operands match:
+    values from outside the blocks at the same place, constants (whatever
+    their value), or results of matching ops of the blocks (effect-free ops
+    are matched through the values they compute, not in order). The
+    function is the base's body; each value from outside and each constant
+    whose value differs between the blocks is an argument, and each
+    effectful op that some block lacks runs under an i1 argument that the
+    block's call sets to whether it has the op. Blocks that match nothing
+    stay as they are. This only shrinks the code that LLVM compiles (on a
+    wide deep model, several times the code of one micro-batch): each block
+    still runs exactly its own ops in its own order.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::ub::UBDialect"
+  ];
+}
+
 def StridedCopiesToLinalgPass
     : Pass<"gacc-strided-copies-to-linalg", "ModuleOp"> {
   let summary = "Turn memref.copy between strided views into linalg.copy";

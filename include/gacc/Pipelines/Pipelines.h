@@ -96,6 +96,12 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
                      "each in lockstep, their weight gradients one pass "
                      "over C per four micro-batches (gaccrt_sgemm_quad)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> outlineCopies{
+      *this, "outline-copies",
+      llvm::cl::desc("With concurrent-copies: one function for the like "
+                     "forms of the copies (gacc-outline-copies: less code "
+                     "for LLVM to compile)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> pairAnySize{
       *this, "pair-any-size",
       llvm::cl::desc("With pair-gemms: pair (and run side by side) whatever "

@@ -47,6 +47,9 @@ struct StepOptions : mlir::gacc::GaccPipelineConfig {
   /// With lockstepCopies: two copies of two micro-batches each
   /// (gacc-pair-accumulating-gemms{paired-copies}).
   bool pairedCopies = true;
+  /// With concurrentCopies: one function for the copies' like forms
+  /// (gacc-outline-copies).
+  bool outlineCopies = true;
   /// The outermost parallel loops on the runtime's GEMM threads.
   bool parallelLoops = true;
   bool traceRegions = true;
