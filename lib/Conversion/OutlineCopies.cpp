@@ -54,10 +54,13 @@ using namespace mlir::gacc;
 namespace {
 
 /// Whether `op` is matched through the values it computes rather than in
-/// order: no effects, no regions.
+/// order: no effects, no regions, and speculatable (the function computes
+/// the base's value ops for every caller, on stand-in values where the
+/// caller lacks the ops that use them: a division by such a zero would be
+/// undefined, so divisions stay in order).
 bool isValueOp(Operation *op) {
   return op->getNumRegions() == 0 && !op->hasTrait<OpTrait::IsTerminator>() &&
-         isMemoryEffectFree(op);
+         isPure(op);
 }
 
 /// The ops of `block` matched in order: the others but the terminator.
