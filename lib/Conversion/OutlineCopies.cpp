@@ -24,13 +24,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "ConcurrentCopies.h"
+#include "RuntimeCalls.h"
 
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/IR/Dominance.h"
@@ -515,16 +515,9 @@ bool Outliner::outline(Block *base, ArrayRef<Match *> matches) {
   Location loc = func.getLoc();
   SmallVector<Type> types =
       llvm::map_to_vector(arguments, [](const Argument &a) { return a.type; });
-  OpBuilder moduleBuilder(func);
-  moduleBuilder.setInsertionPointAfter(func);
-  auto outlined = func::FuncOp::create(moduleBuilder, loc,
-                                       (func.getSymName() + "_copy").str(),
-                                       FunctionType::get(ctx, types, {}));
-  outlined.setPrivate();
-  outlined->setAttr("llvm.linkage",
-                    LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
-  symbols.insert(outlined);
-  Block *entry = outlined.addEntryBlock();
+  func::FuncOp outlined = createInternalFunction(
+      func, "_copy", FunctionType::get(ctx, types, {}), symbols);
+  Block *entry = &outlined.front();
   auto builder = OpBuilder::atBlockEnd(entry);
   IRMapping mapping;
   for (auto [value, index] : argumentOf)

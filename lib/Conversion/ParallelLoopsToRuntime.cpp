@@ -250,16 +250,9 @@ void LoopOutliner::outline(scf::ParallelOp loop) {
   auto structType = LLVM::LLVMStructType::getLiteral(ctx, fieldTypes);
 
   // The outlined body, after the function that runs it.
-  OpBuilder moduleBuilder(func);
-  moduleBuilder.setInsertionPointAfter(func);
-  auto body = func::FuncOp::create(
-      moduleBuilder, loc, (func.getSymName() + "_parallel").str(), bodyType);
-  body.setPrivate();
-  // Not exported from a compiled step's library.
-  body->setAttr("llvm.linkage",
-                LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
-  symbols.insert(body);
-  Block *entry = body.addEntryBlock();
+  func::FuncOp body =
+      createInternalFunction(func, "_parallel", bodyType, symbols);
+  Block *entry = &body.front();
   auto builder = OpBuilder::atBlockBegin(entry);
   IRMapping mapping;
   for (Operation *constant : constants)

@@ -8,6 +8,7 @@
 
 #include "gaccrt/gaccrt.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -91,4 +92,21 @@ mlir::gacc::getGemmWrittenOperands(Operation *op) {
   if (callee == "gaccrt_sgemm_rows_pair" && count == 9)
     return SmallVector<unsigned, 2>{6, 8};
   return std::nullopt;
+}
+
+func::FuncOp mlir::gacc::createInternalFunction(func::FuncOp func,
+                                                StringRef suffix,
+                                                FunctionType type,
+                                                SymbolTable &symbols) {
+  OpBuilder builder(func);
+  builder.setInsertionPointAfter(func);
+  auto created = func::FuncOp::create(builder, func.getLoc(),
+                                      (func.getSymName() + suffix).str(), type);
+  created.setPrivate();
+  created->setAttr(
+      "llvm.linkage",
+      LLVM::LinkageAttr::get(func.getContext(), LLVM::Linkage::Internal));
+  symbols.insert(created);
+  created.addEntryBlock();
+  return created;
 }

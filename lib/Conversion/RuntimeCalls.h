@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 
 #include <cstdint>
 #include <optional>
@@ -27,6 +28,12 @@ func::FuncOp getOrDeclareRuntimeFunction(Operation *from, StringRef name,
 /// needed.
 func::CallOp createRuntimeCall(OpBuilder &builder, Location loc, StringRef name,
                                ValueRange operands);
+
+/// Creates, right after `func`, a private function named `func`'s name
+/// plus `suffix` (made unique in `symbols`) of `type` with an entry block,
+/// with internal linkage: not exported from a compiled step's library.
+func::FuncOp createInternalFunction(func::FuncOp func, StringRef suffix,
+                                    FunctionType type, SymbolTable &symbols);
 
 /// Returns the runtime's element type code of `type` (gaccrt_all_reduce's
 /// `dtype`: GACCRT_F32, ... from gaccrt.h), if the runtime reduces it.
