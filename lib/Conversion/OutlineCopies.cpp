@@ -302,10 +302,13 @@ private:
 } // namespace
 
 int Outliner::run(SmallVector<Block *> candidates) {
-  // Blocks that hold another candidate stay as they are.
+  // Blocks that yield values or take arguments (a call cannot stand for
+  // them), and blocks that hold another candidate, stay as they are.
   candidates = llvm::filter_to_vector(
       SmallVector<Block *>(candidates), [&](Block *block) {
-        return !definesValuesUsedOutside(block) &&
+        return block->getNumArguments() == 0 &&
+               block->getTerminator()->getNumOperands() == 0 &&
+               !definesValuesUsedOutside(block) &&
                llvm::none_of(candidates, [&](Block *other) {
                  return other != block &&
                         block->getParent()->isAncestor(other->getParent());

@@ -312,3 +312,36 @@ func.func @views(%arena: memref<256xi8>, %cond: i1) {
   } {gacc.concurrent_copies}
   return
 }
+
+// -----
+
+// Cases that yield a value (not what gacc-pair-accumulating-gemms builds):
+// a call cannot stand for them; they stay as they are.
+
+// CHECK-LABEL: func.func @yields
+// CHECK:         case 0 {
+// CHECK-NEXT:      %[[A:.*]] = arith.addi
+// CHECK-NEXT:      func.call @yields_work(%[[A]])
+// CHECK-NEXT:      scf.yield %[[A]]
+// CHECK-NOT:     func.func private @yields_copy
+
+func.func private @yields_work(index)
+
+func.func @yields(%x: index, %y: index) -> index {
+  %c0 = arith.constant 0 : index
+  %r = scf.index_switch %c0 {gacc.concurrent_copies} -> index
+  case 0 {
+    %a = arith.addi %x, %x : index
+    func.call @yields_work(%a) : (index) -> ()
+    scf.yield %a : index
+  }
+  case 1 {
+    %a = arith.addi %y, %y : index
+    func.call @yields_work(%a) : (index) -> ()
+    scf.yield %a : index
+  }
+  default {
+    scf.yield %c0 : index
+  }
+  return %r : index
+}
