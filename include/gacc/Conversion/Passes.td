@@ -387,21 +387,32 @@ def OutlineCopiesPass : Pass<"gacc-outline-copies", "ModuleOp"> {
     accumulations, the second without: they follow both) and the lockstep
     form (the else-branch of the `scf.if` whose then-branch runs the copies
     side by side), and with paired copies the same for two micro-batches a
-    copy. Among these blocks of a function, the one with the most ops that
-    have effects is a base, and each block whose effectful ops match a
-    subsequence of the base's in order becomes a call of one private
-    function, as the base does: two ops match when they are the same
-    operation (name, attributes, types, regions) and their operands match:
-    values from outside the blocks at the same place, constants (whatever
-    their value), or results of matching ops of the blocks (effect-free ops
-    are matched through the values they compute, not in order). The
-    function is the base's body; each value from outside and each constant
-    whose value differs between the blocks is an argument, and each
-    effectful op that some block lacks runs under an i1 argument that the
-    block's call sets to whether it has the op. Blocks that match nothing
-    stay as they are. This only shrinks the code that LLVM compiles (on a
-    wide deep model, several times the code of one micro-batch): each block
-    still runs exactly its own ops in its own order.
+    copy. Among these blocks of a function (without arguments or yielded
+    values), the one with the most ops that have effects is a base, and
+    each block whose effectful ops match a subsequence of the base's in
+    order becomes a call of one private function (internal linkage), as the
+    base does: two ops match when they are the same operation (name,
+    attributes, types, regions compared op by op) and their operands match:
+    results of matching ops; results of matching effect-free, speculatable
+    ops without regions, wherever they are (such ops are matched through
+    the values they compute, not in order, and the function computes them
+    itself: the views of the arena hoisted before the cases); values from
+    outside the blocks at the same place; constants, whatever their value.
+    The function is the base's body. Each value from outside that differs,
+    or that a block computes where another has it from outside, is an
+    argument (a block's own value computed by a chain of such ops, cloned
+    before its call); each integer constant whose value differs is the
+    base's value plus an argument, the difference (the offsets of a case's
+    buffers move by the same bytes: few arguments, which matters, as calls
+    with thousands of scalar arguments make LLVM's code generation
+    superlinear); other differing constants are arguments. Each effectful
+    op that some block lacks (it must define no values) runs under an i1
+    argument that the block's call sets to whether it has the op; an
+    argument that only such ops use gets a zero or `ub.poison` from a block
+    that cannot see the others' value. Blocks that match nothing stay as
+    they are. This only shrinks the code that LLVM compiles (on a wide deep
+    model, several times the code of one micro-batch): each block still
+    runs exactly its own ops in its own order.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
