@@ -110,9 +110,9 @@ public:
   Match(Block *base, Block *member) : base(base), member(member) {}
 
   /// Matches the member's ordered ops to a subsequence of the base's.
-  bool align(ArrayRef<Operation *> baseOps) {
+  bool align(ArrayRef<Operation *> baseOps, ArrayRef<Operation *> memberOps) {
     unsigned next = 0;
-    for (Operation *op : getOrderedOps(member)) {
+    for (Operation *op : memberOps) {
       while (next < baseOps.size() && !tryOps(baseOps[next], op))
         ++next;
       if (next == baseOps.size())
@@ -287,12 +287,12 @@ public:
   Outliner(func::FuncOp func, SymbolTable &symbols)
       : func(func), symbols(symbols), dominance(func) {}
 
-  /// Outlines the groups of like blocks among `candidates`; returns the
-  /// number of blocks that became calls.
-  int run(SmallVector<Block *> candidates);
+  /// Outlines the groups of like blocks among `candidates`.
+  void run(SmallVector<Block *> candidates);
 
 private:
-  bool outline(Block *base, ArrayRef<Match *> matches);
+  bool outline(Block *base, ArrayRef<Operation *> baseOps,
+               ArrayRef<Match *> matches);
 
   func::FuncOp func;
   SymbolTable &symbols;
@@ -301,7 +301,7 @@ private:
 
 } // namespace
 
-int Outliner::run(SmallVector<Block *> candidates) {
+void Outliner::run(SmallVector<Block *> candidates) {
   // Blocks that yield values or take arguments (a call cannot stand for
   // them), and blocks that hold another candidate, stay as they are.
   candidates = llvm::filter_to_vector(
@@ -315,41 +315,39 @@ int Outliner::run(SmallVector<Block *> candidates) {
                });
       });
   // Most ordered ops first: a base before the blocks that lack some of its.
-  DenseMap<Block *, size_t> sizes;
+  DenseMap<Block *, SmallVector<Operation *>> orderedOps;
   for (Block *block : candidates)
-    sizes[block] = getOrderedOps(block).size();
-  llvm::stable_sort(candidates,
-                    [&](Block *a, Block *b) { return sizes[a] > sizes[b]; });
-  int calls = 0;
+    orderedOps[block] = getOrderedOps(block);
+  llvm::stable_sort(candidates, [&](Block *a, Block *b) {
+    return orderedOps[a].size() > orderedOps[b].size();
+  });
   DenseSet<Block *> done;
   for (Block *base : candidates) {
-    if (done.contains(base) || sizes[base] == 0)
+    ArrayRef<Operation *> baseOps = orderedOps[base];
+    if (done.contains(base) || baseOps.empty())
       continue;
-    SmallVector<Operation *> baseOps = getOrderedOps(base);
     SmallVector<std::unique_ptr<Match>> matches;
     for (Block *member : candidates) {
       if (member == base || done.contains(member))
         continue;
       auto match = std::make_unique<Match>(base, member);
-      if (match->align(baseOps))
+      if (match->align(baseOps, orderedOps[member]))
         matches.push_back(std::move(match));
     }
     if (matches.empty())
       continue;
     SmallVector<Match *> group = llvm::map_to_vector(
         matches, [](const std::unique_ptr<Match> &m) { return m.get(); });
-    if (!outline(base, group))
+    if (!outline(base, baseOps, group))
       continue;
     done.insert(base);
     for (Match *match : group)
       done.insert(match->member);
-    calls += 1 + group.size();
   }
-  return calls;
 }
 
-bool Outliner::outline(Block *base, ArrayRef<Match *> matches) {
-  SmallVector<Operation *> baseOps = getOrderedOps(base);
+bool Outliner::outline(Block *base, ArrayRef<Operation *> baseOps,
+                       ArrayRef<Match *> matches) {
   size_t count = 1 + matches.size();
   Region *baseRegion = base->getParent();
 
@@ -452,7 +450,7 @@ bool Outliner::outline(Block *base, ArrayRef<Match *> matches) {
 
   // Each block's operands of the call, before anything changes: a value
   // that a block does not need is any of the others' that it sees, or a
-  // zero.
+  // zero or poison.
   SmallVector<Block *> blocks = {base};
   for (Match *match : matches)
     blocks.push_back(match->member);
