@@ -43,7 +43,9 @@ static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
 
 // The lowering's knobs (not gacc-pipeline options).
 static cl::opt<bool> noBlas("no-blas",
-                            cl::desc("Lower matmuls to loops, not OpenBLAS"),
+                            cl::desc("Lower matmuls to loops, not "
+                                     "gaccrt_sgemm (oneDNN, gaccrt's AVX-512 "
+                                     "kernels or OpenBLAS)"),
                             cl::init(false),
                             cl::cat(gacc::getToolFlagCategory()));
 static cl::opt<bool> noPairGemms(

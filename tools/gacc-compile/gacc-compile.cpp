@@ -134,6 +134,9 @@ static std::string getRuntimeDir(const char *argv0) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
+  // A flag of the tools that run steps (PipelineFlags.h); this one runs
+  // nothing.
+  cl::getRegisteredOptions()["run-batch-size"]->setHiddenFlag(cl::ReallyHidden);
   cl::ParseCommandLineOptions(
       argc, argv,
       "gacc-compile: compile a training step with gradient accumulation "
@@ -141,6 +144,9 @@ int main(int argc, char **argv) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
 
+  if (getRunBatchSizeFlag() != 0)
+    return fail("--run-batch-size runs a tail step; gacc-compile runs "
+                "nothing (gacc-run and gacc-check take it)");
   StepOptions options = getStepOptionsFromFlags();
   // Region trace events cost a call each; gacc-run only asks for them with
   // --trace. A compiled step keeps them: they are no-ops until a trace is

@@ -68,7 +68,9 @@ void registerGaccPipeline();
 struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
   PassOptions::Option<bool> blas{
       *this, "blas",
-      llvm::cl::desc("Lower f32 matmuls to gaccrt_sgemm (OpenBLAS)"),
+      llvm::cl::desc("Lower f32 matmuls to gaccrt_sgemm (oneDNN's matmul, "
+                     "gaccrt's AVX-512 kernels or OpenBLAS, chosen at run "
+                     "time)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> pairGemms{
       *this, "pair-gemms",
@@ -114,8 +116,10 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::init(true)};
   PassOptions::Option<bool> outlineMicroBatches{
       *this, "outline-micro-batches",
-      llvm::cl::desc("Lower regions of one size to one function called once "
-                     "per region (compile time independent of m)"),
+      llvm::cl::desc("Lower regions of one size to one body: an scf.for "
+                     "over them when they follow each other, else a private "
+                     "function called once per region (compile time "
+                     "independent of m)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> parallelLoops{
       *this, "parallel-loops",
