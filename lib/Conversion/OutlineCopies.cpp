@@ -148,13 +148,18 @@ private:
     if (a.getType() != b.getType())
       return false;
     Attribute attrA, attrB;
-    if (matchPattern(a, m_Constant(&attrA)) &&
-        matchPattern(b, m_Constant(&attrB))) {
+    bool constantA = matchPattern(a, m_Constant(&attrA));
+    if (constantA && matchPattern(b, m_Constant(&attrB))) {
       auto [it, inserted] = constants.try_emplace(a, attrB);
       if (inserted)
         journal.push_back({&constants, a});
       return it->second == attrB;
     }
+    // The function has the base's constants as constants (or as an
+    // argument for the constants that differ): a block that has some other
+    // value there would get the base's constant.
+    if (constantA)
+      return false;
     // Results of value ops (in the blocks or outside them, like the views
     // of the arena that the cases share with what follows them): the same
     // op of matching operands, which the function computes itself.
@@ -206,7 +211,8 @@ private:
         a->getResultTypes() != b->getResultTypes() ||
         a->getDiscardableAttrDictionary() !=
             b->getDiscardableAttrDictionary() ||
-        a->getPropertiesAsAttribute() != b->getPropertiesAsAttribute())
+        !a->getName().compareOpProperties(a->getPropertiesStorage(),
+                                          b->getPropertiesStorage()))
       return false;
     for (auto [operandA, operandB] :
          llvm::zip_equal(a->getOperands(), b->getOperands()))
@@ -542,10 +548,17 @@ bool Outliner::outline(Block *base, ArrayRef<Operation *> baseOps,
     for (Value value : op->getOperands())
       provide(value);
   });
+  // The clones of the value ops, which the function runs for every block
+  // (also where a block lacks the ops that use them).
+  DenseSet<Operation *> valueOps;
+  for (Operation &op : *entry)
+    valueOps.insert(&op);
   for (Operation &op : base->without_terminator()) {
     auto flag = flagOf.find(&op);
     if (flag == flagOf.end()) {
-      builder.clone(op, mapping);
+      Operation *clone = builder.clone(op, mapping);
+      if (isValueOp(&op))
+        valueOps.insert(clone);
       continue;
     }
     auto guard = scf::IfOp::create(builder, op.getLoc(), TypeRange{},
@@ -573,8 +586,18 @@ bool Outliner::outline(Block *base, ArrayRef<Operation *> baseOps,
   // What the arguments made dead (the chains they replace), and the
   // arguments that only those used.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
-    if (isOpTriviallyDead(&op))
+    if (isOpTriviallyDead(&op)) {
+      valueOps.erase(&op);
       op.erase();
+    }
+  // A value op that was speculatable for its constant operand (a division
+  // by a non-zero constant) and now takes an argument or a sum there: a
+  // block whose constant differs (or that lacks the op, on stand-ins)
+  // could divide by zero where it never divided. The blocks stay.
+  if (llvm::any_of(valueOps, [](Operation *op) { return !isPure(op); })) {
+    symbols.erase(outlined);
+    return false;
+  }
   llvm::BitVector unused(arguments.size());
   for (BlockArgument argument : entry->getArguments())
     if (argument.use_empty())

@@ -345,3 +345,89 @@ func.func @yields(%x: index, %y: index) -> index {
   }
   return %r : index
 }
+
+// -----
+
+// A block that has the base's constant row where the other has a value
+// (the row of the micro-batch from an argument): the function would have
+// the base's constant for both. They stay.
+
+// CHECK-LABEL: func.func @constant_row
+// CHECK:         case 0 {
+// CHECK-NEXT:      memref.subview %{{.*}}[%c0, 0]
+// CHECK:         case 1 {
+// CHECK-NEXT:      memref.subview %{{.*}}[%[[IV:.*]], 0]
+// CHECK-NOT:     func.func private @constant_row_copy
+
+func.func private @constant_row_work(memref<4xf32>)
+
+func.func @constant_row(%x: memref<16x4xf32>, %iv: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.parallel (%copy) = (%c0) to (%c2) step (%c1) {
+    scf.index_switch %copy {gacc.concurrent_copies}
+    case 0 {
+      %s = memref.subview %x[%c0, 0] [1, 4] [1, 1] : memref<16x4xf32> to memref<4xf32, strided<[1], offset: ?>>
+      %v = memref.alloc() : memref<4xf32>
+      memref.copy %s, %v : memref<4xf32, strided<[1], offset: ?>> to memref<4xf32>
+      func.call @constant_row_work(%v) : (memref<4xf32>) -> ()
+      func.call @constant_row_work(%v) : (memref<4xf32>) -> ()
+      scf.yield
+    }
+    case 1 {
+      %s = memref.subview %x[%iv, 0] [1, 4] [1, 1] : memref<16x4xf32> to memref<4xf32, strided<[1], offset: ?>>
+      %v = memref.alloc() : memref<4xf32>
+      memref.copy %s, %v : memref<4xf32, strided<[1], offset: ?>> to memref<4xf32>
+      func.call @constant_row_work(%v) : (memref<4xf32>) -> ()
+      scf.yield
+    }
+    default {
+    }
+    scf.reduce
+  } {gacc.concurrent_copies}
+  return
+}
+
+// -----
+
+// A division by a constant is a value op (speculatable: the divisor is not
+// zero); in the function its divisor would be the base's 4 plus the
+// difference, 0 for the second block, which lacks the op that uses the
+// quotient but would divide anyway. They stay.
+
+// CHECK-LABEL: func.func @division
+// CHECK:         case 0 {
+// CHECK:           arith.divui
+// CHECK:         case 1 {
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0 : index
+// CHECK-NEXT:      func.call @division_count(%[[Z]])
+// CHECK-NOT:     func.func private @division_copy
+
+func.func private @division_use(index)
+func.func private @division_count(index)
+
+func.func @division(%x: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.parallel (%copy) = (%c0) to (%c2) step (%c1) {
+    scf.index_switch %copy {gacc.concurrent_copies}
+    case 0 {
+      %c4 = arith.constant 4 : index
+      %q = arith.divui %x, %c4 : index
+      func.call @division_use(%q) : (index) -> ()
+      func.call @division_count(%c4) : (index) -> ()
+      scf.yield
+    }
+    case 1 {
+      %z = arith.constant 0 : index
+      func.call @division_count(%z) : (index) -> ()
+      scf.yield
+    }
+    default {
+    }
+    scf.reduce
+  } {gacc.concurrent_copies}
+  return
+}
