@@ -33,6 +33,15 @@ static bool isTransientUse(Operation *op, Value value) {
            cast<memref::StoreOp>(op).getMemRef() == value;
   if (op->hasTrait<OpTrait::IsTerminator>())
     return false;
+  // Views, casts and the address: findLastUse follows their results.
+  if (isa<ViewLikeOpInterface, memref::CastOp,
+          memref::ExtractAlignedPointerAsIndexOp>(op))
+    return true;
+  // Anything else that hands out a memref (arith.select, a call that
+  // returns one, the base buffer of extract_strided_metadata) may hand out
+  // this buffer, whose later uses are not followed.
+  if (llvm::any_of(op->getResultTypes(), llvm::IsaPred<BaseMemRefType>))
+    return false;
   // Calls of the runtime (and any call) do not retain their arguments.
   return true;
 }

@@ -38,8 +38,13 @@ static int64_t alignUp(int64_t bytes) {
   return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
 }
 
+/// The largest buffer the arena takes (bigger ones, which malloc would
+/// refuse anyway, keep their allocation: no offset arithmetic overflows).
+constexpr int64_t kMaxArenaBufferBytes = int64_t(1) << 48;
+
 /// Returns the bytes of `alloc` when the arena can hold it: a static,
-/// identity-layout buffer of whole-byte elements, freed once by a
+/// identity-layout buffer of elements of 1, 2, 4, 8 or 16 bytes (whose
+/// storage is their width: an i24's or f80's is not), freed once by a
 /// memref.dealloc in its own block (returned in `dealloc`).
 static std::optional<int64_t> getArenaBytes(memref::AllocOp alloc,
                                             memref::DeallocOp &dealloc) {
@@ -48,7 +53,13 @@ static std::optional<int64_t> getArenaBytes(memref::AllocOp alloc,
       type.getMemorySpace() || !alloc.getSymbolOperands().empty())
     return std::nullopt;
   Type element = type.getElementType();
-  if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
+  if (!element.isIntOrFloat())
+    return std::nullopt;
+  unsigned width = element.getIntOrFloatBitWidth();
+  if (width < 8 || width > 128 || !llvm::isPowerOf2_32(width))
+    return std::nullopt;
+  int64_t elements = type.getNumElements();
+  if (elements > kMaxArenaBufferBytes / (width / 8))
     return std::nullopt;
   dealloc = {};
   for (Operation *user : alloc->getUsers()) {
@@ -61,7 +72,7 @@ static std::optional<int64_t> getArenaBytes(memref::AllocOp alloc,
   }
   if (!dealloc)
     return std::nullopt;
-  return alignUp(type.getNumElements() * (element.getIntOrFloatBitWidth() / 8));
+  return alignUp(elements * (width / 8));
 }
 
 namespace {
@@ -90,14 +101,41 @@ struct Interval {
 };
 } // namespace
 
+/// Whether `op` is the scf.parallel of concurrent copies as
+/// gacc-pair-accumulating-gemms builds it: two iterations whose body is
+/// only the cases (each iteration runs its own case, on its own thread).
+static bool isConcurrentCopiesLoop(Operation *op) {
+  auto loop = dyn_cast<scf::ParallelOp>(op);
+  if (!loop || !loop->hasAttr(kConcurrentCopiesAttr) ||
+      loop.getNumLoops() != 1 || !loop.getInitVals().empty())
+    return false;
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()[0]);
+  std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound()[0]);
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep()[0]);
+  if (lb != 0 || ub != 2 || step != 1)
+    return false;
+  Block *body = loop.getBody();
+  if (body->getOperations().size() != 2)
+    return false;
+  auto cases = dyn_cast<scf::IndexSwitchOp>(body->front());
+  return cases && cases->hasAttr(kConcurrentCopiesAttr) &&
+         cases.getArg() == loop.getInductionVars()[0];
+}
+
 int64_t ArenaPlan::planRegions(Operation *op) {
   // The regions of concurrent copies (gacc-pair-accumulating-gemms) run at
-  // the same time: one after the other in the slot. Other regions run one
-  // at a time: they share it.
-  bool concurrent = op->hasAttr(kConcurrentCopiesAttr);
+  // the same time: one after the other in the slot. The regions of the ops
+  // that run them one at a time (branches, loop bodies) share it. Any other
+  // region (another parallel loop, an async or OpenMP region, a GPU launch)
+  // may run at the same time as itself or as what follows: its buffers
+  // keep their allocations.
+  bool concurrent = isa<scf::IndexSwitchOp>(op) &&
+                    op->hasAttr(kConcurrentCopiesAttr) &&
+                    isConcurrentCopiesLoop(op->getParentOp());
   if (op->getNumRegions() == 0 ||
-      (!concurrent && isa<scf::ParallelOp, scf::ForallOp>(op)) ||
-      isa<func::FuncOp>(op))
+      !(concurrent || isConcurrentCopiesLoop(op) ||
+        isa<scf::IfOp, scf::ForOp, scf::WhileOp, scf::IndexSwitchOp,
+            scf::ExecuteRegionOp>(op)))
     return 0;
   if (llvm::any_of(op->getRegions(), [](Region &region) {
         return !region.empty() && !region.hasOneBlock();
@@ -181,8 +219,17 @@ struct PlanArenaPass : public gacc::impl::PlanArenaPassBase<PlanArenaPass> {
     GACC_VERIFY_PASS_RESULT();
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
+    // Functions that call each other, by name (the arena of a function
+    // that runs twice at once, recursively, would be shared).
+    DenseMap<StringAttr, SmallVector<StringAttr>> callees;
+    module.walk([&](func::CallOp call) {
+      if (auto caller = call->getParentOfType<func::FuncOp>())
+        callees[caller.getSymNameAttr()].push_back(
+            call.getCalleeAttr().getAttr());
+    });
     for (auto func : llvm::to_vector(module.getOps<func::FuncOp>())) {
-      if (func.isExternal() || !func.getBody().hasOneBlock())
+      if (func.isExternal() || !func.getBody().hasOneBlock() ||
+          !runsOneAtATime(func, module, callees))
         continue;
       ArenaPlan plan;
       int64_t bytes = plan.planBlock(func.getBody().front());
@@ -192,6 +239,39 @@ struct PlanArenaPass : public gacc::impl::PlanArenaPassBase<PlanArenaPass> {
       plan.assign(func.getBody().front(), 0, absolute);
       rewrite(func, plan, absolute, bytes, symbols);
     }
+  }
+
+  /// Whether no two calls of `func` can run at the same time: it is not
+  /// recursive, and it is called (by name, from func.call only) where the
+  /// code runs one op at a time: in function bodies, branches and loops
+  /// that are not parallel.
+  static bool
+  runsOneAtATime(func::FuncOp func, ModuleOp module,
+                 DenseMap<StringAttr, SmallVector<StringAttr>> &callees) {
+    std::optional<SymbolTable::UseRange> uses = func.getSymbolUses(module);
+    if (!uses)
+      return false;
+    for (const SymbolTable::SymbolUse &use : *uses) {
+      if (!isa<func::CallOp>(use.getUser()))
+        return false;
+      for (Operation *parent = use.getUser()->getParentOp();
+           parent && !isa<func::FuncOp>(parent); parent = parent->getParentOp())
+        if (!isa<scf::IfOp, scf::ForOp, scf::WhileOp, scf::IndexSwitchOp,
+                 scf::ExecuteRegionOp>(parent))
+          return false;
+    }
+    // Not reachable from itself.
+    StringAttr name = func.getSymNameAttr();
+    SmallVector<StringAttr> worklist(callees.lookup(name));
+    DenseSet<StringAttr> seen;
+    while (!worklist.empty()) {
+      StringAttr next = worklist.pop_back_val();
+      if (next == name)
+        return false;
+      if (seen.insert(next).second)
+        llvm::append_range(worklist, callees.lookup(next));
+    }
+    return true;
   }
 
   void rewrite(func::FuncOp func, ArenaPlan &plan,

@@ -33,3 +33,19 @@ func.func @escapes() -> memref<4xf32> {
   %a = memref.alloc() : memref<4xf32>
   return %a : memref<4xf32>
 }
+
+// -----
+
+// An op that hands out a memref it may have been given (arith.select, a
+// call that returns one) makes the buffer's later uses unknown: an error
+// rather than a free before the select's result is read.
+func.func @select(%x: f32, %c: i1, %out: memref<16xf32>) {
+  // expected-error @below {{'memref.alloc' op escapes its block; gacc-deallocate-buffers cannot place its deallocation}}
+  %a = memref.alloc() : memref<16xf32>
+  linalg.fill ins(%x : f32) outs(%a : memref<16xf32>)
+  %s = arith.select %c, %a, %out : memref<16xf32>
+  %t = memref.alloc() : memref<16xf32>
+  linalg.add ins(%s, %s : memref<16xf32>, memref<16xf32>) outs(%t : memref<16xf32>)
+  linalg.copy ins(%t : memref<16xf32>) outs(%out : memref<16xf32>)
+  return
+}

@@ -148,3 +148,103 @@ func.func @copies(%x: f32, %k: index) {
 func.func @nothing(%m: memref<4xf32>) {
   return
 }
+
+// -----
+
+// What the arena leaves to malloc: elements whose storage is not their
+// width (i24 takes 4 bytes, f80 16), a buffer too large to plan, buffers
+// of regions that may run at the same time as themselves or as what follows
+// (an async region, a parallel loop, the body of copies that is more than
+// their cases: each iteration would get the same bytes), and the buffers
+// of functions that may run twice at once (called in a parallel loop, or
+// recursive). The f32 buffer is planned.
+// CHECK:       func.func private @gaccrt_account_arena(i64)
+// CHECK:       memref.global "private" @kept_arena : memref<64xi8>
+// CHECK-LABEL: func.func @kept
+// CHECK:         memref.alloc() : memref<64xi24>
+// CHECK:         memref.alloc() : memref<16xf80>
+// CHECK:         memref.alloc() : memref<4611686018427387904xf32>
+// CHECK:         memref.view %{{.*}}[%c0{{.*}}][] : memref<64xi8> to memref<16xf32>
+// CHECK:         async.execute
+// CHECK-NEXT:      memref.alloc() : memref<16xf32>
+// CHECK:         scf.parallel
+// CHECK-NEXT:      memref.alloc() : memref<16xf32>
+// CHECK:         scf.parallel
+// CHECK-NEXT:      memref.alloc() : memref<16xf32>
+// CHECK:           case 0 {
+// CHECK-NEXT:        memref.alloc() : memref<16xf32>
+// CHECK-NOT:     memref.global "private" @helper_arena
+// CHECK-LABEL: func.func private @helper
+// CHECK:         memref.alloc() : memref<16xf32>
+// CHECK-NOT:     memref.global "private" @recursive_arena
+// CHECK-LABEL: func.func @recursive
+// CHECK:         memref.alloc() : memref<16xf32>
+func.func @kept(%x: f32, %i24: i24, %f80: f80, %out: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %a = memref.alloc() : memref<64xi24>
+  linalg.fill ins(%i24 : i24) outs(%a : memref<64xi24>)
+  memref.dealloc %a : memref<64xi24>
+  %b = memref.alloc() : memref<16xf80>
+  linalg.fill ins(%f80 : f80) outs(%b : memref<16xf80>)
+  memref.dealloc %b : memref<16xf80>
+  %huge = memref.alloc() : memref<4611686018427387904xf32>
+  memref.dealloc %huge : memref<4611686018427387904xf32>
+  %f = memref.alloc() : memref<16xf32>
+  linalg.fill ins(%x : f32) outs(%f : memref<16xf32>)
+  memref.dealloc %f : memref<16xf32>
+  %token = async.execute {
+    %t = memref.alloc() : memref<16xf32>
+    linalg.fill ins(%x : f32) outs(%t : memref<16xf32>)
+    linalg.copy ins(%t : memref<16xf32>) outs(%out : memref<16xf32>)
+    memref.dealloc %t : memref<16xf32>
+    async.yield
+  }
+  async.await %token : !async.token
+  scf.parallel (%i) = (%c0) to (%c2) step (%c1) {
+    %t = memref.alloc() : memref<16xf32>
+    func.call @helper(%x, %t) : (f32, memref<16xf32>) -> ()
+    memref.dealloc %t : memref<16xf32>
+    scf.reduce
+  }
+  scf.parallel (%copy) = (%c0) to (%c2) step (%c1) {
+    %t = memref.alloc() : memref<16xf32>
+    linalg.fill ins(%x : f32) outs(%t : memref<16xf32>)
+    scf.index_switch %copy {gacc.concurrent_copies}
+    case 0 {
+      %u = memref.alloc() : memref<16xf32>
+      linalg.copy ins(%t : memref<16xf32>) outs(%u : memref<16xf32>)
+      memref.dealloc %u : memref<16xf32>
+      scf.yield
+    }
+    default {
+    }
+    memref.dealloc %t : memref<16xf32>
+    scf.reduce
+  } {gacc.concurrent_copies}
+  return
+}
+
+func.func private @helper(%x: f32, %out: memref<16xf32>) {
+  %t = memref.alloc() : memref<16xf32>
+  linalg.fill ins(%x : f32) outs(%t : memref<16xf32>)
+  linalg.copy ins(%t : memref<16xf32>) outs(%out : memref<16xf32>)
+  memref.dealloc %t : memref<16xf32>
+  return
+}
+
+func.func @recursive(%x: f32, %n: index, %out: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %a = memref.alloc() : memref<16xf32>
+  linalg.fill ins(%x : f32) outs(%a : memref<16xf32>)
+  %more = arith.cmpi sgt, %n, %c0 : index
+  scf.if %more {
+    %m = arith.subi %n, %c1 : index
+    func.call @recursive(%x, %m, %out) : (f32, index, memref<16xf32>) -> ()
+  }
+  linalg.copy ins(%a : memref<16xf32>) outs(%out : memref<16xf32>)
+  memref.dealloc %a : memref<16xf32>
+  return
+}

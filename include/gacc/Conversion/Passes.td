@@ -342,8 +342,10 @@ def DeallocateBuffersPass : Pass<"gacc-deallocate-buffers", "ModuleOp"> {
   let summary = "Free each buffer right after its last use";
   let description = [{
     Runs after bufferization on the straight-line steps gacc produces. Each
-    `memref.alloc` whose uses (through views) all lie in its own block and
-    that does not escape (returned, yielded, stored) gets a `memref.dealloc`
+    `memref.alloc` whose uses (through views, casts and its address) all lie
+    in its own block and that does not escape (returned, yielded, stored,
+    or given to an op that hands out a memref, like `arith.select` or a call
+    that returns one) gets a `memref.dealloc`
     after the last op in the block that uses it. This frees a micro-batch's
     activations when its region ends, so peak memory follows b, not B (the
     upstream ownership-based deallocation frees at the end of the block). A
@@ -356,13 +358,20 @@ def PlanArenaPass : Pass<"gacc-plan-arena", "ModuleOp"> {
   let summary = "Place the step's buffers in one arena planned at compile time";
   let description = [{
     Runs after gacc-deallocate-buffers on the host. Every `memref.alloc` of a
-    static, identity-layout buffer whose only deallocation is a
-    `memref.dealloc` in its own block gets a byte offset in one arena per
-    function, planned from the buffers' lifetimes (first fit, 64-byte
-    aligned): buffers whose lifetimes do not overlap share bytes. A loop or
-    other op with a single-block region takes one slot in its parent block,
-    sized for the plan of its body, which every iteration reuses; the bodies
-    of `scf.parallel` and `scf.forall` are not planned. The arena is a
+    static, identity-layout buffer of 1-, 2-, 4-, 8- or 16-byte elements (at
+    most 2^48 bytes) whose only deallocation is a `memref.dealloc` in its
+    own block gets a byte offset in one arena per function, planned from the
+    buffers' lifetimes (first fit, 64-byte aligned): buffers whose lifetimes
+    do not overlap share bytes. An op whose regions run one at a time
+    (`scf.if`, `scf.for`, `scf.while`, `scf.index_switch`,
+    `scf.execute_region`) takes one slot in its parent block, sized for the
+    plan of its bodies, which every iteration reuses; the two cases of
+    concurrent copies (an `scf.parallel` of two iterations marked
+    `gacc.concurrent_copies` whose body is only its marked
+    `scf.index_switch`) get one slot each. The buffers in any other region
+    (other parallel loops, async or OpenMP regions) keep their allocations,
+    as do those of a function that may run twice at once (recursive, or
+    called in such a region or other than by `func.call`). The arena is a
     private `memref.global` (zero-initialized, so it costs nothing until
     touched and is reused by every step, with no malloc, free or page fault
     after the first step); each buffer becomes a `memref.view` of it and its
