@@ -35,6 +35,14 @@ bool mlir::gacc::collectAliases(Value root, SmallVectorImpl<Value> &aliases,
       }
       if (llvm::any_of(user->getResultTypes(), llvm::IsaPred<BaseMemRefType>))
         return false;
+      // The buffer stored into memory or passed on by a terminator (an
+      // scf.yield, a branch): its later uses are not followed. (A
+      // func.return ends the function: nothing after it in it.)
+      if (auto store = dyn_cast<memref::StoreOp>(user);
+          store && store.getValueToStore() == aliases[i])
+        return false;
+      if (user->hasTrait<OpTrait::IsTerminator>() && !isa<func::ReturnOp>(user))
+        return false;
       if (auto address =
               dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(user)) {
         SmallVector<Value> integers = {address.getResult()};
@@ -76,7 +84,18 @@ std::optional<ArrayRef<Operation *>> BufferTouchers::get(Value root,
         for (Operation *user : alias.getUsers())
           if (!isa<ViewLikeOpInterface>(user))
             list.push_back(user);
-      llvm::append_range(list, escapes);
+      // The ops that take the address, and every op that uses what they
+      // make of it (a pointer made before a loop and dereferenced in it).
+      DenseSet<Operation *> seen;
+      SmallVector<Operation *> worklist(escapes);
+      while (!worklist.empty()) {
+        Operation *escape = worklist.pop_back_val();
+        if (!seen.insert(escape).second)
+          continue;
+        list.push_back(escape);
+        for (Value result : escape->getResults())
+          llvm::append_range(worklist, result.getUsers());
+      }
     }
   }
   if (!rootIt->second)
@@ -163,6 +182,20 @@ bool mlir::gacc::touchesOnlyElsewhere(Operation *toucher, Value output,
   if (!range)
     return false;
   Value root = getViewRoot(output);
+  // A nested op that uses the buffer from above (a linalg.generic body
+  // that updates it): what it touches is not among the op's operands.
+  WalkResult nested = toucher->walk([&](Operation *op) {
+    if (op == toucher)
+      return WalkResult::advance();
+    for (Value operand : op->getOperands())
+      if (isa<BaseMemRefType>(operand.getType()) &&
+          !toucher->isAncestor(operand.getParentBlock()->getParentOp()) &&
+          getViewRoot(operand) == root)
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  if (nested.wasInterrupted())
+    return false;
   bool touches = false;
   for (Value operand : toucher->getOperands()) {
     if (!isa<BaseMemRefType>(operand.getType()) || getViewRoot(operand) != root)

@@ -81,8 +81,12 @@ const void *getBufferKey(Value value) {
 /// Adds what `op` and the ops nested in it read and write to `accesses`.
 void collectAccesses(Operation *op, Accesses &accesses) {
   auto note = [&](Value value, bool write) {
-    if (!isa<BaseMemRefType>(value.getType()))
+    // An effect on a pointer or another handle (an llvm.load or store):
+    // memory this does not name.
+    if (!isa<BaseMemRefType>(value.getType())) {
+      accesses.unknown = true;
       return;
+    }
     const void *key = getBufferKey(value);
     if (!key) {
       accesses.unknown = true;

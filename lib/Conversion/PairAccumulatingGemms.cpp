@@ -60,9 +60,30 @@ struct Interval {
 /// the induction variable, and sums, differences and products by a
 /// non-negative constant of those (what the loop body computes its offsets
 /// and first-iteration tests from). Nothing for anything else, or past a
-/// small depth, or on overflow.
+/// small depth, or on overflow (also of a narrower integer type than 64
+/// bits: its values wrap).
+std::optional<Interval> getIntervalUnchecked(Value value, const IvRange &range,
+                                             int depth);
+
 std::optional<Interval> getInterval(Value value, const IvRange &range,
                                     int depth = 0) {
+  std::optional<Interval> interval = getIntervalUnchecked(value, range, depth);
+  if (!interval)
+    return std::nullopt;
+  if (auto integer = dyn_cast<IntegerType>(value.getType());
+      integer && integer.getWidth() < 64) {
+    unsigned width = integer.getWidth();
+    if (width == 0)
+      return std::nullopt;
+    int64_t most = (int64_t(1) << (width - 1)) - 1;
+    if (interval->lo < -most - 1 || interval->hi > most)
+      return std::nullopt;
+  }
+  return interval;
+}
+
+std::optional<Interval> getIntervalUnchecked(Value value, const IvRange &range,
+                                             int depth) {
   if (value == range.iv)
     return Interval{range.lo, range.hi};
   APInt constant;
@@ -278,8 +299,11 @@ bool isPairable(func::CallOp call, Loop loop, BufferTouchers &touchers,
     return false;
   // Where the pair helps: C larger than the operands (a weight gradient of
   // a small micro-batch), B not transposed (the kernels' paired pass).
-  APInt transB;
-  if (!matchPattern(call.getOperand(kTransB), m_ConstantInt(&transB)) ||
+  // The pair takes the first copy's flags for both: constants, the same in
+  // both copies.
+  APInt transA, transB;
+  if (!matchPattern(call.getOperand(kTransA), m_ConstantInt(&transA)) ||
+      !matchPattern(call.getOperand(kTransB), m_ConstantInt(&transB)) ||
       !transB.isZero() ||
       (!anySize &&
        (4 * operandBytes > getBytes(c) || getBytes(c) < minAccumulatorBytes)))
