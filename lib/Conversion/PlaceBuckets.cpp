@@ -78,7 +78,46 @@ static bool isSameSlice(Value a, Value b) {
          va.getStaticOffsets() == vb.getStaticOffsets() &&
          va.getStaticSizes() == vb.getStaticSizes() &&
          va.getStaticStrides() == vb.getStaticStrides() &&
-         va.getOffsets().empty() && vb.getOffsets().empty();
+         va.getOffsets().empty() && vb.getOffsets().empty() &&
+         va.getSizes().empty() && vb.getSizes().empty() &&
+         va.getStrides().empty() && vb.getStrides().empty();
+}
+
+/// Whether an op from `after` up to `before` (exclusive, in one block; nested
+/// ops included) uses `buffer` or a value with its root other than a copy
+/// into a unit-stride slice of it whose elements [offset, end) are disjoint
+/// from [begin, end). The accumulator placed at [begin, end) writes there
+/// from its allocation on: nothing else may see or change those elements
+/// until the copy that it replaces.
+static bool isTouchedBetween(Value buffer, int64_t begin, int64_t end,
+                             Operation *after, Operation *before) {
+  for (Operation *op = after->getNextNode(); op && op != before;
+       op = op->getNextNode()) {
+    WalkResult result = op->walk([&](Operation *nested) {
+      if (auto copy = dyn_cast<memref::CopyOp>(nested)) {
+        auto slice = copy.getTarget().getDefiningOp<memref::SubViewOp>();
+        std::optional<int64_t> offset = slice && slice.getSource() == buffer
+                                            ? getFlatSliceOffset(slice)
+                                            : std::nullopt;
+        if (offset && getViewRoot(copy.getSource()) != buffer) {
+          int64_t size = slice.getType().getNumElements();
+          if (*offset + size <= begin || end <= *offset)
+            return WalkResult::advance();
+        }
+      }
+      // A view touches nothing itself (its users are seen).
+      if (isa<ViewLikeOpInterface>(nested))
+        return WalkResult::advance();
+      for (Value operand : nested->getOperands())
+        if (isa<BaseMemRefType>(operand.getType()) &&
+            getViewRoot(operand) == buffer)
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return true;
+  }
+  return false;
 }
 
 //===----------------------------------------------------------------------===//
@@ -154,6 +193,48 @@ static void mergeBucket(ArrayRef<func::CallOp> calls) {
   for (func::CallOp call : calls)
     if (last->isBeforeInBlock(call))
       last = call;
+  // One call for all: the same reduction (operands 2-4) for every member,
+  // members at disjoint elements, and nothing that uses a member's buffer
+  // between its own all-reduce and the merged one (which runs at the last).
+  auto same = [](Value a, Value b) {
+    Attribute attrA, attrB;
+    return a == b || (matchPattern(a, m_Constant(&attrA)) &&
+                      matchPattern(b, m_Constant(&attrB)) && attrA == attrB);
+  };
+  for (func::CallOp call : calls)
+    for (unsigned i = 2; i < 5; ++i)
+      if (!same(call.getOperand(i), last.getOperand(i)))
+        return;
+  SmallVector<Member> sorted(members);
+  llvm::sort(sorted, [](const Member &a, const Member &b) {
+    return a.offset < b.offset;
+  });
+  for (size_t i = 0; i + 1 < sorted.size(); ++i)
+    if (sorted[i].offset +
+            cast<MemRefType>(sorted[i].buffer.getType()).getNumElements() >
+        sorted[i + 1].offset)
+      return;
+  for (Member &member : members) {
+    if (member.call == last)
+      continue;
+    Value root = getViewRoot(member.buffer);
+    memref::AllocOp alloc = getReshapedAlloc(member.buffer);
+    for (Operation *op = member.call->getNextNode(); op && op != last;
+         op = op->getNextNode()) {
+      WalkResult result = op->walk([&](Operation *nested) {
+        if (isa<ViewLikeOpInterface>(nested))
+          return WalkResult::advance();
+        for (Value operand : nested->getOperands())
+          if (isa<BaseMemRefType>(operand.getType()) &&
+              (getViewRoot(operand) == root ||
+               (alloc && getViewRoot(operand) == alloc.getResult())))
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
+      if (result.wasInterrupted())
+        return;
+    }
+  }
 
   int64_t elemBytes = llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
   OpBuilder builder(block, block->begin());
@@ -285,7 +366,9 @@ struct PlaceBucketsPass
           bucket->getBlock() != copy->getBlock() || !slice->hasOneUse())
         return;
       std::optional<int64_t> offset = getFlatSliceOffset(slice);
-      if (!offset || !allUsesBefore(acc, copy))
+      if (!offset || !allUsesBefore(acc, copy) ||
+          isTouchedBetween(bucket.getResult(), *offset,
+                           *offset + acc.getType().getNumElements(), acc, copy))
         return;
       buckets[bucket].push_back({copy, acc, *offset});
     });
