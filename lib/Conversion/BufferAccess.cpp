@@ -1,10 +1,12 @@
 //===- BufferAccess.cpp - which ops touch which buffer bytes ----*- C++ -*-===//
 
 #include "BufferAccess.h"
+#include "RuntimeCalls.h"
 #include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -182,6 +184,39 @@ bool mlir::gacc::touchesOnlyElsewhere(Operation *toucher, Value output,
   if (!range)
     return false;
   Value root = getViewRoot(output);
+  // An op that takes an address, a pointer or an integer made from one may
+  // reach any byte; so may a call other than the runtime's GEMMs, whatever
+  // view it is given.
+  auto isAddress = [](Value value) {
+    SmallVector<Value> worklist = {value};
+    for (int steps = 0; !worklist.empty() && steps < 16; ++steps) {
+      Value next = worklist.pop_back_val();
+      if (isa<LLVM::LLVMPointerType>(next.getType()))
+        return true;
+      Operation *def = next.getDefiningOp();
+      if (!def)
+        continue;
+      if (isa<memref::ExtractAlignedPointerAsIndexOp, LLVM::IntToPtrOp>(def))
+        return true;
+      if (isa<arith::ArithDialect>(def->getDialect()))
+        llvm::append_range(worklist, def->getOperands());
+    }
+    return !worklist.empty();
+  };
+  WalkResult opaque = toucher->walk([&](Operation *op) {
+    if (auto call = dyn_cast<func::CallOp>(op);
+        call && !getGemmWrittenOperands(call))
+      return WalkResult::interrupt();
+    for (Value operand : op->getOperands())
+      if (!isa<BaseMemRefType>(operand.getType()) &&
+          (isa<LLVM::LLVMPointerType>(operand.getType()) ||
+           operand.getType().isIntOrIndex()) &&
+          isAddress(operand))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  if (opaque.wasInterrupted())
+    return false;
   // A nested op that uses the buffer from above (a linalg.generic body
   // that updates it): what it touches is not among the op's operands.
   WalkResult nested = toucher->walk([&](Operation *op) {

@@ -51,7 +51,7 @@ static bool isZeroFillOf(Operation *op, Value buffer) {
     return false;
   FloatAttr value;
   return matchPattern(fill.getInputs()[0], m_Constant(&value)) &&
-         value.getValue().isZero();
+         value.getValue().isPosZero();
 }
 
 /// Whether the memref.copy `copy` copies zeros: the last op of its block
@@ -218,7 +218,9 @@ static linalg::TransposeOp getFoldableTranspose(Value operand,
       if (user != transpose && mayWriteOrFree(user, alias) &&
           !writesBefore(user))
         return {};
-  if (!llvm::all_of(escapes, writesBefore))
+  // The address taken (a pointer that a later op may write through):
+  // anywhere, the source may change after the transpose.
+  if (!escapes.empty())
     return {};
   return transpose;
 }

@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -153,7 +154,11 @@ void mlir::gacc::eraseDeadOps(Block &block, RewriterBase *rewriter) {
 
 Value mlir::gacc::getViewRoot(Value view) {
   while (auto op = view.getDefiningOp<ViewLikeOpInterface>()) {
-    if (op->getNumResults() != 1 || op.getViewSource() == view)
+    // extract_strided_metadata's first result is its source's buffer (the
+    // others are sizes and strides).
+    bool base = isa<memref::ExtractStridedMetadataOp>(op.getOperation()) &&
+                cast<OpResult>(view).getResultNumber() == 0;
+    if ((op->getNumResults() != 1 && !base) || op.getViewSource() == view)
       break;
     view = op.getViewSource();
   }
