@@ -48,6 +48,7 @@ static void collectAccesses(Value root, Block *block,
   DenseSet<Value> seen = {root};
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
+    bool memref = isa<BaseMemRefType>(value.getType());
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
       auto view = dyn_cast<ViewLikeOpInterface>(user);
@@ -55,11 +56,46 @@ static void collectAccesses(Value root, Block *block,
       if (!isView)
         if (Operation *inBlock = block->findAncestorOpInBlock(*user))
           accesses.insert(inBlock);
+      // The address (and what is computed from it: an integer, a pointer)
+      // reaches the buffer too.
+      bool address = !memref || isa<memref::ExtractAlignedPointerAsIndexOp,
+                                    memref::ExtractStridedMetadataOp>(user);
       for (Value result : user->getResults())
-        if (isa<BaseMemRefType>(result.getType()) && seen.insert(result).second)
+        if ((address || isa<BaseMemRefType>(result.getType())) &&
+            seen.insert(result).second)
           worklist.push_back(result);
     }
   }
+}
+
+/// collectAccesses for every buffer that `buffer` may be: its root and, for
+/// the result of a loop that carries a memref, the loop's init (an in-place
+/// loop's result is its init's buffer). False when the root is something
+/// else that other values may alias (a call's result, a global).
+static bool collectBufferAccesses(Value buffer, Block *block,
+                                  SmallPtrSetImpl<Operation *> &accesses) {
+  SmallVector<Value> roots = {getViewRoot(buffer)};
+  for (size_t i = 0; i < roots.size(); ++i) {
+    Value root = roots[i];
+    if (auto arg = dyn_cast<BlockArgument>(root)) {
+      if (!isa<func::FuncOp>(arg.getOwner()->getParentOp()))
+        return false;
+      continue;
+    }
+    Operation *def = root.getDefiningOp();
+    if (auto loop = dyn_cast<scf::ForOp>(def)) {
+      if (roots.size() > 16)
+        return false;
+      roots.push_back(getViewRoot(
+          loop.getInitArgs()[cast<OpResult>(root).getResultNumber()]));
+      continue;
+    }
+    if (!isa<memref::AllocOp, memref::AllocaOp>(def))
+      return false;
+  }
+  for (Value root : roots)
+    collectAccesses(root, block, accesses);
+  return true;
 }
 
 /// Returns the buffer whose address is operand 0 of the runtime all-reduce
@@ -114,7 +150,8 @@ static Operation *getStartPointInLastIteration(scf::ForOp loop, Value buffer) {
     return nullptr;
   Block *body = loop.getBody();
   SmallPtrSet<Operation *, 16> accesses;
-  collectAccesses(getViewRoot(buffer), body, accesses);
+  if (!collectBufferAccesses(buffer, body, accesses))
+    return nullptr;
   for (Operation *op = body->getTerminator()->getPrevNode(); op;
        op = op->getPrevNode())
     if (accesses.contains(op))
@@ -133,7 +170,8 @@ static void overlap(func::CallOp call) {
     return;
   Block *block = call->getBlock();
   SmallPtrSet<Operation *, 16> accesses;
-  collectAccesses(getViewRoot(buffer), block, accesses);
+  if (!collectBufferAccesses(buffer, block, accesses))
+    return;
   // The call's own address computation is not an access.
   accesses.erase(call);
   if (cast->hasOneUse())

@@ -79,6 +79,16 @@ struct SplitBucketsPass
     auto storage = packed.getDefiningOp<tensor::EmptyOp>();
     if (!storage || members.empty())
       return;
+    // Each element of the bucket one member's: a later insert over an
+    // earlier one's elements would leave parts of two members (what
+    // gacc-sink-all-reduce never builds).
+    SmallVector<PackedMember> byOffset(members);
+    llvm::sort(byOffset, [](const PackedMember &a, const PackedMember &b) {
+      return a.offset < b.offset;
+    });
+    for (size_t i = 0; i + 1 < byOffset.size(); ++i)
+      if (byOffset[i].offset + byOffset[i].size > byOffset[i + 1].offset)
+        return;
     // The other users of the storage are the first-region views of the
     // accumulators; the users of the reduced bucket read the members back.
     SmallVector<tensor::ExtractSliceOp> views, reads;
