@@ -123,6 +123,10 @@ static linalg::LinalgOp widenAccumulator(RewriterBase &rewriter,
     auto wide = linalg::MatmulOp::create(
         rewriter, op.getLoc(), TypeRange{newInit.getType()}, matmul.getInputs(),
         ValueRange{newInit});
+    // Its maps too (a transposed or broadcast operand: the weight
+    // gradient's X^T dY contracts over the samples), which the builder
+    // sets to the defaults.
+    wide.setIndexingMapsAttr(matmul.getIndexingMapsAttr());
     wide->setDiscardableAttrs(op->getDiscardableAttrDictionary());
     rewriter.replaceOp(op, wide);
     return wide;
