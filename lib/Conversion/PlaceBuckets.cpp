@@ -83,34 +83,21 @@ static bool isSameSlice(Value a, Value b) {
          va.getStrides().empty() && vb.getStrides().empty();
 }
 
-/// Whether an op from `after` up to `before` (exclusive, in one block; nested
-/// ops included) uses `buffer` or a value with its root other than a copy
-/// into a unit-stride slice of it whose elements [offset, end) are disjoint
-/// from [begin, end). The accumulator placed at [begin, end) writes there
-/// from its allocation on: nothing else may see or change those elements
-/// until the copy that it replaces.
-static bool isTouchedBetween(Value buffer, int64_t begin, int64_t end,
-                             Operation *after, Operation *before) {
+/// Whether an op after `after` and before `before` (in one block; nested ops
+/// included) other than a view or an op `allowed` accepts uses a memref
+/// whose root is one of `roots`.
+static bool usesRootBetween(ArrayRef<Value> roots, Operation *after,
+                            Operation *before,
+                            llvm::function_ref<bool(Operation *)> allowed) {
   for (Operation *op = after->getNextNode(); op && op != before;
        op = op->getNextNode()) {
     WalkResult result = op->walk([&](Operation *nested) {
-      if (auto copy = dyn_cast<memref::CopyOp>(nested)) {
-        auto slice = copy.getTarget().getDefiningOp<memref::SubViewOp>();
-        std::optional<int64_t> offset = slice && slice.getSource() == buffer
-                                            ? getFlatSliceOffset(slice)
-                                            : std::nullopt;
-        if (offset && getViewRoot(copy.getSource()) != buffer) {
-          int64_t size = slice.getType().getNumElements();
-          if (*offset + size <= begin || end <= *offset)
-            return WalkResult::advance();
-        }
-      }
       // A view touches nothing itself (its users are seen).
-      if (isa<ViewLikeOpInterface>(nested))
+      if (isa<ViewLikeOpInterface>(nested) || allowed(nested))
         return WalkResult::advance();
       for (Value operand : nested->getOperands())
         if (isa<BaseMemRefType>(operand.getType()) &&
-            getViewRoot(operand) == buffer)
+            llvm::is_contained(roots, getViewRoot(operand)))
           return WalkResult::interrupt();
       return WalkResult::advance();
     });
@@ -118,6 +105,27 @@ static bool isTouchedBetween(Value buffer, int64_t begin, int64_t end,
       return true;
   }
   return false;
+}
+
+/// Whether an op between `after` and `before` touches `buffer` other than
+/// by a copy into a unit-stride slice of it at elements disjoint from
+/// [begin, end). The accumulator placed at [begin, end) writes there from its
+/// allocation on: nothing else may see or change those elements until the
+/// copy that it replaces.
+static bool isTouchedBetween(Value buffer, int64_t begin, int64_t end,
+                             Operation *after, Operation *before) {
+  return usesRootBetween(buffer, after, before, [&](Operation *op) {
+    auto copy = dyn_cast<memref::CopyOp>(op);
+    auto slice = copy ? copy.getTarget().getDefiningOp<memref::SubViewOp>()
+                      : memref::SubViewOp();
+    std::optional<int64_t> offset = slice && slice.getSource() == buffer
+                                        ? getFlatSliceOffset(slice)
+                                        : std::nullopt;
+    if (!offset || getViewRoot(copy.getSource()) == buffer)
+      return false;
+    int64_t size = slice.getType().getNumElements();
+    return *offset + size <= begin || end <= *offset;
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -217,23 +225,12 @@ static void mergeBucket(ArrayRef<func::CallOp> calls) {
   for (Member &member : members) {
     if (member.call == last)
       continue;
-    Value root = getViewRoot(member.buffer);
-    memref::AllocOp alloc = getReshapedAlloc(member.buffer);
-    for (Operation *op = member.call->getNextNode(); op && op != last;
-         op = op->getNextNode()) {
-      WalkResult result = op->walk([&](Operation *nested) {
-        if (isa<ViewLikeOpInterface>(nested))
-          return WalkResult::advance();
-        for (Value operand : nested->getOperands())
-          if (isa<BaseMemRefType>(operand.getType()) &&
-              (getViewRoot(operand) == root ||
-               (alloc && getViewRoot(operand) == alloc.getResult())))
-            return WalkResult::interrupt();
-        return WalkResult::advance();
-      });
-      if (result.wasInterrupted())
-        return;
-    }
+    SmallVector<Value, 2> roots = {getViewRoot(member.buffer)};
+    if (memref::AllocOp alloc = getReshapedAlloc(member.buffer))
+      roots.push_back(alloc.getResult());
+    if (usesRootBetween(roots, member.call, last,
+                        [](Operation *) { return false; }))
+      return;
   }
 
   int64_t elemBytes = llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
