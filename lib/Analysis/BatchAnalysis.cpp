@@ -143,6 +143,17 @@ static SmallVector<Value> getUsedValues(Operation *op) {
   return used;
 }
 
+Combiner mlir::gacc::getCombiner(Operation *op) {
+  return TypeSwitch<Operation *, Combiner>(op)
+      .Case<arith::AddFOp>([](auto) { return Combiner::AddF; })
+      .Case<arith::AddIOp>([](auto) { return Combiner::AddI; })
+      .Case<arith::MaximumFOp>([](auto) { return Combiner::MaxF; })
+      .Case<arith::MinimumFOp>([](auto) { return Combiner::MinF; })
+      .Case<arith::MaxNumFOp>([](auto) { return Combiner::MaxNumF; })
+      .Case<arith::MinNumFOp>([](auto) { return Combiner::MinNumF; })
+      .Default([](auto) { return Combiner::None; });
+}
+
 /// Returns the combiner of a reduction body that yields `yielded` with the
 /// output block argument `outArg`.
 static Combiner matchCombiner(Value yielded, BlockArgument outArg) {
@@ -159,14 +170,7 @@ static Combiner matchCombiner(Value yielded, BlockArgument outArg) {
   Value other = lhs == outArg ? rhs : lhs;
   if (other == outArg)
     return Combiner::None;
-  return TypeSwitch<Operation *, Combiner>(def)
-      .Case<arith::AddFOp>([](auto) { return Combiner::AddF; })
-      .Case<arith::AddIOp>([](auto) { return Combiner::AddI; })
-      .Case<arith::MaximumFOp, arith::MaxNumFOp>(
-          [](auto) { return Combiner::MaxF; })
-      .Case<arith::MinimumFOp, arith::MinNumFOp>(
-          [](auto) { return Combiner::MinF; })
-      .Default([](auto) { return Combiner::None; });
+  return getCombiner(def);
 }
 
 /// Returns the linalg op whose body `op` is nested in, or null.

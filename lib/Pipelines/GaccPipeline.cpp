@@ -83,9 +83,11 @@ void mlir::gacc::buildGaccPipeline(OpPassManager &pm,
   // analysis anyway); running both would report every problem twice.
   pm.addPass(createMicroBatchPass(getMicroBatchOptions(config)));
   pm.addPass(createFuseAccumulationPass(getFuseAccumulationOptions(config)));
-  pm.addPass(createSinkAllReducePass(getSinkAllReduceOptions(config)));
+  // Loss scaling sees the graph's own collectives (which values reach
+  // which all-reduce), not the buckets that share them.
   if (config.lossScale != "none")
     pm.addPass(createLossScalePass(getLossScaleOptions(config)));
+  pm.addPass(createSinkAllReducePass(getSinkAllReduceOptions(config)));
 }
 
 void mlir::gacc::buildGaccPipeline(OpPassManager &pm,

@@ -70,6 +70,18 @@ collectChains(MutableArrayRef<gacc::MicroBatchOp> regions) {
   return chains;
 }
 
+/// Re-reads each link's op from its region's yield: widening another chain
+/// may have replaced an op that produces several partials (a variadic
+/// linalg.reduce generalized), which leaves the cached op erased.
+static void refreshLinks(AccumulatorChain &chain) {
+  for (ChainLink &link : chain.links) {
+    auto yield = cast<gacc::YieldOp>(link.region.getBody().front().back());
+    auto produced = cast<OpResult>(yield.getOperand(chain.index));
+    link.op = cast<linalg::LinalgOp>(produced.getOwner());
+    link.resultNumber = produced.getResultNumber();
+  }
+}
+
 /// Chains the links of `chain` through their inits and removes the combine
 /// ops. Returns false (and changes nothing) when the chain does not have the
 /// shape gacc-micro-batch produces.
@@ -172,9 +184,7 @@ static linalg::LinalgOp widenAccumulator(RewriterBase &rewriter,
 static LogicalResult widenChain(AccumulatorChain &chain, FloatType accType,
                                 RewriterBase &rewriter) {
   auto type = cast<RankedTensorType>(
-      chain.links.front()
-          .op->getResult(chain.links.front().resultNumber)
-          .getType());
+      chain.links.front().region.getResult(chain.index).getType());
   auto elemType = dyn_cast<FloatType>(type.getElementType());
   if (!elemType || elemType.getWidth() >= accType.getWidth())
     return success();
@@ -245,6 +255,7 @@ struct FuseAccumulationPass
         return WalkResult::advance();
       SmallVector<AccumulatorChain> chains = collectChains(regions);
       for (AccumulatorChain &chain : chains) {
+        refreshLinks(chain);
         if (regions.size() > 1 && !fuseChain(chain, rewriter))
           continue;
         if (accType && failed(widenChain(chain, accType, rewriter)))

@@ -1,11 +1,13 @@
 //===- LossScale.cpp - mixed-precision loss scaling -------------*- C++ -*-===//
 //
 // The gacc-loss-scale pass: PyTorch GradScaler's recipe, compiled into the
-// micro-batched step. Each region's gradient contributions are multiplied by
-// the scale S before they enter their accumulator (the backward is linear in
-// the loss seed, so this is the seed scaled by S), the scaled accumulators
-// are all-reduced as before, every gradient is unscaled once after its
-// all-reduce, one found-inf flag over the unscaled gradients is reduced
+// micro-batched step, before gacc-sink-all-reduce. Each region's gradient
+// contributions are multiplied by the scale S before they enter their
+// accumulator (the backward is linear in the loss seed, so this is the seed
+// scaled by S; the first region's init too), the graph's sum/average
+// all-reduces of an accumulator reduce it scaled and are unscaled once after
+// it, every other use of an accumulator (an epilogue, a metric) reads it
+// unscaled, one found-inf flag over the unscaled gradients is reduced
 // across ranks with max, the parameter and state updates keep their old
 // values when the flag is set, and a dynamic scale is updated (backoff on
 // overflow, growth after growth-interval clean steps). The loss and metrics
@@ -22,6 +24,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
@@ -121,6 +124,22 @@ Reach LossScalePass::reachOf(func::FuncOp func, Value value) {
     }
   }
   return reach;
+}
+
+/// Whether `value` is a linalg.fill of a constant float zero (either sign).
+static bool isZeroFill(Value value) {
+  auto fill = value.getDefiningOp<linalg::FillOp>();
+  return fill && matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
+}
+
+/// Whether `op` is a sum or average all-reduce (linear: it commutes with
+/// the scale).
+static bool isLinearAllReduce(Operation *op) {
+  auto allReduce = dyn_cast<shard::AllReduceOp>(op);
+  return allReduce &&
+         allReduce.getInput().getType() == allReduce.getResult().getType() &&
+         (allReduce.getReduction() == shard::ReductionKind::Sum ||
+          allReduce.getReduction() == shard::ReductionKind::Average);
 }
 
 /// Returns `tensor * factor`, elementwise (`factor`: a rank-0 f32 tensor).
@@ -230,6 +249,11 @@ LogicalResult LossScalePass::runOnFunction(func::FuncOp func, bool dynamic,
   if (regions.empty())
     return func.emitOpError("has no gacc.micro_batch regions; run "
                             "gacc-loss-scale after gacc-micro-batch");
+  for (auto allReduce : body.getOps<shard::AllReduceOp>())
+    if (allReduce->hasAttr(GaccDialect::kBucketAttrName))
+      return allReduce.emitOpError(
+          "is a bucket of gacc-sink-all-reduce; run gacc-loss-scale before "
+          "it (a bucket mixes gradients with other values)");
   MLIRContext *context = func.getContext();
   OpBuilder b(context);
   builder = &b;
@@ -302,63 +326,116 @@ LogicalResult LossScalePass::runOnFunction(func::FuncOp func, bool dynamic,
                << "yields gradient #" << i
                << " not from a gacc.partial reduction; loss-scale expects "
                   "the form gacc-micro-batch produces";
+      // The first region's accumulator starts from the step's own init
+      // (a weight-decay term as `outs`, say): it is unscaled with the
+      // rest, so it is scaled too. Later regions continue the scaled
+      // accumulator or start from the combiner's identity.
+      OpOperand *init = op.getDpsInitOperand(produced.getResultNumber());
+      if (region == regions.front() && !isZeroFill(init->get())) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(op);
+        init->set(elementwise(op.getLoc(), init->get(), scaleTensor));
+      }
       if (failed(scaleContribution(op, produced.getResultNumber())))
         return failure();
     }
   }
 
-  // 2. Where the gradients are final: the views of bucket all-reduces that
-  // reach gradients, and gradient partials that no all-reduce touches.
-  SmallVector<Value> finals;
-  shard::AllReduceOp flagTemplate;
-  for (Operation &op : body) {
-    auto allReduce = dyn_cast<shard::AllReduceOp>(op);
-    if (!allReduce || !allReduce->hasAttr(GaccDialect::kBucketAttrName))
-      continue;
-    flagTemplate = flagTemplate ? flagTemplate : allReduce;
-    for (Operation *user : allReduce->getUsers()) {
-      Reach reach = reachOf(func, user->getResult(0));
-      if (reach.loss || !(reach.grad || reach.update))
-        continue;
-      if (!isa<tensor::ExtractSliceOp>(user))
-        return user->emitOpError("reads a bucket other than as a slice; "
-                                 "loss-scale cannot unscale it");
-      finals.push_back(user->getResult(0));
-    }
-  }
-  for (unsigned i : gradientPartials) {
-    Value acc = last->getResult(i);
-    bool bucketed = false;
-    SmallVector<Value> worklist{acc};
-    DenseSet<Operation *> seen;
-    while (!worklist.empty() && !bucketed) {
-      for (Operation *user : worklist.pop_back_val().getUsers()) {
-        if (isa<shard::AllReduceOp>(user)) {
-          bucketed = true;
-          break;
-        }
-        if (user != ret.getOperation() && seen.insert(user).second)
-          llvm::append_range(worklist, user->getResults());
-      }
-    }
-    if (!bucketed)
-      finals.push_back(acc);
-  }
-
-  // 3. Unscale each once, and reduce the found-inf flag over them.
+  // 2. Unscale each accumulator once. A sum or average all-reduce of it
+  // (GradScaler with DDP: the scaled gradients are reduced) stays scaled and
+  // its result is multiplied by 1/S; every other use (an epilogue such as a
+  // weight-decay term, a metric, the result itself) reads the accumulator
+  // multiplied by 1/S right after the regions. gacc-sink-all-reduce buckets
+  // those all-reduces afterwards.
   SmallVector<Value> unscaled;
-  for (Value v : finals) {
+  shard::AllReduceOp flagTemplate;
+  auto unscale = [&](Value v) -> FailureOr<Value> {
     auto type = cast<RankedTensorType>(v.getType());
-    auto elementType = dyn_cast<FloatType>(type.getElementType());
-    if (!elementType)
+    if (!isa<FloatType>(type.getElementType()))
       return func.emitOpError("has a non-float gradient accumulator; "
                               "loss-scale supports float gradients only");
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointAfterValue(v);
     Value u = elementwise(loc, v, inverse);
-    v.replaceAllUsesExcept(u, u.getDefiningOp());
     unscaled.push_back(u);
+    return u;
+  };
+  for (unsigned i : gradientPartials) {
+    Value acc = last->getResult(i);
+    // All-reduces of the accumulator, directly or of its truncation (an
+    // accumulate-type accumulator): the latter are rebuilt on the
+    // accumulator, as gacc-sink-all-reduce reduces them, so that 1/S is
+    // applied before the truncation.
+    SmallVector<shard::AllReduceOp> reduced;
+    for (Operation *user : llvm::make_early_inc_range(acc.getUsers())) {
+      if (isLinearAllReduce(user)) {
+        reduced.push_back(cast<shard::AllReduceOp>(user));
+        continue;
+      }
+      auto trunc = dyn_cast<arith::TruncFOp>(user);
+      if (!trunc || trunc.getIn() != acc || trunc->getBlock() != &body)
+        continue;
+      for (Operation *truncUser :
+           llvm::make_early_inc_range(trunc->getUsers())) {
+        if (!isLinearAllReduce(truncUser))
+          continue;
+        auto narrow = cast<shard::AllReduceOp>(truncUser);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(narrow);
+        auto wide = shard::AllReduceOp::create(
+            b, narrow.getLoc(), acc.getType(), narrow.getGridAttr(),
+            narrow.getGridAxesAttr(), acc, narrow.getReductionAttr());
+        wide->setDiscardableAttrs(narrow->getDiscardableAttrDictionary());
+        FailureOr<Value> u = unscale(wide.getResult());
+        if (failed(u))
+          return failure();
+        b.setInsertionPointAfterValue(*u);
+        Value narrowed =
+            arith::TruncFOp::create(b, narrow.getLoc(), narrow.getType(), *u);
+        narrow.getResult().replaceAllUsesWith(narrowed);
+        narrow->erase();
+        flagTemplate = flagTemplate ? flagTemplate : wide;
+      }
+      if (trunc->use_empty())
+        trunc->erase();
+    }
+    for (shard::AllReduceOp allReduce : reduced) {
+      FailureOr<Value> u = unscale(allReduce.getResult());
+      if (failed(u))
+        return failure();
+      allReduce.getResult().replaceAllUsesExcept(*u, u->getDefiningOp());
+      flagTemplate = flagTemplate ? flagTemplate : allReduce;
+    }
+    bool otherUses = !llvm::all_of(acc.getUsers(), isLinearAllReduce);
+    if (!otherUses)
+      continue;
+    FailureOr<Value> u = unscale(acc);
+    if (failed(u))
+      return failure();
+    acc.replaceUsesWithIf(*u, [&](OpOperand &use) {
+      return use.getOwner() != u->getDefiningOp() &&
+             !isLinearAllReduce(use.getOwner());
+    });
   }
+  // The found-inf flag is reduced over the grid of the gradients'
+  // collectives (those above, else any collective a gradient reaches).
+  if (!flagTemplate)
+    for (unsigned i : gradientPartials) {
+      SmallVector<Value> worklist{last->getResult(i)};
+      DenseSet<Operation *> seen;
+      while (!worklist.empty() && !flagTemplate) {
+        for (Operation *user : worklist.pop_back_val().getUsers()) {
+          if (auto allReduce = dyn_cast<shard::AllReduceOp>(user)) {
+            flagTemplate = allReduce;
+            break;
+          }
+          if (user != ret.getOperation() && seen.insert(user).second)
+            llvm::append_range(worklist, user->getResults());
+        }
+      }
+    }
+
+  // 3. The found-inf flag over the unscaled gradients.
   b.setInsertionPoint(ret);
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
   Value flag =

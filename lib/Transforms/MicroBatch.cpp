@@ -397,6 +397,12 @@ static TypedAttr getCombinerIdentity(Combiner combiner, Type type) {
   case Combiner::MinF:
     return FloatAttr::get(
         type, APFloat::getInf(cast<FloatType>(type).getFloatSemantics()));
+  case Combiner::MaxNumF:
+  case Combiner::MinNumF:
+    // maxnumf(NaN, x) = x for every x: -inf would turn a region whose
+    // values are all NaN into -inf where the step's own init is NaN.
+    return FloatAttr::get(
+        type, APFloat::getQNaN(cast<FloatType>(type).getFloatSemantics()));
   case Combiner::None:
     break;
   }

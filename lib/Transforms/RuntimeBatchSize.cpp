@@ -157,6 +157,10 @@ static TypedAttr getIdentity(Operation *combiner, Type type) {
   if (isa<arith::AddIOp>(combiner))
     return IntegerAttr::get(type, 0);
   auto floatType = cast<FloatType>(type);
+  // maxnumf(NaN, x) = x for every x (see MicroBatch.cpp's identities).
+  if (isa<arith::MaxNumFOp, arith::MinNumFOp>(combiner))
+    return FloatAttr::get(type,
+                          APFloat::getQNaN(floatType.getFloatSemantics()));
   bool negative = isa<arith::MaximumFOp, arith::MaxNumFOp>(combiner);
   return FloatAttr::get(
       type, APFloat::getInf(floatType.getFloatSemantics(), negative));

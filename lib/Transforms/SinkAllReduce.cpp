@@ -218,6 +218,16 @@ struct SinkAllReducePass
     for (auto allReduce : func.getBody().getOps<shard::AllReduceOp>())
       if (std::optional<BucketMember> member = matchMember(allReduce, regions))
         candidates.push_back(*member);
+    // An all-reduce of another one's result (a hierarchical all-reduce over
+    // two grid axes) keeps its place: the inner one becomes a bucket view
+    // and is erased, and the outer one could not be packed before it.
+    DenseSet<Operation *> reducing;
+    for (const BucketMember &member : candidates)
+      reducing.insert(member.allReduce);
+    llvm::erase_if(candidates, [&](const BucketMember &member) {
+      Operation *def = member.accumulator.getDefiningOp();
+      return def && reducing.contains(def);
+    });
     // Overlap: the accumulators the final region finishes first share the
     // first buckets, so that those can start while it still runs.
     if (overlap) {

@@ -35,15 +35,6 @@ bool mlir::gacc::isFillOf(Value value, TypedAttr scalar) {
   return attr == scalar;
 }
 
-Combiner mlir::gacc::getCombiner(Operation *op) {
-  return TypeSwitch<Operation *, Combiner>(op)
-      .Case<arith::AddFOp>([](auto) { return Combiner::AddF; })
-      .Case<arith::AddIOp>([](auto) { return Combiner::AddI; })
-      .Case<arith::MaximumFOp>([](auto) { return Combiner::MaxF; })
-      .Case<arith::MinimumFOp>([](auto) { return Combiner::MinF; })
-      .Default([](auto) { return Combiner::None; });
-}
-
 Value mlir::gacc::createCombine(OpBuilder &builder, Location loc,
                                 Combiner combiner, Value lhs, Value rhs) {
   Operation *op = nullptr;
@@ -59,6 +50,12 @@ Value mlir::gacc::createCombine(OpBuilder &builder, Location loc,
     break;
   case Combiner::MinF:
     op = arith::MinimumFOp::create(builder, loc, lhs, rhs);
+    break;
+  case Combiner::MaxNumF:
+    op = arith::MaxNumFOp::create(builder, loc, lhs, rhs);
+    break;
+  case Combiner::MinNumF:
+    op = arith::MinNumFOp::create(builder, loc, lhs, rhs);
     break;
   case Combiner::None:
     llvm_unreachable("no combiner");

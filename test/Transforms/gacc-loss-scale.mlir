@@ -12,7 +12,8 @@
 // The reference example with SGD inside the step: w' = w - lr * g.
 // dynamic: the scale and growth tracker are appended as state; each region
 // scales its gradient contribution (the input of the contraction), the
-// bucket is all-reduced scaled, the gradient is unscaled once after it, one
+// bucket is all-reduced scaled, the gradient is unscaled once after it (the
+// all-reduce's result, read back from the bucket), one
 // found-inf flag is reduced with max across ranks, the update keeps the old
 // parameter on overflow and the scale is updated.
 
@@ -37,9 +38,10 @@
 // DYN-NOT:     %[[SCALE]]
 // DYN:         %[[RED:.*]] = shard.all_reduce %{{.*}} reduction = average {gacc.bucket = 0 : i64, gacc.overlap}
 // DYN:         %[[VIEW:.*]] = tensor.extract_slice %[[RED]][0] [1] [1]
-// DYN:         %[[G:.*]] = linalg.generic {{.*}} ins(%[[VIEW]], %[[INV]] : tensor<1xf32>, tensor<f32>)
+// DYN:         %[[GR:.*]] = tensor.collapse_shape %[[VIEW]]
+// DYN:         %[[G:.*]] = linalg.generic {{.*}} ins(%[[GR]], %[[INV]] : tensor<f32>, tensor<f32>)
 // DYN:           arith.mulf
-// DYN:         %[[FLAG:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[G]] : tensor<1xf32>)
+// DYN:         %[[FLAG:.*]] = linalg.generic {{.*}} iterator_types = []} ins(%[[G]] : tensor<f32>)
 // DYN:           arith.cmpf uno
 // DYN:           math.absf
 // DYN:           arith.cmpf oeq

@@ -39,7 +39,14 @@ enum class BatchClass {
 };
 
 /// How the partials of two micro-batches combine.
-enum class Combiner { None, AddF, AddI, MaxF, MinF };
+/// How the partial results of a reduction combine: the body's combining op
+/// (MaxF: arith.maximumf, NaN-propagating; MaxNumF: arith.maxnumf, which
+/// ignores a NaN operand; likewise for min).
+enum class Combiner { None, AddF, AddI, MaxF, MinF, MaxNumF, MinNumF };
+
+/// Returns the combiner that `op` (a reduction body's combining op, or an op
+/// marked `gacc.combine`) applies, or None.
+Combiner getCombiner(Operation *op);
 
 /// Returns a short lowercase name for `kind` ("per-sample", ...).
 StringRef stringifyBatchClass(BatchClass kind);

@@ -180,11 +180,13 @@ def LossScalePass : Pass<"gacc-loss-scale", "ModuleOp"> {
   let summary = "Scale the loss seed, unscale once, skip the step on overflow";
   let description = [{
     Mixed-precision loss scaling as PyTorch's GradScaler does it, on a step
-    that gacc-micro-batch (and gacc-fuse-accumulation, gacc-sink-all-reduce)
-    already transformed. Every region's gradient contributions are scaled by
-    S before they enter their accumulator (the backward is linear in the loss
-    seed), the accumulators are all-reduced scaled, each gradient is unscaled
-    once after its all-reduce, one found-inf flag over all unscaled gradients
+    that gacc-micro-batch (and gacc-fuse-accumulation) already transformed,
+    before gacc-sink-all-reduce buckets its collectives. Every region's
+    gradient contributions (and the first region's non-zero accumulator
+    init) are scaled by S before they enter their accumulator (the backward
+    is linear in the loss seed); a sum or average all-reduce of an
+    accumulator reduces it scaled and is unscaled once after it, every other
+    use of the accumulator reads it unscaled; one found-inf flag over all unscaled gradients
     is reduced across ranks with max, every `gacc.param_out` and
     `gacc.state_out` result keeps its old value when the flag is set, and
     (`dynamic`) the scale and its growth tracker are updated. `dynamic` adds

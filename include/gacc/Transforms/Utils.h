@@ -26,9 +26,6 @@ namespace mlir::gacc {
 /// Returns true when `value` is a `linalg.fill` of the constant `scalar`.
 bool isFillOf(Value value, TypedAttr scalar);
 
-/// Returns the combiner of `op`, an op marked `gacc.combine`.
-Combiner getCombiner(Operation *op);
-
 /// Creates the elementwise op that combines two partials with `combiner`,
 /// marked `gacc.combine`.
 Value createCombine(OpBuilder &builder, Location loc, Combiner combiner,
