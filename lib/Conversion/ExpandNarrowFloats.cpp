@@ -242,7 +242,14 @@ struct ExpandNarrowFloatsPass
     GACC_VERIFY_PASS_RESULT();
     RewritePatternSet patterns(&getContext());
     populateExpandNarrowFloatsPatterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // No folding: arith-emulate-unsupported-floats marks the truncf/extf
+    // pair after each emulated op `contract`, and extf(truncf(x)) would fold
+    // to x, dropping every intermediate bf16/f16 rounding (and f16 overflow
+    // to inf) in the bodies.
+    GreedyRewriteConfig config;
+    config.enableFolding(false);
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
   }
 };

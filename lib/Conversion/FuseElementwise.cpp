@@ -43,6 +43,14 @@ struct FuseMultiUseProducer : public OpRewritePattern<linalg::GenericOp> {
     if (!producer || producer->hasOneUse() ||
         !linalg::areElementwiseOpsFusable(&operand))
       return false;
+    // The fused op also yields the producer's whole result for its other
+    // uses, written through the consumer's map of it: a map that does not
+    // reach every element (a constant `(d0) -> (d0, 0)`, a diagonal
+    // `(d0) -> (d0, d0)`) would leave the rest unwritten.
+    AffineMap map = cast<linalg::LinalgOp>(operand.getOwner())
+                        .getMatchingIndexingMap(&operand);
+    if (!map.isPermutation())
+      return false;
     Operation *consumer = operand.getOwner();
     Block *block = consumer->getBlock();
     if (producer->getBlock() != block)

@@ -88,7 +88,7 @@ static std::string formatLocation(Location loc) {
 
 /// Describes a gather site for the error message.
 static std::string describeSite(tensor::ExtractOp extract,
-                                linalg::GenericOp generic, Block *body) {
+                                linalg::LinalgOp generic, Block *body) {
   std::string text = formatLocation(extract.getLoc());
   int64_t table = argumentNumber(extract.getTensor());
   if (table >= 0)
@@ -137,24 +137,84 @@ static Value stripIntegerCasts(Value value) {
   return value;
 }
 
-/// The constants `index` is compared with for (in)equality inside `body`:
-/// sentinels like nll_loss's ignore_index (-100). torch-mlir's lowering reads
+/// Whether `value` is computed (inside `body`) from `extract`'s result.
+static bool dependsOn(Value value, tensor::ExtractOp extract, Block *body) {
+  SmallVector<Value> work{value};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (v == extract.getResult())
+      return true;
+    Operation *def = v.getDefiningOp();
+    if (def && body->getParentOp()->isProperAncestor(def))
+      llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
+/// Whether every use of `extract`'s value inside `body` reaches the body's
+/// results only through `select`'s operand `discarded` (nothing else reads
+/// the gathered value).
+static bool onlyThrough(tensor::ExtractOp extract, arith::SelectOp select,
+                        Value discarded, Block *body) {
+  SmallVector<Value> work{extract.getResult()};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (user == select.getOperation()) {
+        if (use.get() != discarded || use.getOperandNumber() == 0)
+          return false;
+        continue;
+      }
+      if (user->getNumResults() == 0 || user->getNumRegions() != 0 ||
+          !isPure(user))
+        return false; // the terminator, a store, a nested region
+      llvm::append_range(work, user->getResults());
+    }
+  }
+  return true;
+}
+
+/// The constants `index` is compared with for (in)equality inside `body`
+/// whose gathered value is discarded when the index equals them: sentinels
+/// like nll_loss's ignore_index (-100). torch-mlir's lowering reads
 /// `logp[i, target]` for every target and discards the value with a select
-/// on `target == ignore_index`, so an index equal to a sentinel is clamped
-/// but not reported.
-static SmallVector<int64_t> findSentinels(Value index, Block *body) {
+/// on `target == ignore_index` (or `!=`), so an index equal to a sentinel is
+/// clamped but not reported. A constant the body compares with for another
+/// purpose (a weight picked by the index) is no sentinel.
+static SmallVector<int64_t> findSentinels(tensor::ExtractOp extract,
+                                          Value index, Block *body) {
   SmallVector<int64_t> sentinels;
   Value source = stripIntegerCasts(index);
   body->getParentOp()->walk([&](arith::CmpIOp cmp) {
-    if (cmp.getPredicate() != arith::CmpIPredicate::eq &&
-        cmp.getPredicate() != arith::CmpIPredicate::ne)
+    bool eq = cmp.getPredicate() == arith::CmpIPredicate::eq;
+    if (!eq && cmp.getPredicate() != arith::CmpIPredicate::ne)
       return;
     for (int side = 0; side < 2; ++side) {
       if (stripIntegerCasts(cmp->getOperand(side)) != source)
         continue;
       APInt value;
-      if (matchPattern(cmp->getOperand(1 - side), m_ConstantInt(&value)) &&
-          !llvm::is_contained(sentinels, value.getSExtValue()))
+      if (!matchPattern(cmp->getOperand(1 - side), m_ConstantInt(&value)) ||
+          llvm::is_contained(sentinels, value.getSExtValue()))
+        continue;
+      // A select on the compare that takes a value without the gather when
+      // the index is the constant, and the gather only otherwise.
+      bool discards = llvm::any_of(cmp->getUsers(), [&](Operation *user) {
+        auto select = dyn_cast<arith::SelectOp>(user);
+        if (!select || select.getCondition() != cmp.getResult())
+          return false;
+        Value chosen = eq ? select.getTrueValue() : select.getFalseValue();
+        Value other = eq ? select.getFalseValue() : select.getTrueValue();
+        return !dependsOn(chosen, extract, body) &&
+               onlyThrough(extract, select, other, body);
+      });
+      if (discards)
         sentinels.push_back(value.getSExtValue());
     }
   });
@@ -171,8 +231,10 @@ struct GuardGathersPass
     ModuleOp module = getOperation();
     SmallVector<Attribute> sites;
     func::FuncOp errorFunction;
-    module.walk([&](linalg::GenericOp generic) {
-      Block *body = generic.getBody();
+    // Every structured op with a body: linalg.generic, and linalg.map or
+    // linalg.reduce, whose bodies gather the same way.
+    module.walk([&](linalg::LinalgOp generic) {
+      Block *body = generic.getBlock();
       DenseMap<Value, bool> memo;
       SmallVector<tensor::ExtractOp> extracts;
       body->walk([&](tensor::ExtractOp op) { extracts.push_back(op); });
@@ -197,7 +259,7 @@ struct GuardGathersPass
                       ArrayAttr::get(module.getContext(), sites));
   }
 
-  void guard(tensor::ExtractOp extract, linalg::GenericOp generic, Block *body,
+  void guard(tensor::ExtractOp extract, linalg::LinalgOp generic, Block *body,
              DenseMap<Value, bool> &memo, func::FuncOp errorFunction,
              SmallVector<Attribute> &sites) {
     OpBuilder b(extract);
@@ -221,7 +283,7 @@ struct GuardGathersPass
       if (errorFunction) {
         Value outOfRange = arith::XOrIOp::create(
             b, loc, inRange, arith::ConstantIntOp::create(b, loc, 1, 1));
-        for (int64_t sentinel : findSentinels(index, body)) {
+        for (int64_t sentinel : findSentinels(extract, index, body)) {
           Value isSentinel = arith::CmpIOp::create(
               b, loc, arith::CmpIPredicate::eq, index,
               arith::ConstantIndexOp::create(b, loc, sentinel));

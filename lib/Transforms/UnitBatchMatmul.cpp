@@ -48,7 +48,10 @@ struct UnitBatchMatmulToMatmul
 
   LogicalResult matchAndRewrite(linalg::BatchMatmulOp op,
                                 PatternRewriter &rewriter) const override {
+    // The matmul is built with the default (signed) cast: an unsigned
+    // integer batch_matmul keeps its form.
     if (!op.hasPureTensorSemantics() || op.hasUserDefinedMaps() ||
+        op.getCast() != linalg::TypeFn::cast_signed ||
         !llvm::all_of(op->getOperandTypes(), isUnitBatch))
       return failure();
     Location loc = op.getLoc();

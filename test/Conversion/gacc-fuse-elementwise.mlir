@@ -145,3 +145,39 @@ func.func @gemm_stays(%a: tensor<2x3x5xf32>, %b: tensor<5x4xf32>, %c: tensor<6x4
   %r = linalg.matmul ins(%a2, %b : tensor<6x5xf32>, tensor<5x4xf32>) outs(%c : tensor<6x4xf32>) -> tensor<6x4xf32>
   return %r : tensor<6x4xf32>
 }
+
+// -----
+
+// A producer with another use is not fused into a consumer that reads only
+// part of it (a keepdim-like `(d0) -> (d0, 0)` map): the fused op would have
+// written the producer's result for the later use through that map, leaving
+// columns 1 and 2 unwritten (found by a review).
+// CHECK-LABEL: func.func @partial_read
+// CHECK:         %[[P:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<4x3xf32>)
+// CHECK:         %[[C:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%[[P]] : tensor<4x3xf32>)
+// CHECK:         %[[D:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<4x3xf32>)
+// CHECK:         return %[[C]], %[[D]]
+func.func @partial_read(%a: tensor<4x3xf32>, %b: tensor<4x3xf32>) -> (tensor<4xf32>, tensor<4x3xf32>) {
+  %e = tensor.empty() : tensor<4x3xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<4x3xf32>, tensor<4x3xf32>) outs(%e : tensor<4x3xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<4x3xf32>
+  %e4 = tensor.empty() : tensor<4xf32>
+  %c = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0, 0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%p : tensor<4x3xf32>) outs(%e4 : tensor<4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.mulf %x, %x : f32
+    linalg.yield %m : f32
+  } -> tensor<4xf32>
+  %e2 = tensor.empty() : tensor<4x3xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<4x3xf32>) outs(%e2 : tensor<4x3xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %m = arith.negf %x : f32
+    linalg.yield %m : f32
+  } -> tensor<4x3xf32>
+  return %c, %d : tensor<4xf32>, tensor<4x3xf32>
+}

@@ -175,3 +175,34 @@ func.func @tosa_gemms(%w: tensor<3x2xf32> {gacc.param},
   %g = tensor.collapse_shape %g3 [[0, 1], [2]] : tensor<1x3x2xf32> into tensor<3x2xf32>
   return %l, %g : tensor<f32>, tensor<3x2xf32>
 }
+
+// -----
+
+// An unsigned integer batch_matmul of one batch keeps its form: the matmul
+// would be built with the default signed cast (i8 200 read as -56; found by
+// a review).
+// CHECK-LABEL: func.func @unsigned_unit_batch
+// CHECK:         linalg.batch_matmul {cast = #linalg.type_fn<cast_unsigned>}
+// CHECK-NOT:     linalg.matmul
+func.func @unsigned_unit_batch(%w: tensor<f32> {gacc.param},
+                               %x: tensor<4xf32> {gacc.batch = 0 : i64},
+                               %a: tensor<1x2x3xi8> {gacc.state},
+                               %b: tensor<1x3x4xi8> {gacc.state})
+    -> (tensor<f32> {gacc.loss}, tensor<f32> {gacc.grad = 0 : i64},
+        tensor<1x2x4xi32> {gacc.metric}) {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  // loss = w * sum(x), d loss / d w = sum(x).
+  %sx = linalg.reduce ins(%x : tensor<4xf32>) outs(%f0 : tensor<f32>) dimensions = [0]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  %l = arith.mulf %w, %sx : tensor<f32>
+  %izero = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<1x2x4xi32>
+  %z = linalg.fill ins(%izero : i32) outs(%e : tensor<1x2x4xi32>) -> tensor<1x2x4xi32>
+  %r = linalg.batch_matmul {cast = #linalg.type_fn<cast_unsigned>} ins(%a, %b : tensor<1x2x3xi8>, tensor<1x3x4xi8>) outs(%z : tensor<1x2x4xi32>) -> tensor<1x2x4xi32>
+  return %l, %sx, %r : tensor<f32>, tensor<f32>, tensor<1x2x4xi32>
+}
