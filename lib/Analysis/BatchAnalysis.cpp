@@ -154,6 +154,29 @@ Combiner mlir::gacc::getCombiner(Operation *op) {
       .Default([](auto) { return Combiner::None; });
 }
 
+/// Whether `value` (in a reduction body) is computed from one of the body's
+/// output arguments.
+static bool readsRunningValue(Value value, linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  SmallVector<Value> work{value};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() == body &&
+          arg.getArgNumber() >= static_cast<unsigned>(op.getNumDpsInputs()))
+        return true;
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    if (def && op->isProperAncestor(def))
+      llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
 /// Returns the combiner of a reduction body that yields `yielded` with the
 /// output block argument `outArg`.
 static Combiner matchCombiner(Value yielded, BlockArgument outArg) {
@@ -412,11 +435,22 @@ LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
                               << init->getOperandNumber();
     Combiner combiner =
         matchCombiner(yield.getOperand(i), op.getMatchingBlockArgument(init));
+    // Each output's contribution must not read another output's running
+    // value (`n1 = out1 + (out0 + w x)` is a recurrence over the samples).
+    if (combiner != Combiner::None) {
+      Operation *def = yield.getOperand(i).getDefiningOp();
+      BlockArgument outArg = op.getMatchingBlockArgument(init);
+      Value contribution = def->getOperand(0) == outArg ? def->getOperand(1)
+                                                        : def->getOperand(0);
+      if (readsRunningValue(contribution, op))
+        combiner = Combiner::None;
+    }
     if (combiner == Combiner::None)
       return op.emitOpError()
              << "reduces over the sample dimension with a combiner that does "
                 "not split over micro-batches; expected addf, addi, "
-                "maximumf or minimumf of the output";
+                "maximumf or minimumf of the output (or maxnumf, minnumf), "
+                "adding a term that reads no output";
     opInfo.combiners.push_back(combiner);
     BatchValueInfo out;
     out.kind = BatchClass::Partial;
@@ -553,6 +587,15 @@ BatchAnalysisBuilder::visitPerSample(Operation *op,
                      << "pads the sample dimension " << d
                      << "; only padding of the other dimensions keeps the "
                         "samples apart";
+            // The body's index arguments count positions from the start of
+            // the tensor: inside a micro-batch, the sample's position would
+            // count from the micro-batch's first sample.
+            if (!p.getRegion().empty() &&
+                !p.getRegion().front().getArgument(d).use_empty())
+              return p.emitOpError()
+                     << "computes its padding value from the position along "
+                        "the sample dimension "
+                     << d << "; not supported";
             setResults(op, out);
             result.ops[op].kind = BatchClass::PerSample;
             return success();

@@ -57,7 +57,7 @@ func.func @product_combiner(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor
   %one = arith.constant 1.0 : f32
   %e = tensor.empty() : tensor<f32>
   %f = linalg.fill ins(%one : f32) outs(%e : tensor<f32>) -> tensor<f32>
-  // expected-error @below {{reduces over the sample dimension with a combiner that does not split over micro-batches; expected addf, addi, maximumf or minimumf of the output}}
+  // expected-error @below {{reduces over the sample dimension with a combiner that does not split over micro-batches; expected addf, addi, maximumf or minimumf of the output (or maxnumf, minnumf), adding a term that reads no output}}
   %p = linalg.reduce ins(%x : tensor<4xf32>) outs(%f : tensor<f32>) dimensions = [0]
     (%in: f32, %acc: f32) {
       %0 = arith.mulf %acc, %in : f32
@@ -176,4 +176,61 @@ func.func @reduction_loop_indexes_result(%x: tensor<4x3xf32> {gacc.batch = 0 : i
       linalg.yield %t : f32
     }
   return %l : tensor<f32>
+}
+
+// -----
+
+// A pad of the features whose value is the sample's position (the body's
+// first index): inside a micro-batch it would count from the micro-batch's
+// first sample (accepted, a wrong gradient; found by a review).
+func.func @train_step(%w: tensor<f32> {gacc.param},
+                      %x: tensor<4x2xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}, tensor<f32> {gacc.grad = 0 : i64}) {
+  %zero = arith.constant 0.0 : f32
+  // expected-error @below {{'tensor.pad' op computes its padding value from the position along the sample dimension 0; not supported}}
+  %padded = tensor.pad %x low[0, 0] high[0, 1] {
+  ^bb0(%i: index, %j: index):
+    %ii = arith.index_cast %i : index to i64
+    %f = arith.sitofp %ii : i64 to f32
+    tensor.yield %f : f32
+  } : tensor<4x2xf32> to tensor<4x3xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  // loss = sum_{b,j} w * p[b,j] ; grad = sum p
+  %s = linalg.generic {
+      indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>],
+      iterator_types = ["reduction", "reduction"]}
+      ins(%padded : tensor<4x3xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%p: f32, %acc: f32):
+    %a = arith.addf %acc, %p : f32
+    linalg.yield %a : f32
+  } -> tensor<f32>
+  %loss = arith.mulf %s, %w : tensor<f32>
+  return %loss, %s : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// A two-output reduction whose second output adds the first one's running
+// value (a prefix sum: a recurrence, not a sum of per-sample terms; it was
+// split, and the regions restarted from 0; found by a review).
+func.func @train_step(%w: tensor<f32> {gacc.param},
+                      %x: tensor<4xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}, tensor<f32> {gacc.metric}) {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %z1 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  // expected-error @below {{reduces over the sample dimension with a combiner that does not split over micro-batches}}
+  %r:2 = linalg.generic {
+      indexing_maps = [affine_map<(d0) -> ()>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>, affine_map<(d0) -> ()>],
+      iterator_types = ["reduction"]}
+      ins(%w, %x : tensor<f32>, tensor<4xf32>) outs(%z0, %z1 : tensor<f32>, tensor<f32>) {
+  ^bb0(%wv: f32, %xv: f32, %a0: f32, %a1: f32):
+    %p = arith.mulf %wv, %xv : f32
+    %n0 = arith.addf %a0, %p : f32
+    %n1 = arith.addf %a1, %n0 : f32
+    linalg.yield %n0, %n1 : f32, f32
+  } -> (tensor<f32>, tensor<f32>)
+  return %r#1, %r#0 : tensor<f32>, tensor<f32>
 }
