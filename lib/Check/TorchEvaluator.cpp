@@ -1723,6 +1723,12 @@ LogicalResult Evaluator::evalLinalg(linalg::LinalgOp op) {
         Tensor tb = einsumOperand(*b, lb);
         for (int64_t d : plans[0].outDims)
           lo += letter(d);
+        // LibTorch has no CPU matmul for f16: f16 operands are multiplied
+        // in f32 (exact products) and the sum rounded to f16 once.
+        if (ta.scalar_type() == at::kHalf) {
+          ta = ta.to(at::kFloat);
+          tb = tb.to(at::kFloat);
+        }
         Tensor product = at::einsum(la + "," + lb + "->" + lo, {ta, tb});
         place(0, initView(0) + product.to(init.scalar_type()));
         return success();
