@@ -61,6 +61,8 @@ private:
   /// is a linalg operand, so no scalar crosses from device memory to host
   /// code on the CUDA path.
   Value scaleTensor;
+  /// The element types values are multiplied by S in.
+  llvm::SetVector<Type> scaledTypes;
 };
 
 /// Converts the f32 `value` to `type` inside a linalg body.
@@ -180,8 +182,13 @@ LogicalResult LossScalePass::scaleContribution(linalg::LinalgOp op,
   auto mul = term.getDefiningOp<arith::MulFOp>();
   if (op.getNumDpsInits() == 1 && mul && mul->hasOneUse()) {
     for (Value factor : {mul.getLhs(), mul.getRhs()}) {
-      auto arg = dyn_cast<BlockArgument>(factor);
       Value other = factor == mul.getLhs() ? mul.getRhs() : mul.getLhs();
+      // A named op widened to an f32 accumulator multiplies extf(a) *
+      // extf(b): scaling the input scales its extension.
+      if (auto ext = factor.getDefiningOp<arith::ExtFOp>();
+          ext && ext->getBlock() == block && ext->hasOneUse())
+        factor = ext.getIn();
+      auto arg = dyn_cast<BlockArgument>(factor);
       if (!arg || arg.getOwner() != block || factor == other ||
           !arg.hasOneUse() ||
           arg.getArgNumber() >= static_cast<unsigned>(op.getNumDpsInputs()))
@@ -192,6 +199,7 @@ LogicalResult LossScalePass::scaleContribution(linalg::LinalgOp op,
         continue;
       OpBuilder::InsertionGuard guard(*builder);
       builder->setInsertionPoint(op);
+      scaledTypes.insert(getElementTypeOrSelf(input->get().getType()));
       input->set(elementwise(op.getLoc(), input->get(), scaleTensor));
       return success();
     }
@@ -205,6 +213,7 @@ LogicalResult LossScalePass::scaleContribution(linalg::LinalgOp op,
     if (isa<RankedTensorType>(input->get().getType())) {
       OpBuilder::InsertionGuard guard(*builder);
       builder->setInsertionPoint(op);
+      scaledTypes.insert(getElementTypeOrSelf(input->get().getType()));
       input->set(elementwise(op.getLoc(), input->get(), scaleTensor));
       return success();
     }
@@ -230,6 +239,7 @@ LogicalResult LossScalePass::scaleContribution(linalg::LinalgOp op,
   BlockArgument scaleArg = rebuiltBlock.insertArgument(
       generic.getNumDpsInputs(), builder->getF32Type(), generic.getLoc());
   builder->setInsertionPoint(add);
+  scaledTypes.insert(term.getType());
   Value factor = convertFloat(*builder, add.getLoc(), scaleArg, term.getType());
   auto scaled = arith::MulFOp::create(*builder, add.getLoc(), term, factor);
   add->replaceUsesOfWith(term, scaled);
@@ -339,6 +349,25 @@ LogicalResult LossScalePass::runOnFunction(func::FuncOp func, bool dynamic,
       if (failed(scaleContribution(op, produced.getResultNumber())))
         return failure();
     }
+  }
+
+  // S is converted to the type it multiplies in: 65536 (the default) is
+  // inf in f16, and so would every scaled value be.
+  for (Type type : scaledTypes) {
+    auto floatType = dyn_cast<FloatType>(type);
+    if (!floatType)
+      continue;
+    APFloat value(init);
+    bool losesInfo = false;
+    value.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                  &losesInfo);
+    if (value.isInfinity())
+      func.emitWarning() << "the loss scale " << init << " overflows " << type
+                         << ": every value scaled in " << type << " is inf, "
+                         << (dynamic ? "so steps are skipped until the scale "
+                                       "has backed off below its largest value"
+                                     : "so every step is skipped")
+                         << " (set loss-scale-init, e.g. 1024)";
   }
 
   // 2. Unscale each accumulator once. A sum or average all-reduce of it
