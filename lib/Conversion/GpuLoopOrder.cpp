@@ -50,12 +50,34 @@ struct GpuLoopOrderPass
   void runOnOperation() override {
     GACC_VERIFY_PASS_RESULT();
     SmallVector<linalg::LinalgOp> ops;
+    bool mislabelled = false;
     getOperation().walk([&](func::FuncOp func) {
       func.walk([&](linalg::LinalgOp op) {
-        if (op.hasPureBufferSemantics() && !getGpuLoopOrder(op).empty())
+        if (!op.hasPureBufferSemantics())
+          return;
+        // Every thread of a kernel runs one point of the parallel loops: a
+        // "parallel" loop that indexes no output would have threads add
+        // into the same element unsynchronized (the CPU's serial loops
+        // happen to compute it).
+        for (auto [index, type] : llvm::enumerate(op.getIteratorTypesArray()))
+          if (linalg::isParallelIterator(type))
+            for (OpOperand &init : op.getDpsInitsMutable())
+              if (!op.getMatchingIndexingMap(&init).isFunctionOfDim(index)) {
+                op.emitOpError()
+                    << "has a 'parallel' loop " << index
+                    << " that does not index output #"
+                    << init.getOperandNumber() - op.getNumDpsInputs()
+                    << "; a loop that several iterations of write the same "
+                       "element must be 'reduction'";
+                mislabelled = true;
+                return;
+              }
+        if (!getGpuLoopOrder(op).empty())
           ops.push_back(op);
       });
     });
+    if (mislabelled)
+      return signalPassFailure();
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : ops) {
       rewriter.setInsertionPoint(op);

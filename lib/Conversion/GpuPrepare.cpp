@@ -47,7 +47,8 @@ struct GpuPreparePass : public gacc::impl::GpuPreparePassBase<GpuPreparePass> {
 
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
-      if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp>(op))
+      if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp,
+              memref::GetGlobalOp>(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
@@ -64,6 +65,26 @@ struct GpuPreparePass : public gacc::impl::GpuPreparePassBase<GpuPreparePass> {
         gpu::DeallocOp::create(builder, loc, /*asyncToken=*/Type(),
                                ValueRange{}, dealloc.getMemref());
         dealloc.erase();
+      } else if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
+        // A constant tensor (non-splat) is a host global: the kernels read
+        // a device copy, made in each step and freed at its end.
+        auto type = global.getType();
+        auto func = op->getParentOfType<func::FuncOp>();
+        if (!type.hasStaticShape() || !type.getLayout().isIdentity() || !func)
+          continue;
+        builder.setInsertionPointAfter(global);
+        auto device = gpu::AllocOp::create(
+            builder, loc, type, /*asyncToken=*/Type(), ValueRange{},
+            ValueRange{}, ValueRange{}, /*hostShared=*/false);
+        auto memcpy =
+            gpu::MemcpyOp::create(builder, loc, /*asyncToken=*/Type(),
+                                  ValueRange{}, device.getMemref(), global);
+        global.getResult().replaceAllUsesExcept(device.getMemref(), memcpy);
+        func.walk([&](func::ReturnOp ret) {
+          OpBuilder atEnd(ret);
+          gpu::DeallocOp::create(atEnd, loc, /*asyncToken=*/Type(),
+                                 ValueRange{}, device.getMemref());
+        });
       } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
         gpu::MemcpyOp::create(builder, loc, /*asyncToken=*/Type(), ValueRange{},
                               copy.getTarget(), copy.getSource());

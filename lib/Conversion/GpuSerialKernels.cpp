@@ -86,21 +86,32 @@ static memref::StoreOp matchNestAccumulation(Block &body, Operation *nest,
   kind = isa<arith::AddFOp>(add) ? arith::AtomicRMWKind::addf
                                  : arith::AtomicRMWKind::addi;
   for (unsigned i = 0; i < 2; ++i) {
+    // The running value read in the body itself (a load before the loop
+    // reads the value the loop started from: each iteration overwrites it).
     auto load = add->getOperand(i).getDefiningOp<memref::LoadOp>();
-    if (!load || load.getMemRef() != store.getMemRef() ||
+    if (!load || load->getBlock() != &body ||
+        load.getMemRef() != store.getMemRef() ||
         load.getIndices() != store.getIndices() || !load->hasOneUse())
       continue;
     addend = add->getOperand(1 - i);
     if (addend == load.getResult())
       return {};
+    // Element types whose atomics the NVPTX back end emits, as
+    // gacc-gpu-split-reductions requires (a bf16 sum stays serial).
+    Type type = addend.getType();
+    if (!type.isF32() && !type.isF64() && !type.isInteger(32) &&
+        !type.isInteger(64))
+      return {};
     // The location is fixed for the nest; no other access to the memref.
     for (Value index : store.getIndices())
       if (nest->isAncestor(index.getParentRegion()->getParentOp()))
         return {};
+    // Through any view of the same buffer too (an expand_shape of it).
+    Value root = getViewRoot(store.getMemRef());
     for (Operation &op : body.without_terminator())
       if (&op != load && &op != store.getOperation())
         if (auto other = dyn_cast<memref::LoadOp>(op);
-            other && other.getMemRef() == store.getMemRef())
+            other && getViewRoot(other.getMemRef()) == root)
           return {};
     return store;
   }

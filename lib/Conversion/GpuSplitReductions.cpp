@@ -126,10 +126,11 @@ static std::optional<Accumulation> matchAccumulation(Block &body,
   for (Value index : acc.store.getIndices())
     if (reductionRoot->isAncestor(index.getParentRegion()->getParentOp()))
       return std::nullopt;
+  // No other read of the accumulator, through any view of its buffer.
+  Value root = getViewRoot(acc.store.getMemRef());
   for (Operation &op : body.without_terminator())
     if (auto other = dyn_cast<memref::LoadOp>(op);
-        other && other != acc.load &&
-        other.getMemRef() == acc.store.getMemRef())
+        other && other != acc.load && getViewRoot(other.getMemRef()) == root)
       return std::nullopt;
   return acc;
 }
