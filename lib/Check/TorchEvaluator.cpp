@@ -264,13 +264,23 @@ enum class Combiner {
   MaxNumF,
   MinNumF,
   Max,
-  Min
+  Min,
+  Or,
+  And
 };
 
 std::optional<Combiner> getCombiner(Operation *op) {
   Type type = op->getNumResults() == 1 ? op->getResult(0).getType() : Type();
-  if (!type || type.isInteger(1))
+  if (!type)
     return std::nullopt;
+  // i1 reductions: torch-mlir's any.dim / all.dim.
+  if (type.isInteger(1)) {
+    if (isa<arith::OrIOp>(op))
+      return Combiner::Or;
+    if (isa<arith::AndIOp>(op))
+      return Combiner::And;
+    return std::nullopt;
+  }
   if (isa<arith::AddFOp, arith::AddIOp>(op))
     return Combiner::Add;
   if (isa<arith::MulFOp, arith::MulIOp>(op))
@@ -307,11 +317,23 @@ Tensor reduce(Tensor t, ArrayRef<int64_t> dims, Combiner combiner) {
   case Combiner::Min:
     return t.amin(toAt(dims));
   case Combiner::MaxNumF:
-    return t.masked_fill(at::isnan(t), -std::numeric_limits<double>::infinity())
-        .amax(toAt(dims));
-  case Combiner::MinNumF:
-    return t.masked_fill(at::isnan(t), std::numeric_limits<double>::infinity())
-        .amin(toAt(dims));
+  case Combiner::MinNumF: {
+    // NaN only where every reduced value is NaN (maxnumf ignores a NaN).
+    bool max = combiner == Combiner::MaxNumF;
+    Tensor nan = at::isnan(t);
+    Tensor allNan = nan;
+    for (int64_t dim : llvm::reverse(dims))
+      allNan = allNan.all(dim);
+    double inf = std::numeric_limits<double>::infinity();
+    Tensor filled = t.masked_fill(nan, max ? -inf : inf);
+    Tensor r = max ? filled.amax(toAt(dims)) : filled.amin(toAt(dims));
+    return r.masked_fill(allNan, std::numeric_limits<double>::quiet_NaN());
+  }
+  case Combiner::Or:
+  case Combiner::And:
+    for (int64_t dim : llvm::reverse(dims))
+      t = combiner == Combiner::Or ? t.any(dim) : t.all(dim);
+    return t;
   }
   llvm_unreachable("unknown combiner");
 }
@@ -333,6 +355,10 @@ Tensor combine(const Tensor &init, const Tensor &reduced, Combiner combiner) {
     return at::fmax(init, reduced);
   case Combiner::MinNumF:
     return at::fmin(init, reduced);
+  case Combiner::Or:
+    return at::logical_or(init, reduced);
+  case Combiner::And:
+    return at::logical_and(init, reduced);
   }
   llvm_unreachable("unknown combiner");
 }
@@ -1001,9 +1027,14 @@ void Evaluator::evalArithMath(Operation *op) {
     r = at::div(in[0], in[1], "trunc");
   else if (isa<arith::FloorDivSIOp>(op))
     r = at::div(in[0], in[1], "floor");
-  else if (isa<arith::CeilDivSIOp>(op))
-    r = at::neg(at::div(at::neg(in[0]), in[1], "floor"));
-  else if (isa<arith::DivUIOp>(op))
+  else if (isa<arith::CeilDivSIOp>(op)) {
+    // -floor(-a / b) overflows for INT_MIN: the truncated quotient, plus
+    // one where the remainder is non-zero with b's sign.
+    Tensor q = at::div(in[0], in[1], "trunc");
+    Tensor rem = in[0] - q * in[1];
+    Tensor up = at::logical_and(rem != 0, at::eq(rem > 0, in[1] > 0));
+    r = q + up.to(q.scalar_type());
+  } else if (isa<arith::DivUIOp>(op))
     r = at::div(asUnsigned(in[0], operandWidth(0)),
                 asUnsigned(in[1], operandWidth(1)), "trunc");
   else if (isa<arith::RemUIOp>(op))
@@ -1013,11 +1044,18 @@ void Evaluator::evalArithMath(Operation *op) {
     Tensor a = asUnsigned(in[0], operandWidth(0));
     Tensor b = asUnsigned(in[1], operandWidth(1));
     r = at::neg(at::div(at::neg(a), b, "floor"));
-  } else if (isa<arith::MaximumFOp, arith::MaxSIOp>(op))
+  } else if (isa<arith::MaxSIOp>(op))
     r = at::maximum(in[0], in[1]);
-  else if (isa<arith::MinimumFOp, arith::MinSIOp>(op))
+  else if (isa<arith::MinSIOp>(op))
     r = at::minimum(in[0], in[1]);
-  else if (isa<arith::MaxNumFOp>(op))
+  else if (isa<arith::MaximumFOp, arith::MinimumFOp>(op)) {
+    // IEEE maximum/minimum: -0 < +0 (at::maximum returns either zero).
+    bool max = isa<arith::MaximumFOp>(op);
+    r = max ? at::maximum(in[0], in[1]) : at::minimum(in[0], in[1]);
+    Tensor zeros = at::logical_and(in[0] == 0, in[1] == 0);
+    Tensor negA = at::signbit(in[0]);
+    r = at::where(zeros, at::where(negA == max, in[1], in[0]), r);
+  } else if (isa<arith::MaxNumFOp>(op))
     r = at::fmax(in[0], in[1]);
   else if (isa<arith::MinNumFOp>(op))
     r = at::fmin(in[0], in[1]);
@@ -1140,7 +1178,8 @@ void Evaluator::evalArithMath(Operation *op) {
       unsupported("only round-to-nearest-even truncation is supported");
     r = in[0].to(dtype);
   } else if (isa<arith::SIToFPOp>(op))
-    r = isBool(in[0]) ? at::neg(in[0].to(dtype)) : in[0].to(dtype);
+    r = isBool(in[0]) ? at::zeros_like(in[0], dtype) - in[0].to(dtype)
+                      : in[0].to(dtype); // true is -1, false +0
   else if (isa<arith::UIToFPOp>(op)) {
     unsigned width = operandWidth(0);
     if (isBool(in[0]) || width < 64)
@@ -1153,6 +1192,13 @@ void Evaluator::evalArithMath(Operation *op) {
     if (dtype == at::kBool)
       unsupported("conversion to i1 is not supported");
     r = in[0].to(at::kLong).to(dtype);
+    if (isa<arith::FPToUIOp>(op) && dtype == at::kLong) {
+      // At or above 2^63: the unsigned value's bits.
+      Tensor x = in[0].to(at::kDouble);
+      Tensor high = at::bitwise_or((x - 9223372036854775808.0).to(at::kLong),
+                                   std::numeric_limits<int64_t>::min());
+      r = at::where(x >= 9223372036854775808.0, high, r);
+    }
   } else if (isa<arith::ExtSIOp, arith::TruncIOp, arith::IndexCastOp>(op))
     r = castIntSigned(in[0], dtype);
   else if (isa<arith::ExtUIOp, arith::IndexCastUIOp>(op))
@@ -1185,7 +1231,7 @@ void Evaluator::evalArithMath(Operation *op) {
   else if (isa<math::RsqrtOp>(op))
     r = at::rsqrt(in[0]);
   else if (isa<math::CbrtOp>(op))
-    r = at::sign(in[0]) * at::pow(at::abs(in[0]), 1.0 / 3.0);
+    r = at::copysign(at::pow(at::abs(in[0]), 1.0 / 3.0), in[0]);
   else if (isa<math::TanhOp>(op))
     r = at::tanh(in[0]);
   else if (isa<math::SinOp>(op))
@@ -1230,7 +1276,10 @@ void Evaluator::evalArithMath(Operation *op) {
     // Half away from zero: x - trunc(x) is exact.
     Tensor t = at::trunc(in[0]);
     Tensor halfOrMore = at::ge(at::abs(in[0] - t), 0.5);
-    r = t + at::where(halfOrMore, at::sign(in[0]), at::zeros_like(in[0]));
+    // The sign of x, also for a zero result (round(-0.3) = -0).
+    r = at::copysign(
+        t + at::where(halfOrMore, at::sign(in[0]), at::zeros_like(in[0])),
+        in[0]);
   } else if (isa<math::CopySignOp>(op))
     r = at::copysign(in[0], in[1]);
   else if (isa<math::FmaOp>(op))

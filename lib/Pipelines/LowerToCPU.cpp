@@ -137,7 +137,9 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
   pm.addPass(math::createMathExtendToSupportedTypes());
   pm.addPass(createExpandNarrowFloatsPass());
-  pm.addPass(arith::createArithExpandOpsPass());
+  // arith-expand-ops but its maximumf/minimumf as compare and select
+  // (maximumf(+0, -0) must be +0).
+  pm.addPass(createExpandDivisionsPass());
   // scf-to-cf splits a block at every loop: short blocks keep it linear.
   pm.addPass(createSplitBlocksAtLoopsPass());
   pm.addPass(createSCFToControlFlowPass());

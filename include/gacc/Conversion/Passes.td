@@ -663,4 +663,17 @@ def ExpandNarrowFloatsPass : Pass<"gacc-expand-narrow-floats"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def ExpandDivisionsPass : Pass<"gacc-expand-divisions"> {
+  let summary = "Expand arith's ceil/floor divisions for the LLVM lowering";
+  let description = [{
+    The CPU path's `arith-expand-ops` without its expansion of
+    `arith.maximumf`/`minimumf` into a compare and a select, which returns
+    either zero for `maximumf(+0, -0)` (IEEE maximum is +0): `ceildivsi`,
+    `ceildivui` and `floordivsi` become arithmetic, and the float
+    maximum/minimum ops lower to LLVM's `llvm.maximum`/`minimum` (and
+    `maxnum`/`minnum`), which keep signed zeros and NaNs.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // GACC_CONVERSION_PASSES_TD
