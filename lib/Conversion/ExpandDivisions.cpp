@@ -1,6 +1,6 @@
 //===- ExpandDivisions.cpp - ceil/floor divisions as arithmetic -----------===//
 //
-// The gacc-expand-divisions pass of the CPU lowering: upstream's ceil/floor
+// The gacc-expand-divisions pass of the CPU and CUDA lowerings: upstream's ceil/floor
 // division expansion, without arith-expand-ops' rewrite of maximumf/minimumf
 // into cmpf + select, which loses IEEE maximum's -0 < +0.
 //

@@ -169,7 +169,8 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   // gpu.alloc'ed).
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertNVVMToLLVMPass());
-  pm.addPass(arith::createArithExpandOpsPass());
+  // As on the CPU: maximumf/minimumf keep IEEE signed zeros.
+  pm.addPass(createExpandDivisionsPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   GpuNVVMAttachTargetOptions target;

@@ -666,7 +666,7 @@ def ExpandNarrowFloatsPass : Pass<"gacc-expand-narrow-floats"> {
 def ExpandDivisionsPass : Pass<"gacc-expand-divisions"> {
   let summary = "Expand arith's ceil/floor divisions for the LLVM lowering";
   let description = [{
-    The CPU path's `arith-expand-ops` without its expansion of
+    Both lowerings' `arith-expand-ops` without its expansion of
     `arith.maximumf`/`minimumf` into a compare and a select, which returns
     either zero for `maximumf(+0, -0)` (IEEE maximum is +0): `ceildivsi`,
     `ceildivui` and `floordivsi` become arithmetic, and the float
