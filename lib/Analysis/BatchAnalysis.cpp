@@ -282,9 +282,12 @@ LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
   int64_t loopDim = -1, factor = 1, origin = -1;
   bool dependsOnParam = false;
   OpOperand *unitOperand = nullptr;
+  // Values captured into the body count too (an embedding table read by
+  // tensor.extract).
+  for (Value v : getUsedValues(op))
+    dependsOnParam |= info(v).dependsOnParam;
   for (OpOperand &operand : op->getOpOperands()) {
     const BatchValueInfo &in = info(operand.get());
-    dependsOnParam |= in.dependsOnParam;
     if (in.kind != BatchClass::PerSample)
       continue;
     AffineMap map = maps[operand.getOperandNumber()];

@@ -234,3 +234,60 @@ func.func @train_step(%w: tensor<f32> {gacc.param},
   } -> (tensor<f32>, tensor<f32>)
   return %r#1, %r#0 : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// An embedding gather from a parameter table (captured into the body), then
+// a BatchNorm-like centering by the batch mean of the embeddings: the mean
+// depends on the parameters through the captured table (it was taken for a
+// parameter-free statistic; found by a review).
+func.func @train_step(%E: tensor<5x3xf32> {gacc.param},
+                      %ids: tensor<4xi64> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}) {
+  %zero = arith.constant 0.0 : f32
+  %e43 = tensor.empty() : tensor<4x3xf32>
+  %emb = linalg.generic {
+      indexing_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>],
+      iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<4xi64>) outs(%e43 : tensor<4x3xf32>) {
+  ^bb0(%id: i64, %o: f32):
+    %r = arith.index_cast %id : i64 to index
+    %c = linalg.index 1 : index
+    %v = tensor.extract %E[%r, %c] : tensor<5x3xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x3xf32>
+  %e3 = tensor.empty() : tensor<3xf32>
+  %z3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<3xf32>) -> tensor<3xf32>
+  // expected-error @below {{computes a batch statistic that depends on parameters and flows back into per-sample work}}
+  %sum = linalg.generic {
+      indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>],
+      iterator_types = ["reduction", "parallel"]}
+      ins(%emb : tensor<4x3xf32>) outs(%z3 : tensor<3xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %a = arith.addf %acc, %v : f32
+    linalg.yield %a : f32
+  } -> tensor<3xf32>
+  %inv = arith.constant 0.25 : f32
+  // expected-note @below {{the statistic flows into this per-sample op}}
+  %cen = linalg.generic {
+      indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+      iterator_types = ["parallel", "parallel"]}
+      ins(%emb, %sum : tensor<4x3xf32>, tensor<3xf32>) outs(%e43 : tensor<4x3xf32>) {
+  ^bb0(%v: f32, %s: f32, %o: f32):
+    %m = arith.mulf %s, %inv : f32
+    %d = arith.subf %v, %m : f32
+    %q = arith.mulf %d, %d : f32
+    linalg.yield %q : f32
+  } -> tensor<4x3xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %l = linalg.generic {
+      indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>],
+      iterator_types = ["reduction", "reduction"]}
+      ins(%cen : tensor<4x3xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %a = arith.addf %acc, %v : f32
+    linalg.yield %a : f32
+  } -> tensor<f32>
+  return %l : tensor<f32>
+}
