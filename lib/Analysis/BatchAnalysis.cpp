@@ -154,27 +154,32 @@ Combiner mlir::gacc::getCombiner(Operation *op) {
       .Default([](auto) { return Combiner::None; });
 }
 
-/// Whether `value` (in a reduction body) is computed from one of the body's
-/// output arguments.
-static bool readsRunningValue(Value value, linalg::LinalgOp op) {
-  Block *body = op.getBlock();
+bool mlir::gacc::isComputedFrom(Value value, Operation *scope,
+                                function_ref<bool(Value)> isSource) {
   SmallVector<Value> work{value};
   DenseSet<Value> seen;
   while (!work.empty()) {
     Value v = work.pop_back_val();
     if (!seen.insert(v).second)
       continue;
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      if (arg.getOwner() == body &&
-          arg.getArgNumber() >= static_cast<unsigned>(op.getNumDpsInputs()))
-        return true;
-      continue;
-    }
+    if (isSource(v))
+      return true;
     Operation *def = v.getDefiningOp();
-    if (def && op->isProperAncestor(def))
+    if (def && scope->isProperAncestor(def))
       llvm::append_range(work, def->getOperands());
   }
   return false;
+}
+
+/// Whether `value` (in a reduction body) is computed from one of the body's
+/// output arguments.
+static bool readsRunningValue(Value value, linalg::LinalgOp op) {
+  Block *body = op.getBlock();
+  return isComputedFrom(value, op, [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == body &&
+           arg.getArgNumber() >= static_cast<unsigned>(op.getNumDpsInputs());
+  });
 }
 
 /// Returns the combiner of a reduction body that yields `yielded` with the

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeCalls.h"
+#include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
 #include "gacc/Transforms/Utils.h"
@@ -139,19 +140,8 @@ static Value stripIntegerCasts(Value value) {
 
 /// Whether `value` is computed (inside `body`) from `extract`'s result.
 static bool dependsOn(Value value, tensor::ExtractOp extract, Block *body) {
-  SmallVector<Value> work{value};
-  DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    if (!seen.insert(v).second)
-      continue;
-    if (v == extract.getResult())
-      return true;
-    Operation *def = v.getDefiningOp();
-    if (def && body->getParentOp()->isProperAncestor(def))
-      llvm::append_range(work, def->getOperands());
-  }
-  return false;
+  return isComputedFrom(value, body->getParentOp(),
+                        [&](Value v) { return v == extract.getResult(); });
 }
 
 /// Whether every use of `extract`'s value inside `body` reaches the body's

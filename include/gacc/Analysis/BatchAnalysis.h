@@ -48,6 +48,12 @@ enum class Combiner { None, AddF, AddI, MaxF, MinF, MaxNumF, MinNumF };
 /// marked `gacc.combine`) applies, or None.
 Combiner getCombiner(Operation *op);
 
+/// Whether `value` is computed, through ops nested in `scope`, from a value
+/// for which `isSource` holds (values defined outside `scope` and block
+/// arguments end the walk).
+bool isComputedFrom(Value value, Operation *scope,
+                    function_ref<bool(Value)> isSource);
+
 /// Returns a short lowercase name for `kind` ("per-sample", ...).
 StringRef stringifyBatchClass(BatchClass kind);
 
