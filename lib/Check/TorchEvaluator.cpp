@@ -18,11 +18,13 @@
 
 #include "gacc/Check/TorchEvaluator.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
@@ -300,6 +302,16 @@ std::optional<Combiner> getCombiner(Operation *op) {
   return std::nullopt;
 }
 
+/// IEEE maximum (`max`) or minimum of `a` and `b`: NaN propagates and
+/// -0 < +0 (at::maximum/at::minimum return either zero).
+Tensor ieeeExtremum(const Tensor &a, const Tensor &b, bool max) {
+  Tensor r = max ? at::maximum(a, b) : at::minimum(a, b);
+  if (!at::isFloatingType(r.scalar_type()))
+    return r;
+  Tensor zeros = at::logical_and(a == 0, b == 0);
+  return at::where(zeros, at::where(at::signbit(a) == max, b, a), r);
+}
+
 /// Reduces `t` over `dims` with `combiner` (dims are dropped).
 Tensor reduce(Tensor t, ArrayRef<int64_t> dims, Combiner combiner) {
   at::ScalarType dtype = t.scalar_type();
@@ -310,12 +322,25 @@ Tensor reduce(Tensor t, ArrayRef<int64_t> dims, Combiner combiner) {
     for (int64_t dim : llvm::reverse(dims))
       t = t.prod(dim, /*keepdim=*/false, dtype);
     return t;
-  case Combiner::MaximumF:
   case Combiner::Max:
     return t.amax(toAt(dims));
-  case Combiner::MinimumF:
   case Combiner::Min:
     return t.amin(toAt(dims));
+  case Combiner::MaximumF:
+  case Combiner::MinimumF: {
+    // amax/amin return either zero; IEEE: -0 < +0. A zero extremum is +0
+    // for a maximum when any reduced +0 exists, -0 for a minimum when any
+    // reduced -0 exists.
+    bool max = combiner == Combiner::MaximumF;
+    Tensor r = max ? t.amax(toAt(dims)) : t.amin(toAt(dims));
+    Tensor preferred = at::logical_and(t == 0, at::signbit(t) != max);
+    for (int64_t dim : llvm::reverse(dims))
+      preferred = preferred.any(dim);
+    Tensor zero = at::zeros_like(r);
+    Tensor wanted =
+        at::where(preferred, max ? zero : zero.neg(), max ? zero.neg() : zero);
+    return at::where(r == 0, wanted, r);
+  }
   case Combiner::MaxNumF:
   case Combiner::MinNumF: {
     // NaN only where every reduced value is NaN (maxnumf ignores a NaN).
@@ -346,9 +371,11 @@ Tensor combine(const Tensor &init, const Tensor &reduced, Combiner combiner) {
   case Combiner::Mul:
     return init * reduced;
   case Combiner::MaximumF:
+    return ieeeExtremum(init, reduced, /*max=*/true);
+  case Combiner::MinimumF:
+    return ieeeExtremum(init, reduced, /*max=*/false);
   case Combiner::Max:
     return at::maximum(init, reduced);
-  case Combiner::MinimumF:
   case Combiner::Min:
     return at::minimum(init, reduced);
   case Combiner::MaxNumF:
@@ -630,6 +657,18 @@ public:
   Tensor valueOf(Value value) const { return get(value); }
   void setValue(Value value, const Tensor &t) { set(value, t); }
   at::ScalarType dtypeOfType(Type type) const { return dtypeOf(type); }
+  /// Marks this evaluator as one of several ranks evaluated in lockstep: a
+  /// collective it reaches by itself (not through the lockstep driver) is
+  /// an error instead of the one-rank identity.
+  void setAcrossRanks() { acrossRanks = true; }
+  /// A new evaluator for a function called from this one.
+  std::unique_ptr<Evaluator> makeCallee() const {
+    if (depth >= 64)
+      unsupported("calls nested too deeply");
+    auto callee = std::make_unique<Evaluator>(computeType, depth + 1);
+    callee->acrossRanks = acrossRanks;
+    return callee;
+  }
 
 private:
   /// Evaluates `op` (inside `payload` when not null) and records its results;
@@ -649,6 +688,15 @@ private:
   /// Throws when `value` may be poison anywhere in the iteration space.
   void checkNotPoison(Value value, const Payload &payload, const Twine &what);
   LogicalResult evalCall(func::CallOp op);
+  /// Evaluates the ops of `block` (outside payloads) up to its terminator,
+  /// whose operands' values it returns in `yielded`.
+  LogicalResult evalBlock(Block &block, SmallVectorImpl<Tensor> &yielded);
+  /// scf.if and scf.for on scalars and whole tensors (a schedule on the
+  /// step counter, a loop over state).
+  LogicalResult evalIf(scf::IfOp op);
+  LogicalResult evalFor(scf::ForOp op);
+  /// affine.apply/min/max on index scalars.
+  void evalAffine(Operation *op);
   /// tensor.generate and tensor.pad: ops whose region computes elements.
   LogicalResult evalRegionTensorOp(Operation *op);
   /// Evaluates `body`, whose arguments are the indices of a tensor of shape
@@ -698,6 +746,7 @@ private:
   llvm::DenseMap<Value, Tensor> values;
   at::ScalarType computeType;
   unsigned depth;
+  bool acrossRanks = false;
 };
 
 } // namespace
@@ -867,7 +916,19 @@ LogicalResult Evaluator::evalOpImpl(Operation *op, Payload *payload) {
   }
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return evalLinalg(linalgOp);
+  if (auto ifOp = dyn_cast<scf::IfOp>(op))
+    return evalIf(ifOp);
+  if (auto forOp = dyn_cast<scf::ForOp>(op))
+    return evalFor(forOp);
+  if (isa<affine::AffineApplyOp, affine::AffineMinOp, affine::AffineMaxOp>(
+          op)) {
+    evalAffine(op);
+    return success();
+  }
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
+    if (acrossRanks)
+      unsupported("a collective that the ranks do not reach in lockstep "
+                  "(only in the function body or in functions it calls)");
     // One rank: every reduction kind is the identity.
     set(allReduce.getResult(),
         get(allReduce.getInput()).to(dtypeOf(allReduce.getResult().getType())));
@@ -1049,12 +1110,7 @@ void Evaluator::evalArithMath(Operation *op) {
   else if (isa<arith::MinSIOp>(op))
     r = at::minimum(in[0], in[1]);
   else if (isa<arith::MaximumFOp, arith::MinimumFOp>(op)) {
-    // IEEE maximum/minimum: -0 < +0 (at::maximum returns either zero).
-    bool max = isa<arith::MaximumFOp>(op);
-    r = max ? at::maximum(in[0], in[1]) : at::minimum(in[0], in[1]);
-    Tensor zeros = at::logical_and(in[0] == 0, in[1] == 0);
-    Tensor negA = at::signbit(in[0]);
-    r = at::where(zeros, at::where(negA == max, in[1], in[0]), r);
+    r = ieeeExtremum(in[0], in[1], isa<arith::MaximumFOp>(op));
   } else if (isa<arith::MaxNumFOp>(op))
     r = at::fmax(in[0], in[1]);
   else if (isa<arith::MinNumFOp>(op))
@@ -2072,22 +2128,134 @@ void Evaluator::evalGlobalLoad(Operation *op) {
   set(op->getResult(0), t);
 }
 
-LogicalResult Evaluator::evalCall(func::CallOp op) {
+/// The function `call` calls; throws when it has no body.
+static func::FuncOp getCallee(func::CallOp call) {
   auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-      op, op.getCalleeAttr());
+      call, call.getCalleeAttr());
   if (!callee || callee.isExternal())
     unsupported("the callee has no body");
-  if (depth >= 64)
-    unsupported("calls nested too deeply");
+  return callee;
+}
+
+LogicalResult Evaluator::evalCall(func::CallOp op) {
+  func::FuncOp callee = getCallee(op);
   SmallVector<Tensor> args =
       llvm::map_to_vector(op.getOperands(), [&](Value v) { return get(v); });
-  Evaluator nested(computeType, depth + 1);
-  FailureOr<SmallVector<Tensor>> results = nested.run(callee, args);
+  std::unique_ptr<Evaluator> nested = makeCallee();
+  FailureOr<SmallVector<Tensor>> results = nested->run(callee, args);
   if (failed(results))
     return failure();
   for (auto [result, t] : llvm::zip_equal(op.getResults(), *results))
     set(result, t);
   return success();
+}
+
+LogicalResult Evaluator::evalBlock(Block &block,
+                                   SmallVectorImpl<Tensor> &yielded) {
+  llvm::DenseSet<Operation *> live = getLiveOps(block);
+  for (Operation &inner : block) {
+    if (!live.contains(&inner))
+      continue;
+    if (inner.hasTrait<OpTrait::IsTerminator>()) {
+      yielded.clear();
+      for (Value v : inner.getOperands())
+        yielded.push_back(get(v));
+      return success();
+    }
+    if (failed(evalOp(&inner, nullptr)))
+      return failure();
+  }
+  unsupported("a block without a terminator");
+}
+
+/// The value of an integer or index scalar.
+static int64_t scalarInt(const Tensor &t) {
+  if (t.dim() != 0 ||
+      !at::isIntegralType(t.scalar_type(), /*includeBool=*/true))
+    unsupported("expected an integer scalar");
+  return t.item<int64_t>();
+}
+
+LogicalResult Evaluator::evalIf(scf::IfOp op) {
+  Tensor condition = get(op.getCondition());
+  if (condition.dim() != 0)
+    unsupported("expected a scalar condition");
+  Region &region =
+      condition.item<bool>() ? op.getThenRegion() : op.getElseRegion();
+  SmallVector<Tensor> yielded;
+  if (!region.empty() && failed(evalBlock(region.front(), yielded)))
+    return failure();
+  for (auto [result, t] : llvm::zip_equal(op.getResults(), yielded))
+    set(result, t);
+  return success();
+}
+
+LogicalResult Evaluator::evalFor(scf::ForOp op) {
+  if (op.getUnsignedCmp())
+    unsupported("loops with an unsigned comparison are not supported");
+  int64_t lower = scalarInt(get(op.getLowerBound()));
+  int64_t upper = scalarInt(get(op.getUpperBound()));
+  int64_t step = scalarInt(get(op.getStep()));
+  if (step <= 0)
+    unsupported("the loop's step is not positive");
+  constexpr uint64_t kMaxTrips = uint64_t(1) << 20;
+  uint64_t trips =
+      upper > lower
+          ? (static_cast<uint64_t>(upper) - static_cast<uint64_t>(lower) - 1) /
+                    static_cast<uint64_t>(step) +
+                1
+          : 0;
+  if (trips > kMaxTrips)
+    unsupported("loops of more than 2^20 iterations are not supported");
+  SmallVector<Tensor> carried =
+      llvm::map_to_vector(op.getInitArgs(), [&](Value v) { return get(v); });
+  Value iv = op.getInductionVar();
+  for (uint64_t i = 0; i < trips; ++i) {
+    int64_t index = lower + static_cast<int64_t>(i) * step;
+    set(iv, at::scalar_tensor(index, at::TensorOptions(dtypeOf(iv.getType()))));
+    for (auto [arg, t] : llvm::zip_equal(op.getRegionIterArgs(), carried))
+      set(arg, t);
+    if (failed(evalBlock(*op.getBody(), carried)))
+      return failure();
+  }
+  for (auto [result, t] : llvm::zip_equal(op.getResults(), carried))
+    set(result, t);
+  return success();
+}
+
+void Evaluator::evalAffine(Operation *op) {
+  AffineMap map;
+  ValueRange operands;
+  if (auto apply = dyn_cast<affine::AffineApplyOp>(op)) {
+    map = apply.getAffineMap();
+    operands = apply.getMapOperands();
+  } else if (auto min = dyn_cast<affine::AffineMinOp>(op)) {
+    map = min.getAffineMap();
+    operands = min.getMapOperands();
+  } else {
+    auto max = cast<affine::AffineMaxOp>(op);
+    map = max.getAffineMap();
+    operands = max.getMapOperands();
+  }
+  Builder b(op->getContext());
+  SmallVector<Attribute> constants =
+      llvm::map_to_vector(operands, [&](Value v) -> Attribute {
+        return b.getIndexAttr(scalarInt(get(v)));
+      });
+  SmallVector<Attribute> folded;
+  bool poison = false;
+  if (failed(map.constantFold(constants, folded, &poison)) || poison ||
+      folded.empty())
+    unsupported("the affine map has no value for these operands (a division "
+                "by zero)");
+  SmallVector<int64_t> results = llvm::map_to_vector(
+      folded, [](Attribute a) { return cast<IntegerAttr>(a).getInt(); });
+  int64_t value = results.front();
+  if (isa<affine::AffineMinOp>(op))
+    value = *llvm::min_element(results);
+  else if (isa<affine::AffineMaxOp>(op))
+    value = *llvm::max_element(results);
+  set(op->getResult(0), at::scalar_tensor(value, at::TensorOptions(at::kLong)));
 }
 
 FailureOr<SmallVector<torch::Tensor>>
@@ -2096,6 +2264,128 @@ mlir::gacc::evaluateWithTorch(func::FuncOp func, ArrayRef<torch::Tensor> args,
   if (computeType != torch::kFloat32 && computeType != torch::kFloat64)
     return emitFail(func) << "the compute type must be kFloat32 or kFloat64";
   return Evaluator(computeType, 0).run(func, args);
+}
+
+/// Whether `func` runs a collective, directly or in a function it calls.
+static bool reachesCollective(func::FuncOp func,
+                              llvm::DenseMap<Operation *, bool> &memo) {
+  auto [it, inserted] = memo.try_emplace(func, false);
+  if (!inserted)
+    return it->second; // a recursive call: whatever the outer walk finds
+  bool found = false;
+  func.walk([&](Operation *op) {
+    if (isa<shard::AllReduceOp>(op)) {
+      found = true;
+    } else if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      found |=
+          callee && !callee.isExternal() && reachesCollective(callee, memo);
+    }
+    return found ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  memo[func] = found;
+  return found;
+}
+
+/// The ranks' values of the all-reduce `op`: each rank's operand combined
+/// across the ranks.
+static LogicalResult
+combineAcrossRanks(shard::AllReduceOp op,
+                   ArrayRef<std::unique_ptr<Evaluator>> ranks) {
+  try {
+    std::vector<torch::Tensor> inputs;
+    for (auto &rank : ranks)
+      inputs.push_back(rank->valueOf(op.getInput()));
+    torch::Tensor stacked = torch::stack(inputs);
+    torch::Tensor combined;
+    switch (op.getReduction()) {
+    case shard::ReductionKind::Sum:
+      combined = stacked.sum(0);
+      break;
+    case shard::ReductionKind::Average:
+      combined = stacked.mean(0);
+      break;
+    case shard::ReductionKind::Max:
+      combined = std::get<0>(stacked.max(0));
+      break;
+    case shard::ReductionKind::Min:
+      combined = std::get<0>(stacked.min(0));
+      break;
+    case shard::ReductionKind::Product:
+      combined = stacked.prod(0);
+      break;
+    default:
+      return emitFail(op) << "reduction '"
+                          << shard::stringifyReductionKind(op.getReduction())
+                          << "' across ranks is not supported";
+    }
+    for (auto &rank : ranks)
+      rank->setValue(op.getResult(),
+                     combined.to(rank->dtypeOfType(op.getResult().getType())));
+  } catch (const std::exception &e) {
+    return emitFail(op) << e.what();
+  }
+  return success();
+}
+
+/// Evaluates `func` on the bound evaluators of all ranks in lockstep: its
+/// all-reduces combine the ranks' values, and calls of functions that run
+/// collectives are evaluated in lockstep too. Returns each rank's results.
+static FailureOr<SmallVector<SmallVector<torch::Tensor>>>
+runInLockstep(func::FuncOp func, ArrayRef<std::unique_ptr<Evaluator>> ranks) {
+  llvm::DenseMap<Operation *, bool> collectiveMemo;
+  llvm::DenseSet<Operation *> live = getLiveOps(func.front());
+  for (Operation &op : func.front()) {
+    if (!live.contains(&op))
+      continue;
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      SmallVector<SmallVector<torch::Tensor>> results;
+      for (auto &rank : ranks) {
+        SmallVector<torch::Tensor> values;
+        for (Value v : ret.getOperands())
+          values.push_back(rank->valueOf(v));
+        results.push_back(std::move(values));
+      }
+      return results;
+    }
+    if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
+      if (failed(combineAcrossRanks(allReduce, ranks)))
+        return failure();
+      continue;
+    }
+    auto call = dyn_cast<func::CallOp>(op);
+    func::FuncOp callee;
+    if (call)
+      callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+    if (!callee || callee.isExternal() ||
+        !reachesCollective(callee, collectiveMemo)) {
+      for (auto &rank : ranks)
+        if (failed(rank->step(&op)))
+          return failure();
+      continue;
+    }
+    std::vector<std::unique_ptr<Evaluator>> nested;
+    try {
+      for (auto &rank : ranks) {
+        nested.push_back(rank->makeCallee());
+        SmallVector<torch::Tensor> args = llvm::map_to_vector(
+            call.getOperands(), [&](Value v) { return rank->valueOf(v); });
+        if (failed(nested.back()->bind(callee, args)))
+          return failure();
+      }
+    } catch (const std::exception &e) {
+      return emitFail(call) << e.what();
+    }
+    auto results = runInLockstep(callee, nested);
+    if (failed(results))
+      return failure();
+    for (auto [rank, values] : llvm::zip_equal(ranks, *results))
+      for (auto [result, t] : llvm::zip_equal(call.getResults(), values))
+        rank->setValue(result, t);
+  }
+  return emitFail(func) << "the function does not end with func.return";
 }
 
 FailureOr<SmallVector<SmallVector<torch::Tensor>>>
@@ -2111,65 +2401,9 @@ mlir::gacc::evaluateWithTorchOnRanks(
   std::vector<std::unique_ptr<Evaluator>> ranks;
   for (ArrayRef<torch::Tensor> args : rankArgs) {
     ranks.push_back(std::make_unique<Evaluator>(computeType, 0));
+    ranks.back()->setAcrossRanks();
     if (failed(ranks.back()->bind(func, args)))
       return failure();
   }
-  llvm::DenseSet<Operation *> live = getLiveOps(func.front());
-  for (Operation &op : func.front()) {
-    if (!live.contains(&op))
-      continue;
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      SmallVector<SmallVector<torch::Tensor>> results;
-      for (auto &rank : ranks) {
-        SmallVector<torch::Tensor> values;
-        for (Value v : ret.getOperands())
-          values.push_back(rank->valueOf(v));
-        results.push_back(std::move(values));
-      }
-      return results;
-    }
-    auto allReduce = dyn_cast<shard::AllReduceOp>(op);
-    if (!allReduce) {
-      for (auto &rank : ranks)
-        if (failed(rank->step(&op)))
-          return failure();
-      continue;
-    }
-    try {
-      std::vector<torch::Tensor> inputs;
-      for (auto &rank : ranks)
-        inputs.push_back(rank->valueOf(allReduce.getInput()));
-      torch::Tensor stacked = torch::stack(inputs);
-      torch::Tensor combined;
-      switch (allReduce.getReduction()) {
-      case shard::ReductionKind::Sum:
-        combined = stacked.sum(0);
-        break;
-      case shard::ReductionKind::Average:
-        combined = stacked.mean(0);
-        break;
-      case shard::ReductionKind::Max:
-        combined = std::get<0>(stacked.max(0));
-        break;
-      case shard::ReductionKind::Min:
-        combined = std::get<0>(stacked.min(0));
-        break;
-      case shard::ReductionKind::Product:
-        combined = stacked.prod(0);
-        break;
-      default:
-        return emitFail(&op)
-               << "reduction '"
-               << shard::stringifyReductionKind(allReduce.getReduction())
-               << "' across ranks is not supported";
-      }
-      for (auto &rank : ranks)
-        rank->setValue(
-            allReduce.getResult(),
-            combined.to(rank->dtypeOfType(allReduce.getResult().getType())));
-    } catch (const std::exception &e) {
-      return emitFail(&op) << e.what();
-    }
-  }
-  return emitFail(func) << "the function does not end with func.return";
+  return runInLockstep(func, ranks);
 }
