@@ -748,6 +748,13 @@ bool PackedStep::run(
   pendingFeedback = true;
   int64_t badIndex = 0, bound = 0, site = 0;
   if (int64_t count = gaccrt_index_errors(&badIndex, &bound, &site)) {
+    if (site == kSampleCountSite) {
+      error = "the sample count is " + std::to_string(badIndex) +
+              "; a step compiled for " + std::to_string(bound - 1) +
+              " samples runs 1 to " + std::to_string(bound - 1) +
+              " (the step ran with it clamped)";
+      return false;
+    }
     const std::vector<std::string> &sites = signature.gatherSites;
     error = "index " + std::to_string(badIndex) + " out of range [0, " +
             std::to_string(bound) + ") in gather at " +

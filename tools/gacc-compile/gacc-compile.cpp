@@ -21,6 +21,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -77,11 +78,54 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
+/// runtime-batch-size on the CPU: the caller's sample count B' (the memref
+/// whose fields start at `args[field]`) is checked before the step runs.
+/// Outside [1, B] it is recorded with gaccrt_index_error(B', B + 1, -1)
+/// (read back by gaccrt_index_errors, like an out-of-range gather) and the
+/// step runs with B' clamped into [1, B], from a local copy (the caller's
+/// buffer is not written), so no count makes the step read or write out of
+/// bounds.
+static void checkSampleCount(llvm::IRBuilder<> &builder,
+                             llvm::SmallVectorImpl<llvm::Value *> &args,
+                             unsigned field, int64_t batchSize) {
+  llvm::Module &module = *builder.GetInsertBlock()->getModule();
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::Type *i64 = builder.getInt64Ty();
+  llvm::Function *function = builder.GetInsertBlock()->getParent();
+  llvm::Value *aligned = args[field + 1], *offset = args[field + 2];
+  llvm::Value *count =
+      builder.CreateLoad(i64, builder.CreateGEP(i64, aligned, offset));
+  llvm::Value *low = builder.getInt64(1), *high = builder.getInt64(batchSize);
+  llvm::Value *bad = builder.CreateOr(builder.CreateICmpSLT(count, low),
+                                      builder.CreateICmpSGT(count, high));
+  auto *report = llvm::BasicBlock::Create(ctx, "bad_sample_count", function);
+  auto *next = llvm::BasicBlock::Create(ctx, "step", function);
+  builder.CreateCondBr(bad, report, next);
+  builder.SetInsertPoint(report);
+  llvm::FunctionCallee error = module.getOrInsertFunction(
+      "gaccrt_index_error", builder.getVoidTy(), i64, i64, i64);
+  builder.CreateCall(error, {count, builder.getInt64(batchSize + 1),
+                             builder.getInt64(kSampleCountSite)});
+  builder.CreateBr(next);
+  builder.SetInsertPoint(next);
+  llvm::Value *clamped = builder.CreateBinaryIntrinsic(
+      llvm::Intrinsic::smax,
+      builder.CreateBinaryIntrinsic(llvm::Intrinsic::smin, count, high), low);
+  llvm::IRBuilder<> entry(&function->getEntryBlock(),
+                          function->getEntryBlock().begin());
+  llvm::Value *local = entry.CreateAlloca(i64, nullptr, "sample_count");
+  builder.CreateStore(clamped, local);
+  args[field] = local;
+  args[field + 1] = local;
+  args[field + 2] = builder.getInt64(0);
+}
+
 /// Adds `void gacc_step(void **args)`, which loads each argument of `step`
 /// from the pointer in `args` and calls it (the packed convention of
 /// MLIR's ExecutionEngine), and the signature text as
 /// `gacc_step_signature`.
 static bool addEntryPoints(llvm::Module &module, llvm::Function *step,
+                           const StepSignature &info,
                            const std::string &signature, std::string &error) {
   llvm::LLVMContext &ctx = module.getContext();
   if (!step->getReturnType()->isVoidTy()) {
@@ -107,6 +151,28 @@ static bool addEntryPoints(llvm::Module &module, llvm::Function *step,
     llvm::Value *slot = builder.CreateConstGEP1_64(ptrTy, packed, index);
     llvm::Value *pointer = builder.CreateLoad(ptrTy, slot);
     args.push_back(builder.CreateLoad(arg.getType(), pointer));
+  }
+  // Each memref is its allocated and aligned pointers, offset, sizes and
+  // strides; the arguments' come first.
+  int countArg = info.getSampleCountArgument();
+  if (countArg >= 0 && info.device == "cpu") {
+    unsigned field = 0, fields = 0;
+    for (auto [i, arg] : llvm::enumerate(info.args)) {
+      if (static_cast<int>(i) == countArg)
+        field = fields;
+      fields += 3 + 2 * arg.shape.size();
+    }
+    for (const TensorInfo &result : info.results)
+      fields += 3 + 2 * result.shape.size();
+    if (fields != args.size() || !args[field]->getType()->isPointerTy() ||
+        !args[field + 2]->getType()->isIntegerTy(64)) {
+      error = "internal error: the lowered step's " +
+              std::to_string(args.size()) +
+              " parameters are not the signature's memrefs (" +
+              std::to_string(fields) + " fields)";
+      return false;
+    }
+    checkSampleCount(builder, args, field, info.batchSize);
   }
   builder.CreateCall(step, args);
   builder.CreateRetVoid();
@@ -201,8 +267,8 @@ int main(int argc, char **argv) {
   llvm::Function *entry = module->getFunction(step->getName());
   if (!entry || entry->isDeclaration())
     return fail("the lowered module has no function '" + step->getName() + "'");
-  if (!addEntryPoints(*module, entry, serializeSignature(step->getSignature()),
-                      error))
+  if (!addEntryPoints(*module, entry, step->getSignature(),
+                      serializeSignature(step->getSignature()), error))
     return fail(error);
   if (auto err = ::mlir::makeOptimizingTransformer(/*optLevel=*/3,
                                                    /*sizeLevel=*/0,

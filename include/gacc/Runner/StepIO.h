@@ -68,6 +68,11 @@ struct StepSignature {
   bool hasSampleCount() const { return getSampleCountArgument() >= 0; }
 };
 
+/// The site number with which a library's `gacc_step` (gacc-compile, CPU)
+/// reports a sample count outside [1, B] through gaccrt_index_error (index
+/// B', bound B + 1); the step then runs with B' clamped into [1, B].
+constexpr int64_t kSampleCountSite = -1;
+
 /// The index of the `sample_count` argument among `args` (runtime-batch-size),
 /// or -1.
 int getSampleCountArgument(const std::vector<TensorInfo> &args);
