@@ -220,7 +220,8 @@ static SmallVector<OpOperand *> getOutsideUses(Value value, Block &block,
 
 /// True when every use can read the value from device memory instead: it is
 /// inside a parallel loop (a future kernel), a pure arith/math op of the
-/// block (which joins a serial kernel once it loads its operand), or a
+/// block (which joins a serial kernel once it loads its operand), nested in
+/// a compute op of the block (a future serial kernel), or a
 /// compute op of a host block nested in this one (in the loop over the
 /// micro-batches of one size; nested blocks are processed after this one,
 /// and the load of the value put before the op joins the op's serial
@@ -239,7 +240,10 @@ static bool canReadOnDevice(ArrayRef<OpOperand *> uses, Block &block) {
       if (isInHostBlock(op))
         return isComputeOp(op);
     }
-    return false;
+    // Inside a compute op of the block (a serial loop reading the sample
+    // count): the op becomes a serial kernel, which loads the value where
+    // it is used.
+    return isComputeOp(ancestor);
   });
 }
 
