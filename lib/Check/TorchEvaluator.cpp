@@ -1348,7 +1348,28 @@ void Evaluator::evalArithMath(Operation *op) {
     r = at::isinf(in[0]);
   else if (isa<math::IsFiniteOp>(op))
     r = at::isfinite(in[0]);
-  else
+  else if (isa<math::CtPopOp, math::CountLeadingZerosOp,
+               math::CountTrailingZerosOp>(op)) {
+    // Bit by bit over the operand's width (the bits of a two's-complement
+    // value stored in a wider dtype are its own).
+    int64_t width = operandWidth(0);
+    auto bit = [&](int64_t i) {
+      return at::bitwise_and(at::bitwise_right_shift(in[0], i), 1) != 0;
+    };
+    if (isa<math::CtPopOp>(op)) {
+      r = at::zeros_like(in[0]);
+      for (int64_t i = 0; i < width; ++i)
+        r = r + bit(i).to(r.scalar_type());
+    } else {
+      // The highest (lowest) set bit wins: visit it last.
+      bool leading = isa<math::CountLeadingZerosOp>(op);
+      r = at::full_like(in[0], width);
+      for (int64_t k = 0; k < width; ++k) {
+        int64_t i = leading ? k : width - 1 - k;
+        r = at::where(bit(i), at::full_like(r, leading ? width - 1 - i : i), r);
+      }
+    }
+  } else
     unsupported("unsupported operation");
   set(result, r.to(dtype));
 }

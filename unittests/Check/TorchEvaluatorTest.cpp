@@ -1961,14 +1961,14 @@ TEST_F(EvaluatorTest, DeadOpsAreSkipped) {
 func.func @dead(%x: tensor<4xf32>, %i: tensor<4xi32>) -> tensor<4xf32> {
   %c9 = arith.constant 9 : index
   %bad = tensor.extract %x[%c9] : tensor<4xf32>
-  %ct = math.ctlz %i : tensor<4xi32>
+  %ct, %hi = arith.mului_extended %i, %i : tensor<4xi32>
   %e = tensor.empty() : tensor<4xf32>
   %dl = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>,
                                          affine_map<(d0) -> (d0)>],
                         iterator_types = ["parallel"]}
       ins(%ct : tensor<4xi32>) outs(%e : tensor<4xf32>) {
   ^bb0(%a: i32, %o: f32):
-    %c = math.ctlz %a : i32
+    %c, %h = arith.mului_extended %a, %a : i32
     %f = arith.sitofp %c : i32 to f32
     linalg.yield %f : f32
   } -> tensor<4xf32>
@@ -2150,10 +2150,10 @@ TEST_F(EvaluatorTest, UnsupportedOpsAreErrors) {
       // An op the evaluator does not know, at function level.
       {R"mlir(
 func.func @f(%a: tensor<4xi32>) -> tensor<4xi32> {
-  %r = math.ctlz %a : tensor<4xi32>
+  %r, %h = arith.mului_extended %a, %a : tensor<4xi32>
   return %r : tensor<4xi32>
 })mlir",
-       "math.ctlz", "unsupported operation"},
+       "arith.mului_extended", "unsupported operation"},
       // ... and inside a payload.
       {R"mlir(
 func.func @f(%a: tensor<4xi32>) -> tensor<4xi32> {
@@ -2163,12 +2163,12 @@ func.func @f(%a: tensor<4xi32>) -> tensor<4xi32> {
       iterator_types = ["parallel"]}
       ins(%a : tensor<4xi32>) outs(%e : tensor<4xi32>) {
   ^bb0(%x: i32, %o: i32):
-    %c = math.ctlz %x : i32
+    %c, %h = arith.mului_extended %x, %x : i32
     linalg.yield %c : i32
   } -> tensor<4xi32>
   return %r : tensor<4xi32>
 })mlir",
-       "math.ctlz", "unsupported operation"},
+       "arith.mului_extended", "unsupported operation"},
       // A reduction whose combiner is not associative.
       {R"mlir(
 func.func @f(%a: tensor<4xf32>) -> tensor<f32> {
