@@ -15,6 +15,7 @@
 #include "gacc/InitAll.h"
 #include "gacc/Transforms/Utils.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/InitAllDialects.h"
@@ -26,6 +27,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -229,10 +231,21 @@ FailureOr<GradScalerOutcome> mlir::gacc::applyGradScalerRecipe(
     if (results[j].role == Role::Grad || results[j].role == Role::ParamOut)
       params.insert(results[j].index);
   }
+  // An average all-reduce in the step or in a function it calls.
   bool average = false;
-  func.walk([&](shard::AllReduceOp op) {
-    average |= op.getReduction() == shard::ReductionKind::Average;
-  });
+  llvm::DenseSet<Operation *> visited;
+  std::function<void(func::FuncOp)> visit = [&](func::FuncOp f) {
+    if (!f || f.isExternal() || !visited.insert(f).second)
+      return;
+    f.walk([&](Operation *op) {
+      if (auto allReduce = dyn_cast<shard::AllReduceOp>(op))
+        average |= allReduce.getReduction() == shard::ReductionKind::Average;
+      else if (auto call = dyn_cast<func::CallOp>(op))
+        visit(SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            call, call.getCalleeAttr()));
+    });
+  };
+  visit(func);
   std::map<int64_t, torch::Tensor> total;
   RankTensors all = getRankTensors(inputs, numGraphArgs, torch::kFloat32);
   for (auto &args : all) {
