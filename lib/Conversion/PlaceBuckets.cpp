@@ -188,6 +188,7 @@ static void mergeBucket(ArrayRef<func::CallOp> calls) {
     Value buffer = getReducedBuffer(call);
     auto type = buffer ? dyn_cast<MemRefType>(buffer.getType()) : MemRefType();
     if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        !type.getElementType().isIntOrFloat() ||
         (elementType && elementType != type.getElementType()))
       return;
     elementType = type.getElementType();
@@ -354,7 +355,9 @@ struct PlaceBucketsPass
       auto bucket = slice ? slice.getSource().getDefiningOp<memref::AllocOp>()
                           : memref::AllocOp();
       auto acc = copy.getSource().getDefiningOp<memref::AllocOp>();
+      // Byte views need a bit width: not `index` elements.
       if (!bucket || !acc || !bucket.getType().hasStaticShape() ||
+          !bucket.getType().getElementType().isIntOrFloat() ||
           !bucket.getType().getLayout().isIdentity() ||
           bucket.getType().getRank() != 1 || !acc.getType().hasStaticShape() ||
           !acc.getType().getLayout().isIdentity() ||
