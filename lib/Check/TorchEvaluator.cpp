@@ -1070,6 +1070,21 @@ void Evaluator::evalArithMath(Operation *op) {
            arith::IndexCastUIOp, arith::SIToFPOp, arith::UIToFPOp>(op))
     unsupported("unsupported on i1 values");
 
+  // INT_MIN / -1 overflows: undefined in MLIR, and a hardware trap (SIGFPE)
+  // in LibTorch's integer division.
+  if (isa<arith::DivSIOp, arith::RemSIOp, arith::FloorDivSIOp,
+          arith::CeilDivSIOp>(op) &&
+      !at::isFloatingType(in[0].scalar_type())) {
+    unsigned width = operandWidth(0);
+    if (width >= 2 && width <= 64) {
+      int64_t minimum = width == 64 ? std::numeric_limits<int64_t>::min()
+                                    : -(int64_t(1) << (width - 1));
+      if (at::any(at::logical_and(in[0] == minimum, in[1] == -1)).item<bool>())
+        unsupported("signed division of the minimum value by -1 overflows "
+                    "(undefined behaviour)");
+    }
+  }
+
   Tensor r;
   // Floating-point and integer arithmetic.
   if (isa<arith::AddFOp, arith::AddIOp>(op))
