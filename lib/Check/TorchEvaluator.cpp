@@ -695,8 +695,10 @@ private:
   /// step counter, a loop over state).
   LogicalResult evalIf(scf::IfOp op);
   LogicalResult evalFor(scf::ForOp op);
-  /// affine.apply/min/max on index scalars.
+  /// affine.apply/min/max, on index scalars or elementwise in payloads.
   void evalAffine(Operation *op);
+  /// The arith/math ops of two results: sincos, mului/mulsi/addui_extended.
+  void evalTwoResults(Operation *op);
   /// tensor.generate and tensor.pad: ops whose region computes elements.
   LogicalResult evalRegionTensorOp(Operation *op);
   /// Evaluates `body`, whose arguments are the indices of a tensor of shape
@@ -882,8 +884,18 @@ LogicalResult Evaluator::evalOpImpl(Operation *op, Payload *payload) {
     evalConstant(constant);
     return success();
   }
+  if (isa<math::SincosOp, arith::MulUIExtendedOp, arith::MulSIExtendedOp,
+          arith::AddUIExtendedOp>(op)) {
+    evalTwoResults(op);
+    return success();
+  }
   if (dialect == "arith" || dialect == "math") {
     evalArithMath(op);
+    return success();
+  }
+  if (isa<affine::AffineApplyOp, affine::AffineMinOp, affine::AffineMaxOp>(
+          op)) {
+    evalAffine(op);
     return success();
   }
   if (auto index = dyn_cast<linalg::IndexOp>(op)) {
@@ -920,11 +932,6 @@ LogicalResult Evaluator::evalOpImpl(Operation *op, Payload *payload) {
     return evalIf(ifOp);
   if (auto forOp = dyn_cast<scf::ForOp>(op))
     return evalFor(forOp);
-  if (isa<affine::AffineApplyOp, affine::AffineMinOp, affine::AffineMaxOp>(
-          op)) {
-    evalAffine(op);
-    return success();
-  }
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
     if (acrossRanks)
       unsupported("a collective that the ranks do not reach in lockstep "
@@ -2259,6 +2266,37 @@ LogicalResult Evaluator::evalFor(scf::ForOp op) {
   return success();
 }
 
+/// The values of `expr` for index tensors `dims` and `symbols` (broadcast).
+static Tensor evalAffineExpr(AffineExpr expr, ArrayRef<Tensor> dims,
+                             ArrayRef<Tensor> symbols) {
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return dims[dim.getPosition()];
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
+    return symbols[symbol.getPosition()];
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return at::scalar_tensor(constant.getValue(), at::TensorOptions(at::kLong));
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  Tensor lhs = evalAffineExpr(binary.getLHS(), dims, symbols);
+  Tensor rhs = evalAffineExpr(binary.getRHS(), dims, symbols);
+  if (binary.getKind() != AffineExprKind::Add &&
+      binary.getKind() != AffineExprKind::Mul && at::any(rhs <= 0).item<bool>())
+    unsupported("affine division or modulo by a value that is not positive");
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    return lhs + rhs;
+  case AffineExprKind::Mul:
+    return lhs * rhs;
+  case AffineExprKind::FloorDiv:
+    return at::div(lhs, rhs, "floor");
+  case AffineExprKind::CeilDiv:
+    return at::neg(at::div(at::neg(lhs), rhs, "floor"));
+  case AffineExprKind::Mod:
+    return at::remainder(lhs, rhs);
+  default:
+    unsupported("unsupported affine expression " + toString(expr));
+  }
+}
+
 void Evaluator::evalAffine(Operation *op) {
   AffineMap map;
   ValueRange operands;
@@ -2273,25 +2311,65 @@ void Evaluator::evalAffine(Operation *op) {
     map = max.getAffineMap();
     operands = max.getMapOperands();
   }
-  Builder b(op->getContext());
-  SmallVector<Attribute> constants =
-      llvm::map_to_vector(operands, [&](Value v) -> Attribute {
-        return b.getIndexAttr(scalarInt(get(v)));
-      });
-  SmallVector<Attribute> folded;
-  bool poison = false;
-  if (failed(map.constantFold(constants, folded, &poison)) || poison ||
-      folded.empty())
-    unsupported("the affine map has no value for these operands (a division "
-                "by zero)");
-  SmallVector<int64_t> results = llvm::map_to_vector(
-      folded, [](Attribute a) { return cast<IntegerAttr>(a).getInt(); });
-  int64_t value = results.front();
-  if (isa<affine::AffineMinOp>(op))
-    value = *llvm::min_element(results);
-  else if (isa<affine::AffineMaxOp>(op))
-    value = *llvm::max_element(results);
-  set(op->getResult(0), at::scalar_tensor(value, at::TensorOptions(at::kLong)));
+  SmallVector<Tensor> values = llvm::map_to_vector(operands, [&](Value v) {
+    Tensor t = get(v);
+    if (!at::isIntegralType(t.scalar_type(), /*includeBool=*/false))
+      unsupported("expected index operands");
+    return t.to(at::kLong);
+  });
+  ArrayRef<Tensor> all(values);
+  ArrayRef<Tensor> dims = all.take_front(map.getNumDims());
+  ArrayRef<Tensor> symbols = all.drop_front(map.getNumDims());
+  Tensor value;
+  for (AffineExpr expr : map.getResults()) {
+    Tensor r = evalAffineExpr(expr, dims, symbols);
+    if (!value.defined())
+      value = r;
+    else if (isa<affine::AffineMinOp>(op))
+      value = at::minimum(value, r);
+    else
+      value = at::maximum(value, r);
+  }
+  if (!value.defined())
+    unsupported("an affine map without results");
+  set(op->getResult(0), value.clone());
+}
+
+void Evaluator::evalTwoResults(Operation *op) {
+  SmallVector<Tensor> in =
+      llvm::map_to_vector(op->getOperands(), [&](Value v) { return get(v); });
+  Value first = op->getResult(0), second = op->getResult(1);
+  if (isa<math::SincosOp>(op)) {
+    set(first, at::sin(in[0]).to(dtypeOf(first.getType())));
+    set(second, at::cos(in[0]).to(dtypeOf(second.getType())));
+    return;
+  }
+  unsigned width = getIntWidth(op->getOperand(0).getType());
+  at::ScalarType dtype = dtypeOf(first.getType());
+  if (isBool(in[0]))
+    unsupported("unsupported on i1 values");
+  if (auto add = dyn_cast<arith::AddUIExtendedOp>(op)) {
+    // The sum wraps; the overflow bit is the unsigned carry.
+    Tensor sum =
+        castIntSigned(in[0].to(at::kLong) + in[1].to(at::kLong), dtype);
+    set(first, sum);
+    set(second,
+        at::lt(unsignedOrderKey(sum, width), unsignedOrderKey(in[0], width)));
+    return;
+  }
+  if (width > 32)
+    unsupported("extended multiplication of integers wider than 32 bits is "
+                "not supported");
+  // The 2 * width-bit product fits in int64 (its bits, for unsigned 32-bit
+  // operands): the low and high halves.
+  bool isSigned = isa<arith::MulSIExtendedOp>(op);
+  Tensor a = isSigned ? in[0].to(at::kLong) : asUnsigned(in[0], width);
+  Tensor b = isSigned ? in[1].to(at::kLong) : asUnsigned(in[1], width);
+  Tensor product = a * b;
+  set(first, castIntSigned(product, dtype));
+  set(second, castIntSigned(
+                  at::bitwise_right_shift(product, static_cast<int64_t>(width)),
+                  dtype));
 }
 
 FailureOr<SmallVector<torch::Tensor>>

@@ -2149,26 +2149,26 @@ TEST_F(EvaluatorTest, UnsupportedOpsAreErrors) {
   const Case cases[] = {
       // An op the evaluator does not know, at function level.
       {R"mlir(
-func.func @f(%a: tensor<4xi32>) -> tensor<4xi32> {
-  %r, %h = arith.mului_extended %a, %a : tensor<4xi32>
-  return %r : tensor<4xi32>
+func.func @f(%a: tensor<4xf32>) -> tensor<4xi1> {
+  %r = math.isnormal %a : tensor<4xf32>
+  return %r : tensor<4xi1>
 })mlir",
-       "arith.mului_extended", "unsupported operation"},
+       "math.isnormal", "unsupported operation"},
       // ... and inside a payload.
       {R"mlir(
-func.func @f(%a: tensor<4xi32>) -> tensor<4xi32> {
-  %e = tensor.empty() : tensor<4xi32>
+func.func @f(%a: tensor<4xf32>) -> tensor<4xi1> {
+  %e = tensor.empty() : tensor<4xi1>
   %r = linalg.generic {
       indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
       iterator_types = ["parallel"]}
-      ins(%a : tensor<4xi32>) outs(%e : tensor<4xi32>) {
-  ^bb0(%x: i32, %o: i32):
-    %c, %h = arith.mului_extended %x, %x : i32
-    linalg.yield %c : i32
-  } -> tensor<4xi32>
-  return %r : tensor<4xi32>
+      ins(%a : tensor<4xf32>) outs(%e : tensor<4xi1>) {
+  ^bb0(%x: f32, %o: i1):
+    %c = math.isnormal %x : f32
+    linalg.yield %c : i1
+  } -> tensor<4xi1>
+  return %r : tensor<4xi1>
 })mlir",
-       "arith.mului_extended", "unsupported operation"},
+       "math.isnormal", "unsupported operation"},
       // A reduction whose combiner is not associative.
       {R"mlir(
 func.func @f(%a: tensor<4xf32>) -> tensor<f32> {
