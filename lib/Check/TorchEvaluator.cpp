@@ -1340,7 +1340,23 @@ void Evaluator::evalArithMath(Operation *op) {
     r = at::erf(in[0]);
   else if (isa<math::ErfcOp>(op))
     r = at::erfc(in[0]);
-  else if (isa<math::PowFOp, math::FPowIOp, math::IPowIOp>(op))
+  else if (isa<math::IPowIOp>(op)) {
+    // A negative exponent as the CPU lowering (convert-math-to-funcs)
+    // computes it: 1 for a base of 1, +-1 for -1, 0 otherwise; a zero base
+    // divides by zero.
+    Tensor negative = in[1] < 0;
+    if (at::any(at::logical_and(negative, in[0] == 0)).item<bool>())
+      unsupported("zero to a negative power divides by zero");
+    Tensor one = at::ones_like(in[0]);
+    Tensor odd = at::bitwise_and(in[1], 1) != 0;
+    Tensor small =
+        at::where(in[0] == 1, one,
+                  at::where(in[0] == -1, at::where(odd, one.neg(), one),
+                            at::zeros_like(in[0])));
+    r = at::where(
+        negative, small,
+        at::pow(in[0], at::where(negative, at::zeros_like(in[1]), in[1])));
+  } else if (isa<math::PowFOp, math::FPowIOp>(op))
     r = at::pow(in[0], in[1]);
   else if (isa<math::FloorOp>(op))
     r = at::floor(in[0]);
@@ -1368,7 +1384,14 @@ void Evaluator::evalArithMath(Operation *op) {
     r = at::isnan(in[0]);
   else if (isa<math::IsInfOp>(op))
     r = at::isinf(in[0]);
-  else if (isa<math::IsFiniteOp>(op))
+  else if (isa<math::IsNormalOp>(op)) {
+    // Normal in the operand's own type (also when evaluated in float64).
+    auto type = cast<FloatType>(getElementTypeOrSelf(op->getOperand(0)));
+    double smallest = APFloat::getSmallestNormalized(type.getFloatSemantics())
+                          .convertToDouble();
+    Tensor magnitude = at::abs(in[0]);
+    r = at::logical_and(magnitude >= smallest, at::isfinite(in[0]));
+  } else if (isa<math::IsFiniteOp>(op))
     r = at::isfinite(in[0]);
   else if (isa<math::CtPopOp, math::CountLeadingZerosOp,
                math::CountTrailingZerosOp>(op)) {

@@ -129,6 +129,9 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   }
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // math.ipowi (and fpowi) as loops in functions of their own: no LLVM
+  // lowering exists.
+  pm.addPass(createConvertMathToFuncs());
   // bf16/f16 arithmetic in f32 and the casts as integer code: no call of a
   // compiler-runtime conversion routine the host may lack.
   arith::ArithEmulateUnsupportedFloatsOptions emulate;

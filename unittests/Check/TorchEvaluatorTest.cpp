@@ -2149,26 +2149,26 @@ TEST_F(EvaluatorTest, UnsupportedOpsAreErrors) {
   const Case cases[] = {
       // An op the evaluator does not know, at function level.
       {R"mlir(
-func.func @f(%a: tensor<4xf32>) -> tensor<4xi1> {
-  %r = math.isnormal %a : tensor<4xf32>
-  return %r : tensor<4xi1>
+func.func @f(%a: tensor<4xi64>) -> tensor<4xi64> {
+  %r, %h = arith.mului_extended %a, %a : tensor<4xi64>
+  return %h : tensor<4xi64>
 })mlir",
-       "math.isnormal", "unsupported operation"},
+       "arith.mului_extended", "wider than 32 bits is not supported"},
       // ... and inside a payload.
       {R"mlir(
-func.func @f(%a: tensor<4xf32>) -> tensor<4xi1> {
-  %e = tensor.empty() : tensor<4xi1>
+func.func @f(%a: tensor<4xi64>) -> tensor<4xi64> {
+  %e = tensor.empty() : tensor<4xi64>
   %r = linalg.generic {
       indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
       iterator_types = ["parallel"]}
-      ins(%a : tensor<4xf32>) outs(%e : tensor<4xi1>) {
-  ^bb0(%x: f32, %o: i1):
-    %c = math.isnormal %x : f32
-    linalg.yield %c : i1
-  } -> tensor<4xi1>
-  return %r : tensor<4xi1>
+      ins(%a : tensor<4xi64>) outs(%e : tensor<4xi64>) {
+  ^bb0(%x: i64, %o: i64):
+    %c, %h = arith.mulsi_extended %x, %x : i64
+    linalg.yield %h : i64
+  } -> tensor<4xi64>
+  return %r : tensor<4xi64>
 })mlir",
-       "math.isnormal", "unsupported operation"},
+       "arith.mulsi_extended", "wider than 32 bits is not supported"},
       // A reduction whose combiner is not associative.
       {R"mlir(
 func.func @f(%a: tensor<4xf32>) -> tensor<f32> {

@@ -664,16 +664,22 @@ def ExpandNarrowFloatsPass : Pass<"gacc-expand-narrow-floats"> {
 }
 
 def ExpandDivisionsPass : Pass<"gacc-expand-divisions"> {
-  let summary = "Expand arith's ceil/floor divisions for the LLVM lowering";
+  let summary = "Expand arith's ceil/floor divisions (and the math ops LLVM "
+                "lacks) for the LLVM lowering";
   let description = [{
     Both lowerings' `arith-expand-ops` without its expansion of
     `arith.maximumf`/`minimumf` into a compare and a select, which returns
     either zero for `maximumf(+0, -0)` (IEEE maximum is +0): `ceildivsi`,
     `ceildivui` and `floordivsi` become arithmetic, and the float
     maximum/minimum ops lower to LLVM's `llvm.maximum`/`minimum` (and
-    `maxnum`/`minnum`), which keep signed zeros and NaNs.
+    `maxnum`/`minnum`), which keep signed zeros and NaNs. The math ops that
+    no upstream conversion lowers to LLVM become arith: `math.clampf`
+    (`minimumf(maximumf(x, min), max)`, torch's clamp; upstream's expansion
+    in LLVM 22 returns `max` for every x below it), `math.isinf`
+    (`|x| == inf`) and `math.isnormal` (`smallest normal <= |x| < inf`).
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 #endif // GACC_CONVERSION_PASSES_TD
