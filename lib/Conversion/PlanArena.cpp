@@ -47,7 +47,8 @@ constexpr int64_t kMaxArenaBufferBytes = int64_t(1) << 48;
 /// storage is their width: an i24's or f80's is not), freed once by a
 /// memref.dealloc in its own block (returned in `dealloc`).
 static std::optional<int64_t> getArenaBytes(memref::AllocOp alloc,
-                                            memref::DeallocOp &dealloc) {
+                                            memref::DeallocOp &dealloc,
+                                            int64_t *exactBytes = nullptr) {
   MemRefType type = alloc.getType();
   if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
       type.getMemorySpace() || !alloc.getSymbolOperands().empty())
@@ -72,6 +73,8 @@ static std::optional<int64_t> getArenaBytes(memref::AllocOp alloc,
   }
   if (!dealloc)
     return std::nullopt;
+  if (exactBytes)
+    *exactBytes = elements * (width / 8);
   return alignUp(elements * (width / 8));
 }
 
@@ -79,6 +82,9 @@ namespace {
 /// The plan of one function: offsets of buffers and of the slots of ops with
 /// planned bodies, relative to the start of their block's plan.
 struct ArenaPlan {
+  /// Buffers that should follow another one in memory (`next`), as the
+  /// stacked operands of GEMM pairs (stackedOperands), and the inverse.
+  DenseMap<Operation *, Operation *> next, previous;
   DenseMap<Operation *, int64_t> relativeOffset;
   /// The offsets of the regions of concurrent copies within their op's slot
   /// (the other regions of an op share its slot).
@@ -90,6 +96,9 @@ struct ArenaPlan {
   /// Plans the single-block regions of `op` (which share one slot) and
   /// returns the bytes of the slot (0 when nothing in them is planned).
   int64_t planRegions(Operation *op);
+  /// Records that the buffers `chain` should lie one after the other, where
+  /// that contradicts no earlier record.
+  void addChain(ArrayRef<Operation *> chain);
   /// Rewrites the planned buffers of `block`, whose plan starts at `base`.
   void assign(Block &block, int64_t base,
               DenseMap<Operation *, int64_t> &absolute);
@@ -156,24 +165,90 @@ int64_t ArenaPlan::planRegions(Operation *op) {
   return bytes;
 }
 
+void ArenaPlan::addChain(ArrayRef<Operation *> chain) {
+  for (auto [first, second] :
+       llvm::zip(chain.drop_back(), chain.drop_front())) {
+    if (!first || !second || first == second ||
+        first->getBlock() != second->getBlock())
+      continue;
+    if (next.lookup(first) == second)
+      continue;
+    if (next.count(first) || previous.count(second))
+      continue;
+    // No cycle: `first` must not follow `second` already.
+    bool cycle = false;
+    for (Operation *op = second; op && !cycle; op = next.lookup(op))
+      cycle = op == first;
+    if (cycle)
+      continue;
+    next[first] = second;
+    previous[second] = first;
+  }
+}
+
 int64_t ArenaPlan::planBlock(Block &block) {
   DenseMap<Operation *, int64_t> position;
   int64_t index = 0;
   for (Operation &op : block)
     position[&op] = index++;
-  SmallVector<Interval> intervals;
-  for (Operation &op : block) {
+  struct Buffer {
+    int64_t start, end, bytes, exactBytes, elementBytes;
+  };
+  DenseMap<Operation *, Buffer> planned;
+  for (Operation &op : block)
     if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
       memref::DeallocOp dealloc;
-      if (std::optional<int64_t> bytes = getArenaBytes(alloc, dealloc)) {
-        intervals.push_back({&op, position[&op], position[dealloc], *bytes});
+      int64_t exactBytes = 0;
+      if (std::optional<int64_t> bytes =
+              getArenaBytes(alloc, dealloc, &exactBytes)) {
+        int64_t elementBytes =
+            alloc.getType().getElementType().getIntOrFloatBitWidth() / 8;
+        planned[&op] = {position[&op], position[dealloc], *bytes, exactBytes,
+                        elementBytes};
         buffers.push_back({alloc, dealloc});
       }
+    }
+  // A chain of buffers is one interval: from its first allocation to its
+  // last deallocation, each buffer right after the bytes of the one before
+  // (no alignment padding between them; only element alignment). A link
+  // holds where both buffers are planned here.
+  auto linked = [&](Operation *first) -> Operation * {
+    Operation *second = next.lookup(first);
+    if (!second || !planned.count(first) || !planned.count(second) ||
+        planned[first].exactBytes % planned[second].elementBytes != 0)
+      return nullptr;
+    return second;
+  };
+  DenseSet<Operation *> followers;
+  for (auto &entry : planned)
+    if (Operation *second = linked(entry.first))
+      followers.insert(second);
+  SmallVector<Interval> intervals;
+  DenseMap<Operation *, SmallVector<std::pair<Operation *, int64_t>>> members;
+  for (Operation &op : block) {
+    if (planned.count(&op)) {
+      if (followers.contains(&op))
+        continue;
+      Buffer head = planned[&op];
+      Interval interval{&op, head.start, head.end, 0};
+      auto &chain = members[&op];
+      for (Operation *member = &op; member; member = linked(member)) {
+        Buffer buffer = planned[member];
+        chain.push_back({member, interval.bytes});
+        interval.start = std::min(interval.start, buffer.start);
+        interval.end = std::max(interval.end, buffer.end);
+        interval.bytes += buffer.exactBytes;
+      }
+      interval.bytes = alignUp(interval.bytes);
+      intervals.push_back(interval);
       continue;
     }
     if (int64_t bytes = planRegions(&op))
       intervals.push_back({&op, position[&op], position[&op], bytes});
   }
+  llvm::stable_sort(intervals, [](const Interval &a, const Interval &b) {
+    return a.start < b.start;
+  });
   // First fit in order of allocation: each interval takes the lowest offset
   // that overlaps no live interval.
   struct Live {
@@ -191,7 +266,13 @@ int64_t ArenaPlan::planBlock(Block &block) {
         break;
       offset = std::max(offset, l.offset + l.bytes);
     }
-    relativeOffset[interval.op] = offset;
+    auto chain = members.find(interval.op);
+    if (chain != members.end()) {
+      for (auto [member, within] : chain->second)
+        relativeOffset[member] = offset + within;
+    } else {
+      relativeOffset[interval.op] = offset;
+    }
     live.push_back({offset, interval.bytes, interval.end});
     total = std::max(total, offset + interval.bytes);
   }
@@ -213,6 +294,47 @@ void ArenaPlan::assign(Block &block, int64_t base,
   }
 }
 
+/// The allocation whose whole buffer `value` is (through memref.cast), or
+/// null.
+static Operation *getWholeBuffer(Value value) {
+  while (auto cast = value.getDefiningOp<memref::CastOp>())
+    value = cast.getSource();
+  return value.getDefiningOp<memref::AllocOp>();
+}
+
+/// The operands of the GEMM pairs of gacc-pair-accumulating-gemms that are
+/// one matrix when they lie one after the other in memory, in that order:
+/// gaccrt_sgemm_pair's and gaccrt_sgemm_quad's op(A) = A^T and B (stacked
+/// along the inner dimension: C is then one GEMM over all inner ranges),
+/// gaccrt_sgemm_rows_pair's A and C (stacked along the rows: one GEMM over
+/// all rows). The runtime runs such a pair as one GEMM.
+static SmallVector<SmallVector<Operation *>>
+getStackedOperands(func::CallOp call) {
+  StringRef callee = call.getCallee();
+  auto isConstant = [&](unsigned index, int64_t value) {
+    return index < call.getNumOperands() &&
+           getConstantIntValue(call.getOperand(index)) == value;
+  };
+  auto buffers = [&](std::initializer_list<unsigned> indices) {
+    SmallVector<Operation *> chain;
+    for (unsigned index : indices)
+      chain.push_back(index < call.getNumOperands()
+                          ? getWholeBuffer(call.getOperand(index))
+                          : nullptr);
+    return chain;
+  };
+  if (callee == "gaccrt_sgemm_pair" && call.getNumOperands() == 9 &&
+      isConstant(0, 1) && isConstant(1, 0))
+    return {buffers({4, 6}), buffers({5, 7})};
+  if (callee == "gaccrt_sgemm_quad" && call.getNumOperands() == 13 &&
+      isConstant(0, 1) && isConstant(1, 0))
+    return {buffers({4, 6, 8, 10}), buffers({5, 7, 9, 11})};
+  if (callee == "gaccrt_sgemm_rows_pair" && call.getNumOperands() == 9 &&
+      isConstant(0, 0))
+    return {buffers({4, 7}), buffers({6, 8})};
+  return {};
+}
+
 namespace {
 struct PlanArenaPass : public gacc::impl::PlanArenaPassBase<PlanArenaPass> {
   void runOnOperation() override {
@@ -232,6 +354,10 @@ struct PlanArenaPass : public gacc::impl::PlanArenaPassBase<PlanArenaPass> {
           !runsOneAtATime(func, module, callees))
         continue;
       ArenaPlan plan;
+      func.walk([&](func::CallOp call) {
+        for (ArrayRef<Operation *> chain : getStackedOperands(call))
+          plan.addChain(chain);
+      });
       int64_t bytes = plan.planBlock(func.getBody().front());
       if (bytes == 0)
         continue;

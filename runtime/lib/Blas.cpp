@@ -581,44 +581,49 @@ const char *gaccrt_gemm_library(void) {
   }
 }
 
-void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
-                  float *aAlloc, float *aAligned, int64_t aOffset,
-                  int64_t aSize0, int64_t aSize1, int64_t aStride0,
-                  int64_t aStride1, float *bAlloc, float *bAligned,
-                  int64_t bOffset, int64_t bSize0, int64_t bSize1,
-                  int64_t bStride0, int64_t bStride1, float *cAlloc,
-                  float *cAligned, int64_t cOffset, int64_t cSize0,
-                  int64_t cSize1, int64_t cStride0, int64_t cStride1) {
-  (void)aAlloc;
-  (void)bAlloc;
-  (void)cAlloc;
-  bool ta = transA != 0, tb = transB != 0;
+namespace {
+/// A 2-D memref operand as the C ABI passes it (without its allocated
+/// pointer).
+struct Matrix {
+  float *aligned;
+  int64_t offset, size0, size1, stride0, stride1;
+};
+
+/// gaccrt_sgemm on `a`, `b` and `c`; its trace event is named "sgemm
+/// <name> <shape>" (with `traceArgs` among its arguments) when `name` is not
+/// null, "sgemm <shape>" otherwise. `caller` names the entry point in
+/// errors.
+void runSgemm(const char *caller, bool ta, bool tb, float alpha, float beta,
+              const Matrix &am, const Matrix &bm, const Matrix &cm,
+              const char *name = nullptr, const std::string &traceShape = "",
+              const std::string &traceArgs = "") {
   lastLibrary = "none";
   GemmSizes sizes;
-  std::string mismatch = checkGemmShapes(ta, tb, aSize0, aSize1, bSize0, bSize1,
-                                         cSize0, cSize1, sizes);
+  std::string mismatch = checkGemmShapes(ta, tb, am.size0, am.size1, bm.size0,
+                                         bm.size1, cm.size0, cm.size1, sizes);
   if (!mismatch.empty())
-    fatal("gaccrt_sgemm: " + mismatch);
+    fatal(std::string(caller) + ": " + mismatch);
   int64_t m = sizes.m, n = sizes.n, k = sizes.k;
   if (std::max({m, n, k}) > INT_MAX)
-    fatal("gaccrt_sgemm: sizes " + shapeText(m, n) + "x" + std::to_string(k) +
-          " exceed the BLAS integer range");
+    fatal(std::string(caller) + ": sizes " + shapeText(m, n) + "x" +
+          std::to_string(k) + " exceed the BLAS integer range");
   if (m == 0 || n == 0)
     return;
-  if (!aAligned || !bAligned || !cAligned)
-    fatal("gaccrt_sgemm: NULL data pointer for a non-empty operand");
+  if (!am.aligned || !bm.aligned || !cm.aligned)
+    fatal(std::string(caller) + ": NULL data pointer for a non-empty operand");
 
   bool tracing = traceEnabled();
   double start = tracing ? gaccrt_now_us() : 0.0;
 
-  float *c = cAligned + cOffset;
+  int64_t cStride0 = cm.stride0, cStride1 = cm.stride1;
+  float *c = cm.aligned + cm.offset;
   if (k == 0) {
     scale(c, m, n, cStride0, cStride1, beta);
   } else {
-    Operand a =
-        describe(aAligned + aOffset, aSize0, aSize1, aStride0, aStride1, ta);
-    Operand b =
-        describe(bAligned + bOffset, bSize0, bSize1, bStride0, bStride1, tb);
+    Operand a = describe(am.aligned + am.offset, am.size0, am.size1, am.stride0,
+                         am.stride1, ta);
+    Operand b = describe(bm.aligned + bm.offset, bm.size0, bm.size1, bm.stride0,
+                         bm.stride1, tb);
     int64_t cRowStride = m <= 1 ? std::max<int64_t>(n, 1) : cStride0;
     int64_t cColStride = n <= 1 ? 1 : cStride1;
     int64_t cColMajorRowStride = m <= 1 ? 1 : cStride0;
@@ -632,7 +637,7 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
       rowMajorSgemm(bT, aT, n, m, k, alpha, beta, c, cColMajorColStride);
     } else {
       if ((m > 1 && cStride0 == 0) || (n > 1 && cStride1 == 0))
-        fatal("gaccrt_sgemm: C (" + shapeText(m, n) + ", strides " +
+        fatal(std::string(caller) + ": C (" + shapeText(m, n) + ", strides " +
               std::to_string(cStride0) + ", " + std::to_string(cStride1) +
               ") has overlapping elements");
       std::vector<float> temporary(static_cast<size_t>(m * n), 0.0f);
@@ -652,10 +657,13 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
     std::string shape =
         std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
     std::string sizes = sizesArgs(m, n, k, "", ta, tb);
-    traceComplete("sgemm " + shape, beta != 0.0f ? "accumulate" : "gemm", start,
+    std::string eventName =
+        name ? std::string("sgemm ") + name + " " + traceShape
+             : "sgemm " + shape;
+    traceComplete(eventName, beta != 0.0f ? "accumulate" : "gemm", start,
                   end - start,
                   "{" + sizes + ", \"library\": \"" + lastLibrary + "\"" +
-                      threadsArg() + "}");
+                      traceArgs + threadsArg() + "}");
     if (!pendingDecision.empty()) {
       traceComplete("gemm choice " + shape, "gemm-tuning", end, 0.0,
                     "{" + sizes + ", " + pendingDecision + "}");
@@ -663,14 +671,70 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
     }
   }
 }
+} // namespace
+
+void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
+                  float *aAlloc, float *aAligned, int64_t aOffset,
+                  int64_t aSize0, int64_t aSize1, int64_t aStride0,
+                  int64_t aStride1, float *bAlloc, float *bAligned,
+                  int64_t bOffset, int64_t bSize0, int64_t bSize1,
+                  int64_t bStride0, int64_t bStride1, float *cAlloc,
+                  float *cAligned, int64_t cOffset, int64_t cSize0,
+                  int64_t cSize1, int64_t cStride0, int64_t cStride1) {
+  (void)aAlloc;
+  (void)bAlloc;
+  (void)cAlloc;
+  runSgemm("gaccrt_sgemm", transA != 0, transB != 0, alpha, beta,
+           {aAligned, aOffset, aSize0, aSize1, aStride0, aStride1},
+           {bAligned, bOffset, bSize0, bSize1, bStride0, bStride1},
+           {cAligned, cOffset, cSize0, cSize1, cStride0, cStride1});
+}
 
 namespace {
-/// A 2-D memref operand as the C ABI passes it (without its allocated
-/// pointer).
-struct Matrix {
-  float *aligned;
-  int64_t offset, size0, size1, stride0, stride1;
-};
+
+/// Whether `second` continues `first` in memory along dimension `dim`
+/// (0: rows, 1: columns): the same size across it, the same strides, and
+/// its first element where `first`'s next one along `dim` would be.
+bool continues(const Matrix &first, const Matrix &second, int dim) {
+  int64_t firstSize = dim == 0 ? first.size0 : first.size1;
+  int64_t secondSize = dim == 0 ? second.size0 : second.size1;
+  int64_t stride = dim == 0 ? first.stride0 : first.stride1;
+  int64_t across = dim == 0 ? first.size1 : first.size0;
+  if (!first.aligned || !second.aligned || firstSize <= 0 || secondSize <= 0 ||
+      across <= 0 || stride <= 0 || first.stride0 != second.stride0 ||
+      first.stride1 != second.stride1 ||
+      across != (dim == 0 ? second.size1 : second.size0))
+    return false;
+  auto address = [](const Matrix &matrix) {
+    return reinterpret_cast<uintptr_t>(matrix.aligned) +
+           static_cast<uintptr_t>(matrix.offset) * sizeof(float);
+  };
+  return address(second) ==
+         address(first) +
+             static_cast<uintptr_t>(firstSize * stride) * sizeof(float);
+}
+
+/// Stacks `count` operands along `dim` into `stacked` when each continues
+/// the one before: the operands of GEMM pairs whose buffers gacc-plan-arena
+/// placed one after the other.
+bool stackAll(const Matrix *operands, int count, int dim, Matrix &stacked) {
+  stacked = operands[0];
+  for (int i = 1; i < count; ++i) {
+    if (!continues(operands[i - 1], operands[i], dim))
+      return false;
+    (dim == 0 ? stacked.size0 : stacked.size1) +=
+        dim == 0 ? operands[i].size0 : operands[i].size1;
+  }
+  return true;
+}
+
+/// The inner sizes of `count` GEMMs as "k1+k2+...".
+std::string innerSizes(const GemmSizes *sizes, int count) {
+  std::string text;
+  for (int i = 0; i < count; ++i)
+    text += (i ? "+" : "") + std::to_string(sizes[i].k);
+  return text;
+}
 
 /// The paired pass of gaccrt_sgemm_pair and gaccrt_sgemm_quad on the
 /// kernels: C += alpha * sum of op(A[i]) * op(B[i]) (C scaled by beta
@@ -758,6 +822,18 @@ void gaccrt_sgemm_pair(int32_t transA, int32_t transB, float alpha, float beta,
                  {b2Aligned, b2Offset, b2Size0, b2Size1, b2Stride0, b2Stride1}};
   Matrix c{cAligned, cOffset, cSize0, cSize1, cStride0, cStride1};
   lastPaired = false;
+  // Operands that lie one after the other are one GEMM over both inner
+  // ranges (the library chosen for its shape).
+  Matrix stackedA, stackedB;
+  if (stackAll(a, 2, ta ? 0 : 1, stackedA) &&
+      stackAll(b, 2, tb ? 1 : 0, stackedB)) {
+    runSgemm("gaccrt_sgemm_pair", ta, tb, alpha, beta, stackedA, stackedB, c,
+             "pair",
+             shapeText(sizes[0].m, sizes[0].n) + "x" + innerSizes(sizes, 2),
+             ", \"stacked\": 1");
+    lastPaired = true;
+    return;
+  }
   if (runPairedPass("pair", ta, tb, alpha, beta, 2, a, b, c, sizes)) {
     lastPaired = true;
     return;
@@ -810,6 +886,16 @@ void gaccrt_sgemm_quad(
       fatal("gaccrt_sgemm_quad: " + mismatch);
   }
   lastPaired = false;
+  Matrix stackedA, stackedB;
+  if (stackAll(a, 4, ta ? 0 : 1, stackedA) &&
+      stackAll(b, 4, tb ? 1 : 0, stackedB)) {
+    runSgemm("gaccrt_sgemm_quad", ta, tb, alpha, beta, stackedA, stackedB, c,
+             "quad",
+             shapeText(sizes[0].m, sizes[0].n) + "x" + innerSizes(sizes, 4),
+             ", \"stacked\": 1");
+    lastPaired = true;
+    return;
+  }
   if (runPairedPass("quad", ta, tb, alpha, beta, 4, a, b, c, sizes)) {
     lastPaired = true;
     return;
@@ -853,6 +939,25 @@ void gaccrt_sgemm_rows_pair(
   if (!mismatch.empty())
     fatal("gaccrt_sgemm_rows_pair: " + mismatch);
   int64_t m = first.m, n = first.n, k = first.k;
+  // Rows that lie one after the other, in A and in C, are one GEMM over
+  // all of them (the library chosen for its shape).
+  Matrix as[2] = {
+      {a1Aligned, a1Offset, a1Size0, a1Size1, a1Stride0, a1Stride1},
+      {a2Aligned, a2Offset, a2Size0, a2Size1, a2Stride0, a2Stride1}};
+  Matrix cs[2] = {
+      {c1Aligned, c1Offset, c1Size0, c1Size1, c1Stride0, c1Stride1},
+      {c2Aligned, c2Offset, c2Size0, c2Size1, c2Stride0, c2Stride1}};
+  Matrix stackedA, stackedC;
+  if (stackAll(as, 2, ta ? 1 : 0, stackedA) && stackAll(cs, 2, 0, stackedC)) {
+    runSgemm("gaccrt_sgemm_rows_pair", ta, tb, alpha, beta, stackedA,
+             {bAligned, bOffset, bSize0, bSize1, bStride0, bStride1}, stackedC,
+             "rows pair",
+             std::to_string(m) + "+" + std::to_string(second.m) + "x" +
+                 std::to_string(n) + "x" + std::to_string(k),
+             ", \"stacked\": 1");
+    lastPaired = true;
+    return;
+  }
   bool tracing = traceEnabled();
   double start = tracing ? gaccrt_now_us() : 0.0;
   // One pass over op(B) for both: the same sizes and layouts, C row-major,

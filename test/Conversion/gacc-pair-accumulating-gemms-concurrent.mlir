@@ -293,20 +293,20 @@ func.func @lockstep(%x: memref<16x256xf32>, %w: memref<256x256xf32>, %c: memref<
 // -----
 
 // Four micro-batches or more (the loop of pairs runs twice or more), with
-// the lockstep form: two copies of two micro-batches each (paired-copies)
-// where the copies run side by side (gaccrt_copies_concurrent(2) says so at
-// run time; else the loop as it was). The loop is unrolled once more (step
-// 4); each case runs its two micro-batches in lockstep (their GEMMs of %w
-// one gaccrt_sgemm_rows_pair), the trace regions nest per case, and the two
-// halves' pairs into %c are one gaccrt_sgemm_quad after the cases (one
-// pass over %c for four micro-batches). Not with paired-copies=0 (prefix PAIREDOFF; the lockstep
+// the lockstep form: two copies of two micro-batches each (paired-copies),
+// which replace the loop whether the copies run side by side or in turn
+// (no query of gaccrt_copies_concurrent: the cases run in turn inside
+// gaccrt_parallel_copies where they cannot run side by side). The loop is
+// unrolled once more (step 4); each case runs its two micro-batches in
+// lockstep (their GEMMs of %w one gaccrt_sgemm_rows_pair), the trace
+// regions nest per case, and the two halves' pairs into %c are one
+// gaccrt_sgemm_quad after the cases (one pass over %c for four
+// micro-batches). Not with paired-copies=0 (prefix PAIREDOFF; the lockstep
 // form of @lockstep).
 
 // CHECK-LABEL: func.func @paired_copies
-// CHECK:         %[[ANSWER:.*]] = {{(func\.)?}}call @gaccrt_copies_concurrent(%{{.*}}) : (i64) -> i32
-// CHECK:         %[[CONCURRENT:.*]] = arith.cmpi ne, %[[ANSWER]]
-// CHECK:         scf.if %[[CONCURRENT]] {
-// CHECK-NOT:       gaccrt_copies_concurrent
+// CHECK-NOT:     gaccrt_copies_concurrent
+// CHECK-NOT:     scf.if
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[FOUR:[^ ]*]] {
 // CHECK:           scf.parallel
 // CHECK-NEXT:        scf.index_switch %{{.*}} {gacc.concurrent_copies}
@@ -333,15 +333,8 @@ func.func @lockstep(%x: memref<16x256xf32>, %w: memref<256x256xf32>, %c: memref<
 // CHECK:           func.call @gaccrt_trace_region_end(%[[D]])
 // CHECK-NEXT:      func.call @gaccrt_trace_region_end(%[[C]])
 // CHECK-NEXT:    }
-// CHECK-NEXT:    } else {
-// CHECK-NEXT:      scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK-NOT:         gaccrt_sgemm_quad
-// CHECK:             func.call @gaccrt_copies_concurrent
-// CHECK:             scf.parallel
-// CHECK:             } else {
-// CHECK:               func.call @gaccrt_sgemm_rows_pair(
-// CHECK:             call @gaccrt_sgemm_pair(
-// CHECK-NOT:         gaccrt_sgemm_quad
+// CHECK-NOT:     gaccrt_copies_concurrent
+// CHECK-NOT:     gaccrt_sgemm_pair
 // CHECK:         return
 
 // PAIREDOFF-LABEL: func.func @paired_copies

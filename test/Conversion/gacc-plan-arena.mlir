@@ -248,3 +248,68 @@ func.func @recursive(%x: f32, %n: index, %out: memref<16xf32>) {
   memref.dealloc %a : memref<16xf32>
   return
 }
+
+// -----
+
+// The operands of GEMM pairs lie one after the other, in the pair's order
+// (the runtime then runs each pair as one GEMM over the stacked matrix):
+// gaccrt_sgemm_pair's A1, A2 (op(A) = A^T) and B1, B2, gaccrt_sgemm_rows_pair's
+// A1, A2 and C1, C2, without padding between them (8x10xf32: 320 bytes),
+// each chain one interval from its first allocation to its last
+// deallocation. %x2 is allocated before %x1 and still follows it; %h1 and
+// %h2 chain for both calls that read them. A pair with transposes that make
+// its operands no stacked matrix (%p, %q) gets no chain: first fit as usual.
+// CHECK:       memref.global "private" @pairs_arena : memref<2240xi8>
+// CHECK-LABEL: func.func @pairs
+// CHECK-DAG:     %[[X2:.*]] = memref.view %{{.*}}[%c320{{.*}}][] : memref<2240xi8> to memref<8x10xf32>
+// CHECK-DAG:     %[[X1:.*]] = memref.view %{{.*}}[%c0{{.*}}][] : memref<2240xi8> to memref<8x10xf32>
+// CHECK-DAG:     %[[H1:.*]] = memref.view %{{.*}}[%c640{{.*}}][] : memref<2240xi8> to memref<8x10xf32>
+// CHECK-DAG:     %[[H2:.*]] = memref.view %{{.*}}[%c960{{.*}}][] : memref<2240xi8> to memref<8x10xf32>
+// CHECK-DAG:     %[[G1:.*]] = memref.view %{{.*}}[%c1280{{.*}}][] : memref<2240xi8> to memref<8x10xf32>
+// CHECK-DAG:     %[[G2:.*]] = memref.view %{{.*}}[%c1600{{.*}}][] : memref<2240xi8> to memref<8x10xf32>
+// CHECK-DAG:     %[[P:.*]] = memref.view %{{.*}}[%c1920{{.*}}][] : memref<2240xi8> to memref<8x10xf32>
+// CHECK:         call @gaccrt_sgemm_rows_pair
+// CHECK:         call @gaccrt_sgemm_pair
+// CHECK:         memref.view %{{.*}}[%c0{{.*}}][] : memref<2240xi8> to memref<10x10xf32>
+func.func private @gaccrt_sgemm_pair(i32, i32, f32, f32, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>)
+func.func private @gaccrt_sgemm_rows_pair(i32, i32, f32, f32, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>)
+func.func @pairs(%x: f32, %w: memref<10x10xf32>, %c: memref<10x10xf32>) {
+  %t = arith.constant 1 : i32
+  %n = arith.constant 0 : i32
+  %one = arith.constant 1.0 : f32
+  %x2 = memref.alloc() : memref<8x10xf32>
+  %x1 = memref.alloc() : memref<8x10xf32>
+  %h1 = memref.alloc() : memref<8x10xf32>
+  %h2 = memref.alloc() : memref<8x10xf32>
+  %g1 = memref.alloc() : memref<8x10xf32>
+  %g2 = memref.alloc() : memref<8x10xf32>
+  %p = memref.alloc() : memref<8x10xf32>
+  linalg.fill ins(%x : f32) outs(%x1 : memref<8x10xf32>)
+  linalg.fill ins(%x : f32) outs(%x2 : memref<8x10xf32>)
+  linalg.fill ins(%x : f32) outs(%g1 : memref<8x10xf32>)
+  linalg.fill ins(%x : f32) outs(%g2 : memref<8x10xf32>)
+  linalg.fill ins(%x : f32) outs(%p : memref<8x10xf32>)
+  %cx1 = memref.cast %x1 : memref<8x10xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  %cx2 = memref.cast %x2 : memref<8x10xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  %ch1 = memref.cast %h1 : memref<8x10xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  %ch2 = memref.cast %h2 : memref<8x10xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  %cg1 = memref.cast %g1 : memref<8x10xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  %cg2 = memref.cast %g2 : memref<8x10xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  %cp = memref.cast %p : memref<8x10xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  %cw = memref.cast %w : memref<10x10xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  %cc = memref.cast %c : memref<10x10xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  func.call @gaccrt_sgemm_rows_pair(%n, %n, %one, %one, %cx1, %cw, %ch1, %cx2, %ch2) : (i32, i32, f32, f32, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>) -> ()
+  func.call @gaccrt_sgemm_pair(%t, %n, %one, %one, %ch1, %cg1, %ch2, %cg2, %cc) : (i32, i32, f32, f32, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>) -> ()
+  func.call @gaccrt_sgemm_pair(%n, %n, %one, %one, %cp, %cg1, %cp, %cg2, %cc) : (i32, i32, f32, f32, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>) -> ()
+  memref.dealloc %x1 : memref<8x10xf32>
+  memref.dealloc %x2 : memref<8x10xf32>
+  memref.dealloc %h1 : memref<8x10xf32>
+  memref.dealloc %h2 : memref<8x10xf32>
+  memref.dealloc %g1 : memref<8x10xf32>
+  memref.dealloc %g2 : memref<8x10xf32>
+  memref.dealloc %p : memref<8x10xf32>
+  %q = memref.alloc() : memref<10x10xf32>
+  linalg.fill ins(%x : f32) outs(%q : memref<10x10xf32>)
+  memref.dealloc %q : memref<10x10xf32>
+  return
+}

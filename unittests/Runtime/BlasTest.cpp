@@ -805,6 +805,135 @@ TEST(Sgemm, RowsPairHasTheBitsOfTwoCalls) {
   gaccrt_set_gemm_library(initial.c_str());
 }
 
+/// Rows [first, first + rows) of `whole`: its offsets and strides, without
+/// storage (the callers pass `whole`'s data pointer with them).
+View rowsOf(View &whole, int64_t first, int64_t rows) {
+  View part;
+  part.offset = whole.offset + first * whole.stride0;
+  part.size0 = rows;
+  part.size1 = whole.size1;
+  part.stride0 = whole.stride0;
+  part.stride1 = whole.stride1;
+  return part;
+}
+
+/// Lends `whole`'s storage to `view` (and back when called again).
+void withStorage(View &view, View &whole) { view.storage.swap(whole.storage); }
+
+// Operands of gaccrt_sgemm_pair, gaccrt_sgemm_quad and
+// gaccrt_sgemm_rows_pair that lie one after the other in memory (as
+// gacc-plan-arena places the buffers of GEMM pairs) are one GEMM over the
+// stacked matrix on every library and thread count: the bits of
+// gaccrt_sgemm on it. With a gap between them they are not.
+TEST(Sgemm, StackedOperandsAreOneGemm) {
+  std::string initial = gaccrt_gemm_library();
+  for (const std::string &name : libraries())
+    for (int32_t threads : {1, 2}) {
+      ASSERT_EQ(gaccrt_set_gemm_library(name.c_str()), 0);
+      GemmThreads scope(threads);
+      for (int64_t gap : {0, 1})
+        for (Layout layout : {Layout::Contiguous, Layout::SubView})
+          for (float beta : {0.0f, 1.0f}) {
+            std::string what = name + " threads=" + std::to_string(threads) +
+                               " gap=" + std::to_string(gap) + " " +
+                               layoutName(layout) +
+                               " beta=" + std::to_string(beta);
+            std::mt19937 rng(unsigned(threads + gap));
+            const int64_t m = 96, n = 80, k = 24;
+            // Weight gradients: op(A) = A^T of (4k + 3 gap) x m, B of
+            // (4k + 3 gap) x n, four inner ranges of k rows each.
+            View a = makeView(4 * k + 3 * gap, m, layout, rng);
+            View b = makeView(4 * k + 3 * gap, n, layout, rng);
+            View c = makeView(m, n, Layout::Contiguous, rng);
+            View as[4], bs[4];
+            for (int i = 0; i < 4; ++i) {
+              as[i] = rowsOf(a, i * (k + gap), k);
+              bs[i] = rowsOf(b, i * (k + gap), k);
+            }
+            auto call = [&](int count, View &out) {
+              float *aData = a.storage.data(), *bData = b.storage.data();
+              float *cData = out.storage.data();
+              if (count == 2)
+                gaccrt_sgemm_pair(
+                    1, 0, 0.75f, beta, aData, aData, as[0].offset, k, m,
+                    as[0].stride0, as[0].stride1, bData, bData, bs[0].offset, k,
+                    n, bs[0].stride0, bs[0].stride1, aData, aData, as[1].offset,
+                    k, m, as[1].stride0, as[1].stride1, bData, bData,
+                    bs[1].offset, k, n, bs[1].stride0, bs[1].stride1, cData,
+                    cData, out.offset, m, n, out.stride0, out.stride1);
+              else
+                gaccrt_sgemm_quad(
+                    1, 0, 0.75f, beta, aData, aData, as[0].offset, k, m,
+                    as[0].stride0, as[0].stride1, bData, bData, bs[0].offset, k,
+                    n, bs[0].stride0, bs[0].stride1, aData, aData, as[1].offset,
+                    k, m, as[1].stride0, as[1].stride1, bData, bData,
+                    bs[1].offset, k, n, bs[1].stride0, bs[1].stride1, aData,
+                    aData, as[2].offset, k, m, as[2].stride0, as[2].stride1,
+                    bData, bData, bs[2].offset, k, n, bs[2].stride0,
+                    bs[2].stride1, aData, aData, as[3].offset, k, m,
+                    as[3].stride0, as[3].stride1, bData, bData, bs[3].offset, k,
+                    n, bs[3].stride0, bs[3].stride1, cData, cData, out.offset,
+                    m, n, out.stride0, out.stride1);
+            };
+            for (int count : {2, 4}) {
+              View out = c;
+              call(count, out);
+              bool onePass = gaccrt_internal_last_gemm_paired() != 0;
+              if (gap) {
+                // Not stacked: only the kernels' paired pass is one pass.
+                if (name != "avx512") {
+                  EXPECT_FALSE(onePass) << what << " count=" << count;
+                }
+                continue;
+              }
+              EXPECT_TRUE(onePass) << what << " count=" << count;
+              View stackedA = rowsOf(a, 0, count * k);
+              View stackedB = rowsOf(b, 0, count * k);
+              stackedA.storage = a.storage;
+              stackedB.storage = b.storage;
+              View expected = c;
+              sgemm(true, false, 0.75f, beta, stackedA, stackedB, expected);
+              ASSERT_EQ(out.storage, expected.storage)
+                  << what << " count=" << count;
+            }
+
+            // x W for two micro-batches: A of (2k + gap) x n rows, C of
+            // (2k + gap) x m rows.
+            View x = makeView(2 * k + gap, n, layout, rng);
+            View w = makeView(n, m, Layout::SubView, rng);
+            View y = makeView(2 * k + gap, m, layout, rng);
+            View x1 = rowsOf(x, 0, k), x2 = rowsOf(x, k + gap, k);
+            View y1 = rowsOf(y, 0, k), y2 = rowsOf(y, k + gap, k);
+            View out = y;
+            float *xData = x.storage.data(), *outData = out.storage.data();
+            gaccrt_sgemm_rows_pair(
+                0, 0, 0.75f, beta, xData, xData, x1.offset, k, n, x1.stride0,
+                x1.stride1, w.storage.data(), w.storage.data(), w.offset,
+                w.size0, w.size1, w.stride0, w.stride1, outData, outData,
+                y1.offset, k, m, y1.stride0, y1.stride1, xData, xData,
+                x2.offset, k, n, x2.stride0, x2.stride1, outData, outData,
+                y2.offset, k, m, y2.stride0, y2.stride1);
+            bool onePass = gaccrt_internal_last_gemm_paired() != 0;
+            if (gap) {
+              if (name != "avx512") {
+                EXPECT_FALSE(onePass) << what << " rows";
+              }
+              continue;
+            }
+            EXPECT_TRUE(onePass) << what << " rows";
+            View expected = y;
+            View stackedX = rowsOf(x, 0, 2 * k),
+                 stackedY = rowsOf(expected, 0, 2 * k);
+            stackedX.storage = x.storage;
+            withStorage(stackedY, expected);
+            sgemm(false, false, 0.75f, beta, stackedX, w, stackedY);
+            withStorage(stackedY, expected);
+            ASSERT_EQ(out.storage, expected.storage) << what << " rows";
+          }
+    }
+  gaccrt_set_gemm_library(initial.c_str());
+}
+
 /// What gaccrt_parallel_for ran: the calls of the body per iteration and
 /// the slices, with the thread of each.
 struct ParallelForRecord {

@@ -302,11 +302,12 @@ def PairAccumulatingGemmsPass
     become one `gaccrt_sgemm_quad` at the second (one pass over C for four
     micro-batches); and the halves go side by side as above (the same
     proof and memory rule, no second lockstep form). When at least one quad
-    forms and the halves may run side by side, an `scf.if` on
-    `gaccrt_copies_concurrent(2)` runs the clone (with its last iteration
-    of an odd trip count) or, when the copies would run in turn, the loop as
-    it was (faster there: half the copies' buffers, reused while warm);
-    otherwise the clone is erased.
+    forms and the halves may run side by side, the clone (with its last
+    iteration of an odd trip count) replaces the loop, whether the copies
+    will run side by side or in turn (one GEMM thread: gacc-plan-arena
+    places the quads' operands one after the other, so that each quad is
+    one GEMM over four micro-batches on any library); otherwise the clone
+    is erased.
   }];
   let options = [
     Option<"concurrentCopies", "concurrent-copies", "bool",
@@ -375,7 +376,14 @@ def PlanArenaPass : Pass<"gacc-plan-arena", "ModuleOp"> {
     private `memref.global` (zero-initialized, so it costs nothing until
     touched and is reused by every step, with no malloc, free or page fault
     after the first step); each buffer becomes a `memref.view` of it and its
-    `memref.dealloc` goes away. The arena's bytes are counted by the
+    `memref.dealloc` goes away. The buffers that are whole operands (through
+    `memref.cast`) of one GEMM pair of gacc-pair-accumulating-gemms in the
+    same block lie one after the other, without padding, in the pair's
+    order: `gaccrt_sgemm_pair`'s and `gaccrt_sgemm_quad`'s A's (transposed)
+    and B's, `gaccrt_sgemm_rows_pair`'s A's and C's. Such a chain is one
+    interval of the plan, from its first allocation to its last
+    deallocation; the runtime runs a pair whose operands are so stacked as
+    one GEMM over the stacked matrices. The arena's bytes are counted by the
     runtime's memory accounting while the function runs
     (`gaccrt_account_arena`). A compiled step is therefore not reentrant: two
     threads must not run the same compiled step at once.
