@@ -71,6 +71,10 @@ void mlir::gacc::buildBufferizedStepPipeline(
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // A loop on the state may compute its next tensor into a new buffer
+  // (elementwise ops get fresh destinations): gacc-deallocate-buffers gives
+  // such an iter_arg one buffer outside the loop.
+  bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // Outlined region bodies return their in-place accumulators.
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());

@@ -49,3 +49,68 @@ func.func @select(%x: f32, %c: i1, %out: memref<16xf32>) {
   linalg.copy ins(%t : memref<16xf32>) outs(%out : memref<16xf32>)
   return
 }
+
+// -----
+
+// A branch's result computed into a buffer of its own (bufferization of an
+// scf.if that yields a tensor): the result gets a buffer before the
+// branch, each branch copies what it yields into it, and the branch's
+// buffer is freed in the branch; a result yielded from outside buffers
+// only stays as it was. The result buffer is freed after its last use.
+// CHECK-LABEL: func.func @branch_result
+// CHECK:         %[[R:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+// CHECK:         %[[K:.*]] = scf.if %{{.*}} -> (memref<4xf32>) {
+// CHECK:           %[[A:.*]] = memref.alloc() : memref<4xf32>
+// CHECK:           linalg.fill {{.*}} outs(%[[A]]
+// CHECK:           memref.copy %[[A]], %[[R]]
+// CHECK-NEXT:      memref.dealloc %[[A]]
+// CHECK-NEXT:      scf.yield %{{.*}} : memref<4xf32>
+// CHECK:         } else {
+// CHECK:           memref.copy %{{.*}}, %[[R]]
+// CHECK-NEXT:      scf.yield %{{.*}} : memref<4xf32>
+// CHECK:         }
+// CHECK:         linalg.add ins(%[[R]], %[[K]] : {{.*}}) outs(%{{.*}} :
+// CHECK-NEXT:    memref.dealloc %[[R]]
+// CHECK-NEXT:    return
+func.func @branch_result(%x: f32, %c: i1, %in: memref<4xf32>, %other: memref<4xf32>, %out: memref<4xf32>) {
+  %r, %k = scf.if %c -> (memref<4xf32>, memref<4xf32>) {
+    %a = memref.alloc() : memref<4xf32>
+    linalg.fill ins(%x : f32) outs(%a : memref<4xf32>)
+    scf.yield %a, %in : memref<4xf32>, memref<4xf32>
+  } else {
+    scf.yield %in, %other : memref<4xf32>, memref<4xf32>
+  }
+  linalg.add ins(%r, %k : memref<4xf32>, memref<4xf32>) outs(%out : memref<4xf32>)
+  return
+}
+
+// -----
+
+// A loop's iter_arg computed into a new buffer each iteration
+// (bufferization with allow-return-allocs-from-loops): one buffer outside
+// the loop, initialized with the init value, which the body reads and
+// overwrites at its end; the body's buffer is freed in the body and the
+// loop carries nothing.
+// CHECK-LABEL: func.func @loop_carried
+// CHECK:         %[[R:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+// CHECK-NEXT:    memref.copy %[[IN:.*]], %[[R]]
+// CHECK-NEXT:    scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:      %[[A:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:      linalg.add ins(%[[R]], %[[R]] : {{.*}}) outs(%[[A]] :
+// CHECK-NEXT:      memref.copy %[[A]], %[[R]]
+// CHECK-NEXT:      memref.dealloc %[[A]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    linalg.copy ins(%[[R]] : memref<4xf32>) outs(%{{.*}} :
+// CHECK-NEXT:    memref.dealloc %[[R]]
+// CHECK-NEXT:    return
+func.func @loop_carried(%n: index, %in: memref<4xf32>, %out: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%v = %in) -> (memref<4xf32>) {
+    %a = memref.alloc() : memref<4xf32>
+    linalg.add ins(%v, %v : memref<4xf32>, memref<4xf32>) outs(%a : memref<4xf32>)
+    scf.yield %a : memref<4xf32>
+  }
+  linalg.copy ins(%r : memref<4xf32>) outs(%out : memref<4xf32>)
+  return
+}
