@@ -695,6 +695,9 @@ private:
   /// step counter, a loop over state).
   LogicalResult evalIf(scf::IfOp op);
   LogicalResult evalFor(scf::ForOp op);
+  LogicalResult evalWhile(scf::WhileOp op);
+  LogicalResult evalIndexSwitch(scf::IndexSwitchOp op);
+  LogicalResult evalExecuteRegion(scf::ExecuteRegionOp op);
   /// affine.apply/min/max, on index scalars or elementwise in payloads.
   void evalAffine(Operation *op);
   /// The arith/math ops of two results: sincos, mului/mulsi/addui_extended.
@@ -932,6 +935,12 @@ LogicalResult Evaluator::evalOpImpl(Operation *op, Payload *payload) {
     return evalIf(ifOp);
   if (auto forOp = dyn_cast<scf::ForOp>(op))
     return evalFor(forOp);
+  if (auto whileOp = dyn_cast<scf::WhileOp>(op))
+    return evalWhile(whileOp);
+  if (auto switchOp = dyn_cast<scf::IndexSwitchOp>(op))
+    return evalIndexSwitch(switchOp);
+  if (auto executeOp = dyn_cast<scf::ExecuteRegionOp>(op))
+    return evalExecuteRegion(executeOp);
   if (auto allReduce = dyn_cast<shard::AllReduceOp>(op)) {
     if (acrossRanks)
       unsupported("a collective that the ranks do not reach in lockstep "
@@ -2285,6 +2294,65 @@ LogicalResult Evaluator::evalFor(scf::ForOp op) {
       return failure();
   }
   for (auto [result, t] : llvm::zip_equal(op.getResults(), carried))
+    set(result, t);
+  return success();
+}
+
+LogicalResult Evaluator::evalWhile(scf::WhileOp op) {
+  constexpr uint64_t kMaxTrips = uint64_t(1) << 20;
+  SmallVector<Tensor> carried =
+      llvm::map_to_vector(op.getInits(), [&](Value v) { return get(v); });
+  Block &before = op.getBefore().front();
+  Block &after = op.getAfter().front();
+  for (uint64_t trip = 0;; ++trip) {
+    if (trip > kMaxTrips)
+      unsupported("loops of more than 2^20 iterations are not supported");
+    for (auto [arg, t] : llvm::zip_equal(before.getArguments(), carried))
+      set(arg, t);
+    // scf.condition's operands: the condition, then what it forwards.
+    SmallVector<Tensor> forwarded;
+    if (failed(evalBlock(before, forwarded)))
+      return failure();
+    Tensor condition = forwarded.front();
+    if (condition.dim() != 0)
+      unsupported("expected a scalar condition");
+    forwarded.erase(forwarded.begin());
+    if (!condition.item<bool>()) {
+      for (auto [result, t] : llvm::zip_equal(op.getResults(), forwarded))
+        set(result, t);
+      return success();
+    }
+    for (auto [arg, t] : llvm::zip_equal(after.getArguments(), forwarded))
+      set(arg, t);
+    if (failed(evalBlock(after, carried)))
+      return failure();
+  }
+}
+
+LogicalResult Evaluator::evalIndexSwitch(scf::IndexSwitchOp op) {
+  int64_t selector = scalarInt(get(op.getArg()));
+  Region *region = &op.getDefaultRegion();
+  for (auto [value, caseRegion] :
+       llvm::zip_equal(op.getCases(), op.getCaseRegions()))
+    if (value == selector) {
+      region = &caseRegion;
+      break;
+    }
+  SmallVector<Tensor> yielded;
+  if (failed(evalBlock(region->front(), yielded)))
+    return failure();
+  for (auto [result, t] : llvm::zip_equal(op.getResults(), yielded))
+    set(result, t);
+  return success();
+}
+
+LogicalResult Evaluator::evalExecuteRegion(scf::ExecuteRegionOp op) {
+  if (!op.getRegion().hasOneBlock())
+    unsupported("an scf.execute_region of several blocks");
+  SmallVector<Tensor> yielded;
+  if (failed(evalBlock(op.getRegion().front(), yielded)))
+    return failure();
+  for (auto [result, t] : llvm::zip_equal(op.getResults(), yielded))
     set(result, t);
   return success();
 }
