@@ -13,6 +13,7 @@
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Transforms/Utils.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -53,8 +54,27 @@ static bool isComputeOp(Operation *op) {
   if (touchesMemory(op))
     return true;
   Dialect *dialect = op->getDialect();
-  return dialect && (dialect->getNamespace() == "arith" ||
-                     dialect->getNamespace() == "math");
+  if (dialect &&
+      (dialect->getNamespace() == "arith" ||
+       dialect->getNamespace() == "math" || dialect->getNamespace() == "index"))
+    return true;
+  if (isa<affine::AffineApplyOp, affine::AffineMinOp, affine::AffineMaxOp>(op))
+    return true;
+  // A branch or loop of scalar code (a schedule on the step counter): a
+  // compute op when everything in it is one (it holds no host work, which
+  // the first test excludes).
+  if (!isa<scf::IfOp, scf::ForOp, scf::WhileOp, scf::IndexSwitchOp,
+           scf::ExecuteRegionOp>(op))
+    return false;
+  WalkResult nested = op->walk([&](Operation *inner) {
+    if (inner == op || inner->hasTrait<OpTrait::IsTerminator>() ||
+        inner->hasTrait<OpTrait::ConstantLike>() ||
+        isa<scf::IfOp, scf::ForOp, scf::WhileOp, scf::IndexSwitchOp,
+            scf::ExecuteRegionOp>(inner))
+      return WalkResult::advance();
+    return isComputeOp(inner) ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  return !nested.wasInterrupted();
 }
 
 /// The store of a loop nest's innermost body that accumulates into a
@@ -219,8 +239,8 @@ static SmallVector<OpOperand *> getOutsideUses(Value value, Block &block,
 }
 
 /// True when every use can read the value from device memory instead: it is
-/// inside a parallel loop (a future kernel), a pure arith/math op of the
-/// block (which joins a serial kernel once it loads its operand), nested in
+/// inside a parallel loop (a future kernel), a compute op of the block
+/// (which joins a serial kernel once it loads its operand), nested in
 /// a compute op of the block (a future serial kernel), or a
 /// compute op of a host block nested in this one (in the loop over the
 /// micro-batches of one size; nested blocks are processed after this one,
@@ -233,7 +253,7 @@ static bool canReadOnDevice(ArrayRef<OpOperand *> uses, Block &block) {
     if (!ancestor)
       return false;
     if (ancestor == user)
-      return isComputeOp(user) && !touchesMemory(user);
+      return isComputeOp(user);
     for (Operation *op = user; op != ancestor; op = op->getParentOp()) {
       if (isa<scf::ParallelOp>(op->getParentOp()))
         return true;

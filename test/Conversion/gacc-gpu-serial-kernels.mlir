@@ -225,3 +225,43 @@ func.func @escapes(%s: memref<f32>) -> f32 {
   // expected-note @below {{used here}}
   return %v : f32
 }
+
+// -----
+
+// A schedule on a device scalar (a step counter): the scalar scf.if and
+// the affine ops of its condition and branch are compute ops and join the
+// serial kernel of the load; its result, stored after a call on the host,
+// is spilled to a device scalar and loaded in the store's kernel.
+// CHECK-LABEL: func.func @schedule
+// CHECK:         %[[SPILL:.*]] = gpu.alloc () : memref<f32>
+// CHECK:         scf.parallel
+// CHECK:           memref.load %{{.*}}[] : memref<i64>
+// CHECK:           affine.min
+// CHECK:           %[[LR:.*]] = scf.if
+// CHECK:             affine.apply
+// CHECK:           memref.store %[[LR]], %[[SPILL]][]
+// CHECK:         call @host
+// CHECK:         scf.parallel
+// CHECK:           %[[V:.*]] = memref.load %[[SPILL]][]
+// CHECK:           memref.store %[[V]], %{{.*}}[] : memref<f32>
+// CHECK:         gpu.dealloc %[[SPILL]]
+func.func private @host()
+func.func @schedule(%t: memref<i64>, %out: memref<f32>) {
+  %c2 = arith.constant 2 : i64
+  %half = arith.constant 0.5 : f32
+  %tv = memref.load %t[] : memref<i64>
+  %ti = arith.index_cast %tv : i64 to index
+  %k = affine.min affine_map<(d0) -> (d0, 4)>(%ti)
+  %warm = arith.cmpi slt, %tv, %c2 : i64
+  %lr = scf.if %warm -> (f32) {
+    %t1 = affine.apply affine_map<(d0) -> (d0 + 1)>(%k)
+    %t1i = arith.index_cast %t1 : index to i64
+    %t1f = arith.sitofp %t1i : i64 to f32
+    scf.yield %t1f : f32
+  } else {
+    scf.yield %half : f32
+  }
+  call @host() : () -> ()
+  memref.store %lr, %out[] : memref<f32>
+  return
+}
