@@ -228,10 +228,10 @@ static void materializeResults(scf::ForOp loop) {
   }
   yield->setOperands(keptYields);
   // The loop without the escaping iter_args: the body reads their buffers.
-  auto replacement =
-      scf::ForOp::create(builder, loc, loop.getLowerBound(),
-                         loop.getUpperBound(), loop.getStep(), keptInits);
-  replacement->setAttrs(loop->getAttrs());
+  auto replacement = scf::ForOp::create(
+      builder, loc, loop.getLowerBound(), loop.getUpperBound(), loop.getStep(),
+      keptInits, /*bodyBuilder=*/nullptr, loop.getUnsignedCmp());
+  replacement->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
   Block *body = replacement.getBody();
   if (!body->empty())
     body->getTerminator()->erase();

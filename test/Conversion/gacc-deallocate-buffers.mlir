@@ -114,3 +114,20 @@ func.func @loop_carried(%n: index, %in: memref<4xf32>, %out: memref<4xf32>) {
   linalg.copy ins(%r : memref<4xf32>) outs(%out : memref<4xf32>)
   return
 }
+
+// -----
+
+// An unsigned loop stays unsigned when its carried buffer moves out.
+// CHECK-LABEL: func.func @unsigned_loop
+// CHECK:         scf.for unsigned
+func.func @unsigned_loop(%n: index, %in: memref<4xf32>, %out: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for unsigned %i = %c0 to %n step %c1 iter_args(%v = %in) -> (memref<4xf32>) {
+    %a = memref.alloc() : memref<4xf32>
+    linalg.add ins(%v, %v : memref<4xf32>, memref<4xf32>) outs(%a : memref<4xf32>)
+    scf.yield %a : memref<4xf32>
+  }
+  linalg.copy ins(%r : memref<4xf32>) outs(%out : memref<4xf32>)
+  return
+}
