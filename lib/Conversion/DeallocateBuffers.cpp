@@ -114,17 +114,25 @@ static bool isAllocatedWithin(Value value, Operation *op) {
   return false;
 }
 
-/// A buffer of `type`'s static shape and element type (identity layout) in
-/// `type`'s form: the buffer itself, or a cast of it.
-static std::pair<Value, Value>
-createResultBuffer(OpBuilder &builder, Location loc, MemRefType type) {
-  auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
-  Value buffer = memref::AllocOp::create(builder, loc, bufferType,
-                                         builder.getI64IntegerAttr(64));
-  Value typed = buffer;
-  if (bufferType != type)
-    typed = memref::CastOp::create(builder, loc, type, buffer);
-  return {buffer, typed};
+/// A buffer before `op` for each result in `indices` (static shape, its
+/// element type, identity layout): the buffer, and the buffer in the
+/// result's type (itself, or a cast of it).
+static DenseMap<unsigned, std::pair<Value, Value>>
+createResultBuffers(OpBuilder &builder, Operation *op,
+                    ArrayRef<unsigned> indices) {
+  DenseMap<unsigned, std::pair<Value, Value>> buffers;
+  Location loc = op->getLoc();
+  for (unsigned index : indices) {
+    auto type = cast<MemRefType>(op->getResult(index).getType());
+    auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
+    Value buffer = memref::AllocOp::create(builder, loc, bufferType,
+                                           builder.getI64IntegerAttr(64));
+    Value typed = buffer;
+    if (bufferType != type)
+      typed = memref::CastOp::create(builder, loc, type, buffer);
+    buffers[index] = {buffer, typed};
+  }
+  return buffers;
 }
 
 /// The memref results of `op` that a region yields from a buffer allocated
@@ -158,10 +166,8 @@ static void materializeResults(scf::IfOp branch) {
     return;
   OpBuilder builder(branch);
   Location loc = branch.getLoc();
-  DenseMap<unsigned, std::pair<Value, Value>> buffers;
-  for (unsigned index : escaping)
-    buffers[index] = createResultBuffer(
-        builder, loc, cast<MemRefType>(branch.getResult(index).getType()));
+  DenseMap<unsigned, std::pair<Value, Value>> buffers =
+      createResultBuffers(builder, branch, escaping);
   SmallVector<Type> keptTypes;
   SmallVector<unsigned> kept;
   for (unsigned index = 0; index < branch.getNumResults(); ++index)
@@ -205,13 +211,11 @@ static void materializeResults(scf::ForOp loop) {
     return;
   OpBuilder builder(loop);
   Location loc = loop.getLoc();
-  DenseMap<unsigned, std::pair<Value, Value>> buffers;
-  for (unsigned index : escaping) {
-    buffers[index] = createResultBuffer(
-        builder, loc, cast<MemRefType>(loop.getResult(index).getType()));
+  DenseMap<unsigned, std::pair<Value, Value>> buffers =
+      createResultBuffers(builder, loop, escaping);
+  for (unsigned index : escaping)
     memref::CopyOp::create(builder, loc, loop.getInitArgs()[index],
                            buffers[index].first);
-  }
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   OpBuilder at(yield);
   SmallVector<Value> keptInits, keptYields;

@@ -42,13 +42,12 @@ static int64_t alignUp(int64_t bytes) {
 /// refuse anyway, keep their allocation: no offset arithmetic overflows).
 constexpr int64_t kMaxArenaBufferBytes = int64_t(1) << 48;
 
-/// Returns the bytes of `alloc` when the arena can hold it: a static,
-/// identity-layout buffer of elements of 1, 2, 4, 8 or 16 bytes (whose
+/// Returns the bytes of `alloc` (unpadded) when the arena can hold it: a
+/// static, identity-layout buffer of elements of 1, 2, 4, 8 or 16 bytes (whose
 /// storage is their width: an i24's or f80's is not), freed once by a
 /// memref.dealloc in its own block (returned in `dealloc`).
 static std::optional<int64_t> getArenaBytes(memref::AllocOp alloc,
-                                            memref::DeallocOp &dealloc,
-                                            int64_t *exactBytes = nullptr) {
+                                            memref::DeallocOp &dealloc) {
   MemRefType type = alloc.getType();
   if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
       type.getMemorySpace() || !alloc.getSymbolOperands().empty())
@@ -73,9 +72,7 @@ static std::optional<int64_t> getArenaBytes(memref::AllocOp alloc,
   }
   if (!dealloc)
     return std::nullopt;
-  if (exactBytes)
-    *exactBytes = elements * (width / 8);
-  return alignUp(elements * (width / 8));
+  return elements * (width / 8);
 }
 
 namespace {
@@ -83,7 +80,7 @@ namespace {
 /// planned bodies, relative to the start of their block's plan.
 struct ArenaPlan {
   /// Buffers that should follow another one in memory (`next`), as the
-  /// stacked operands of GEMM pairs (stackedOperands), and the inverse.
+  /// stacked operands of GEMM pairs (getStackedOperands), and the inverse.
   DenseMap<Operation *, Operation *> next, previous;
   DenseMap<Operation *, int64_t> relativeOffset;
   /// The offsets of the regions of concurrent copies within their op's slot
@@ -171,8 +168,6 @@ void ArenaPlan::addChain(ArrayRef<Operation *> chain) {
     if (!first || !second || first == second ||
         first->getBlock() != second->getBlock())
       continue;
-    if (next.lookup(first) == second)
-      continue;
     if (next.count(first) || previous.count(second))
       continue;
     // No cycle: `first` must not follow `second` already.
@@ -192,19 +187,16 @@ int64_t ArenaPlan::planBlock(Block &block) {
   for (Operation &op : block)
     position[&op] = index++;
   struct Buffer {
-    int64_t start, end, bytes, exactBytes, elementBytes;
+    int64_t start, end, bytes, elementBytes;
   };
   DenseMap<Operation *, Buffer> planned;
   for (Operation &op : block)
     if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
       memref::DeallocOp dealloc;
-      int64_t exactBytes = 0;
-      if (std::optional<int64_t> bytes =
-              getArenaBytes(alloc, dealloc, &exactBytes)) {
+      if (std::optional<int64_t> bytes = getArenaBytes(alloc, dealloc)) {
         int64_t elementBytes =
             alloc.getType().getElementType().getIntOrFloatBitWidth() / 8;
-        planned[&op] = {position[&op], position[dealloc], *bytes, exactBytes,
-                        elementBytes};
+        planned[&op] = {position[&op], position[dealloc], *bytes, elementBytes};
         buffers.push_back({alloc, dealloc});
       }
     }
@@ -215,7 +207,7 @@ int64_t ArenaPlan::planBlock(Block &block) {
   auto linked = [&](Operation *first) -> Operation * {
     Operation *second = next.lookup(first);
     if (!second || !planned.count(first) || !planned.count(second) ||
-        planned[first].exactBytes % planned[second].elementBytes != 0)
+        planned[first].bytes % planned[second].elementBytes != 0)
       return nullptr;
     return second;
   };
@@ -237,7 +229,7 @@ int64_t ArenaPlan::planBlock(Block &block) {
         chain.push_back({member, interval.bytes});
         interval.start = std::min(interval.start, buffer.start);
         interval.end = std::max(interval.end, buffer.end);
-        interval.bytes += buffer.exactBytes;
+        interval.bytes += buffer.bytes;
       }
       interval.bytes = alignUp(interval.bytes);
       intervals.push_back(interval);
