@@ -131,3 +131,20 @@ func.func @unsigned_loop(%n: index, %in: memref<4xf32>, %out: memref<4xf32>) {
   linalg.copy ins(%r : memref<4xf32>) outs(%out : memref<4xf32>)
   return
 }
+
+// -----
+
+// A branch result of dynamic shape cannot get a buffer before the branch
+// (its size is known only in the branch): still reported, never leaked.
+func.func @branch_result_dynamic(%x: f32, %c: i1, %n: index, %in: memref<?xf32>, %out: memref<?xf32>) {
+  %r = scf.if %c -> (memref<?xf32>) {
+    // expected-error @below {{'memref.alloc' op escapes its block; gacc-deallocate-buffers cannot place its deallocation}}
+    %a = memref.alloc(%n) : memref<?xf32>
+    linalg.fill ins(%x : f32) outs(%a : memref<?xf32>)
+    scf.yield %a : memref<?xf32>
+  } else {
+    scf.yield %in : memref<?xf32>
+  }
+  linalg.copy ins(%r : memref<?xf32>) outs(%out : memref<?xf32>)
+  return
+}
