@@ -351,6 +351,15 @@ def DeallocateBuffersPass : Pass<"gacc-deallocate-buffers", "ModuleOp"> {
     activations when its region ends, so peak memory follows b, not B (the
     upstream ownership-based deallocation frees at the end of the block). A
     buffer that escapes its block is an error, never a silent leak.
+
+    First, a statically shaped memref result of an `scf.if` that a branch
+    yields from a buffer allocated inside it gets a buffer allocated before
+    the `scf.if` (each branch copies what it yields into it), and such an
+    iter_arg of an `scf.for` (bufferized with allow-return-allocs-from-loops)
+    one buffer before the loop, holding a copy of the init value, which the
+    body reads for the iter_arg and overwrites with what it yields at its
+    end; the loop then no longer carries it. The branches' and the body's
+    own buffers are then freed inside them.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
