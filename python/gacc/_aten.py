@@ -56,6 +56,8 @@ def _promote(ctx, x, et):
         if x.rank == 0 and x.et != et and et in FLOATS and x.et in FLOATS:
             return ctx.ops.cast(x, et)
         return ctx.ops.cast(x, et)
+    if isinstance(x, tuple):
+        return x
     if isinstance(x, bool):
         x = int(x)
     return (float(x) if et in FLOATS else int(x), et)
@@ -977,6 +979,16 @@ def native_batch_norm(ctx, a, k):
         out = o.mul(xc, rstd)
         save_mean = o.view(mean, [C])
         save_rstd = o.view(rstd, [C])
+        if rm is not None and rv is not None:
+            # the kernel updates the running statistics in place (unbiased
+            # variance), as ctx.mutate records for the step's state
+            n = x.numel() // C
+            var = o.view(o.mean(o.mul(xc, xc), dims, True), [C])
+            unbiased = o.mul(var, float(n) / max(n - 1, 1))
+            ctx.mutate(3, o.add(o.mul(rm, 1.0 - momentum),
+                                o.mul(save_mean, float(momentum))))
+            ctx.mutate(4, o.add(o.mul(rv, 1.0 - momentum),
+                                o.mul(unbiased, float(momentum))))
     else:
         mean = _channel_view(o, rm, C, x.rank)
         var = _channel_view(o, rv, C, x.rank)

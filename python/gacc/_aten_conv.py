@@ -169,39 +169,51 @@ def max_pool2d(ctx, a, k):
     ceil = a[5] if len(a) > 5 else False
     _pool_check(x, kernel, stride, padding, dilation, ceil, "max_pool2d")
     e, o = ctx.e, ctx.ops
-    x = o.materialize(x)
     N, C, H, W = x.shape
     KH, KW = kernel
     OH, OW = H // KH, W // KW
+    # windows as a last dim (torch-mlir's max.dim form: a maximumf
+    # reduction and the arg-max select of linalg.index 4)
+    win = o.view(o.permute(o.view(x, [N, C, OH, KH, OW, KW]),
+                           [0, 1, 2, 4, 3, 5]), [N, C, OH, OW, KH * KW])
+    win = o.materialize(win)
     init_v = e.full([N, C, OH, OW], float("-inf"), x.et)
     init_i = e.full([N, C, OH, OW], 0, I64)
-    xmap = ["d0", "d1", "d2 * %d + d4" % KH, "d3 * %d + d5" % KW]
     out = ["d0", "d1", "d2", "d3"]
 
     def body(b, args, outs):
         v = args[0]
-        # first maximum in window order wins (PyTorch: `val > max || isnan`)
-        gt = b.op("arith.cmpf ugt, %s, %s : %s", v, outs[0], x.et)
-        h = b.op("arith.addi %s, %s : index", b.op(
-            "arith.muli %s, %s : index", b.index(2),
-            b.op("arith.constant %d : index", KH)), b.index(4))
-        w_ = b.op("arith.addi %s, %s : index", b.op(
-            "arith.muli %s, %s : index", b.index(3),
-            b.op("arith.constant %d : index", KW)), b.index(5))
-        flat = b.op("arith.addi %s, %s : index", b.op(
-            "arith.muli %s, %s : index", h,
-            b.op("arith.constant %d : index", W)), w_)
-        fi = b.op("arith.index_cast %s : index to i64", flat)
-        nv = b.op("arith.select %s, %s, %s : %s", gt, v, outs[0], x.et)
-        ni = b.op("arith.select %s, %s, %s : i64", gt, fi, outs[1])
-        return [nv, ni]
-    names = e.generic([(x.name, x.ptype, x.et)], [xmap], [N, C, OH, OW],
-                      [out, out], ["parallel"] * 4 + ["reduction"] * 2, body,
+        gt = b.op("arith.cmpf ogt, %s, %s : %s", v, outs[0], x.et)
+        mx = b.op("arith.maximumf %s, %s : %s", v, outs[0], x.et)
+        k = b.op("arith.index_cast %s : index to i64", b.index(4))
+        ni = b.op("arith.select %s, %s, %s : i64", gt, k, outs[1])
+        return [mx, ni]
+    names = e.generic([(win.name, win.ptype, x.et)],
+                      [["d0", "d1", "d2", "d3", "d4"]], [N, C, OH, OW],
+                      [out, out], ["parallel"] * 4 + ["reduction"], body,
                       [x.et, I64], inits=[(init_v.name, init_v.ptype),
                                           (init_i.name, init_i.ptype)])
     g = [[i] for i in range(4)]
-    return (Tensor(names[0], [N, C, OH, OW], g, x.et, x.sample),
-            Tensor(names[1], [N, C, OH, OW], g, I64, x.sample))
+    local = Tensor(names[1], [N, C, OH, OW], g, I64, win.sample)
+
+    # PyTorch's indices: the flat position h * W + w of each maximum
+    def flat(b, args, outs):
+        k = args[0]
+        kw = b.const(KW, I64)
+        kh_ = b.op("arith.divsi %s, %s : i64", k, kw)
+        kw_ = b.op("arith.remsi %s, %s : i64", k, kw)
+        oh = b.op("arith.index_cast %s : index to i64", b.index(2))
+        ow = b.op("arith.index_cast %s : index to i64", b.index(3))
+        h = b.op("arith.addi %s, %s : i64", b.op(
+            "arith.muli %s, %s : i64", oh, b.const(KH, I64)), kh_)
+        w = b.op("arith.addi %s, %s : i64", b.op(
+            "arith.muli %s, %s : i64", ow, kw), kw_)
+        return b.op("arith.addi %s, %s : i64", b.op(
+            "arith.muli %s, %s : i64", h, b.const(W, I64)), w)
+    fl = e.generic([(local.name, local.ptype, I64)], [out], [N, C, OH, OW],
+                   [out], ["parallel"] * 4, flat, [I64])
+    return (Tensor(names[0], [N, C, OH, OW], g, x.et, win.sample),
+            Tensor(fl[0], [N, C, OH, OW], g, I64, win.sample))
 
 
 @aten("aten.max_pool2d_with_indices_backward.default")

@@ -217,8 +217,8 @@ class Emitter:
             self.raw("      " + l)
         self.raw("      linalg.yield %s : %s" % (", ".join(ys), ", ".join(
             out_ets)))
-        tail = "    } -> %s" % ", ".join(ttype(out_fshape, et)
-                                         for et in out_ets)
+        tys = ", ".join(ttype(out_fshape, et) for et in out_ets)
+        tail = "    } -> %s" % (tys if len(out_ets) == 1 else "(%s)" % tys)
         if self.loc is not None:
             tail += " loc(%s)" % self.loc
         self.raw(tail)

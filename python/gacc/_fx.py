@@ -139,7 +139,9 @@ _VIEW_OPS = {"view", "_unsafe_view", "_reshape_alias", "reshape", "t",
 class Translator:
     """Runs one FX graph on emitter values."""
 
-    def __init__(self, emitter, ops, scatter_add):
+    def __init__(self, emitter, ops, scatter_add, mutable=()):
+        self.mutable = set(mutable)  # placeholder indices that may be updated
+        self.mutated = {}  # placeholder index -> new value
         self.e = emitter
         self.ops = ops
         self.scatter_add_impl = scatter_add
@@ -156,6 +158,8 @@ class Translator:
     def run(self, gm, inputs):
         env = {}
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        self.placeholders = placeholders
+        self.env = env
         assert len(placeholders) == len(inputs)
         for n, v in zip(placeholders, inputs):
             env[n] = v
@@ -176,6 +180,13 @@ class Translator:
             if node.op == "output":
                 return lookup(node.args[0])
             self.node = node
+            name0 = _target_name(node)
+            if not node.users and node.op == "call_function" and \
+                    not name0.partition(".")[2].partition(".")[0].endswith(
+                        "_") and \
+                    name0 not in ("aten.native_batch_norm.default",
+                                  "aten._native_batch_norm_legit.default"):
+                continue  # dead (and not an update of its operand)
             self.e.loc = location(node)
             try:
                 if node.op == "get_attr":
@@ -208,7 +219,7 @@ class Translator:
                     res = self.ops.cast(res, args[0].et)
                 env[node] = res
                 if inplace:
-                    env[node.args[0]] = res
+                    self._rebind(node.args[0], res)
             except UnsupportedError:
                 raise
             except EmitError as err:
@@ -218,8 +229,28 @@ class Translator:
                 self.e.loc = None
         raise EmitError("FX graph without output")
 
+    def _rebind(self, target, value):
+        self.env[target] = value
+        if target.op == "placeholder":
+            self.mutated[self.placeholders.index(target)] = value
+
+    def mutate(self, arg_index, value):
+        """A handler's op updates its operand `arg_index` in place (batch
+        norm's running statistics)."""
+        target = self.node.args[arg_index]
+        if isinstance(target, torch.fx.Node):
+            if target.op == "placeholder" and \
+                    self.placeholders.index(target) not in self.mutable:
+                raise UnsupportedError(
+                    "gacc.torch cannot export %s: it updates an input of the "
+                    "step that is not a buffer" % describe(self.node))
+            self._rebind(target, self.ops.cast(value, self.env[target].et))
+
     def _check_inplace(self, node):
         target = node.args[0]
+        if target.op == "placeholder" and \
+                self.placeholders.index(target) in self.mutable:
+            return
         if target.op == "placeholder":
             raise UnsupportedError(
                 "gacc.torch cannot export %s: it writes to an input of the "

@@ -157,7 +157,8 @@ def _export(model, loss_fn, batch, optimizer=None, entry="train_step",
 
     e = Emitter()
     ops = Ops(e)
-    tr = _fx.Translator(e, ops, _scatter_add)
+    tr = _fx.Translator(e, ops, _scatter_add,
+                        mutable=range(P, P + len(buffers)))
     sig_args = []  # (name, type, attrs, loc)
 
     def arg(kind, name, shape, et, attrs):
@@ -210,6 +211,13 @@ def _export(model, loss_fn, batch, optimizer=None, entry="train_step",
 
     results = [(ops.materialize(loss), "gacc.loss")]
     info.results.append(("loss", ))
+    # Buffers the step updates in place (batch norm's running statistics,
+    # num_batches_tracked) are state results.
+    for ph, value in sorted(tr.mutated.items()):
+        i = ph - P
+        results.append((ops.materialize(value),
+                        "gacc.state_out = %d : i64" % (P + i)))
+        info.results.append(("buffer_out", i))
     if spec is None:
         for i, g in enumerate(grads):
             results.append((g, "gacc.grad = %d : i64" % i))
