@@ -1,13 +1,15 @@
 //===- GaccDialect.cpp - gacc dialect ---------------------------*- C++ -*-===//
 //
 // Registers the gacc dialect, verifies the role attributes of DESIGN.md §1 on
-// function arguments and results, and verifies the micro-batch region op.
+// function arguments and results, verifies the micro-batch region op, and
+// implements gacc.scatter_add (verifier, memory effects, bufferization).
 //
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
@@ -143,6 +145,136 @@ LogicalResult MicroBatchOp::verify() {
   if (yield.getOperandTypes() != getResultTypes())
     return emitOpError("expected 'gacc.yield' operand types to match the "
                        "region result types");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ScatterAddOp
+//===----------------------------------------------------------------------===//
+
+/// Whether `type` is a floating-point type that gacc steps compute in.
+static bool isAccumulatorElementType(Type type) {
+  return type.isF32() || type.isF64() || type.isBF16() || type.isF16();
+}
+
+LogicalResult ScatterAddOp::verify() {
+  auto updatesType = cast<ShapedType>(getUpdates().getType());
+  auto indicesType = cast<ShapedType>(getIndices().getType());
+  auto initType = cast<ShapedType>(getInit().getType());
+  bool onTensors = isa<RankedTensorType>(initType);
+  if (isa<RankedTensorType>(updatesType) != onTensors ||
+      isa<RankedTensorType>(indicesType) != onTensors)
+    return emitOpError("expected updates, indices and init to be all tensors "
+                       "or all buffers");
+  if (onTensors) {
+    if (getNumResults() != 1 || getResult()[0].getType() != initType)
+      return emitOpError() << "expected one result of the init type "
+                           << initType;
+  } else if (getNumResults() != 0) {
+    return emitOpError("expected no result on buffers (init is updated in "
+                       "place)");
+  }
+  Type indexElement = indicesType.getElementType();
+  if (!indexElement.isInteger(64) && !indexElement.isInteger(32) &&
+      !indexElement.isIndex())
+    return emitOpError() << "expected indices of i64, i32 or index, got "
+                         << indexElement;
+  int64_t k = indicesType.getRank();
+  if (k < 1)
+    return emitOpError("expected indices of rank 1 or more (one position "
+                       "per element), got rank 0");
+  if (initType.getRank() < 1)
+    return emitOpError("expected an init of rank 1 or more (rows indexed by "
+                       "indices), got rank 0");
+  Type element = initType.getElementType();
+  if (!isAccumulatorElementType(element))
+    return emitOpError() << "expected an init of f32, f64, bf16 or f16, got "
+                         << element;
+  if (updatesType.getElementType() != element)
+    return emitOpError() << "expected updates of the init's element type "
+                         << element << ", got " << updatesType.getElementType();
+  // updates.shape == indices.shape ++ init.shape[1:].
+  SmallVector<int64_t> expected(indicesType.getShape());
+  llvm::append_range(expected, initType.getShape().drop_front());
+  bool shapeOk = updatesType.getRank() == static_cast<int64_t>(expected.size());
+  for (auto [have, want] : llvm::zip(updatesType.getShape(), expected))
+    shapeOk = shapeOk && (ShapedType::isDynamic(have) ||
+                          ShapedType::isDynamic(want) || have == want);
+  if (!shapeOk) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvm::interleave(
+        expected, os,
+        [&](int64_t d) {
+          if (ShapedType::isDynamic(d))
+            os << "?";
+          else
+            os << d;
+        },
+        "x");
+    return emitOpError() << "expected updates of shape " << text
+                         << " (the indices' shape, then the init's row), got "
+                         << updatesType;
+  }
+  return success();
+}
+
+void ScatterAddOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // On tensors the op is pure; on buffers it reads its inputs and reads and
+  // writes its accumulator.
+  if (getNumResults() != 0)
+    return;
+  effects.emplace_back(MemoryEffects::Read::get(), &getUpdatesMutable(),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Read::get(), &getIndicesMutable(),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Read::get(), &getInitMutable(),
+                       SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(), &getInitMutable(),
+                       SideEffects::DefaultResource::get());
+}
+
+bool ScatterAddOp::bufferizesToMemoryRead(
+    OpOperand &, const bufferization::AnalysisState &) {
+  // The accumulator is read too (result = init + ...).
+  return true;
+}
+
+bool ScatterAddOp::bufferizesToMemoryWrite(
+    OpOperand &operand, const bufferization::AnalysisState &) {
+  return isDpsInit(&operand);
+}
+
+bufferization::AliasingValueList
+ScatterAddOp::getAliasingValues(OpOperand &operand,
+                                const bufferization::AnalysisState &) {
+  if (isDpsInit(&operand))
+    return {
+        {getTiedOpResult(&operand), bufferization::BufferRelation::Equivalent}};
+  return {};
+}
+
+LogicalResult
+ScatterAddOp::bufferize(RewriterBase &rewriter,
+                        const bufferization::BufferizationOptions &options,
+                        bufferization::BufferizationState &state) {
+  SmallVector<Value> buffers;
+  for (Value operand : {getUpdates(), getIndices(), getInit()}) {
+    FailureOr<Value> buffer =
+        bufferization::getBuffer(rewriter, operand, options, state);
+    if (failed(buffer))
+      return failure();
+    buffers.push_back(*buffer);
+  }
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(*this);
+  auto onBuffers = ScatterAddOp::create(rewriter, getLoc(), TypeRange{},
+                                        buffers[0], buffers[1], buffers[2]);
+  onBuffers->setDiscardableAttrs(
+      getOperation()->getDiscardableAttrDictionary());
+  bufferization::replaceOpWithBufferizedValues(rewriter, *this, buffers[2]);
   return success();
 }
 
