@@ -8,7 +8,7 @@ PACKAGES=(
   cmake ninja-build g++ python3
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libopenblas-dev libopenblas0-pthread libopenmpi-dev openmpi-bin
-  libdnnl-dev libtorch-dev libgtest-dev python3-numpy
+  libdnnl-dev libtorch-dev libgtest-dev python3-numpy python3-torch
 )
 
 missing=()

@@ -83,3 +83,17 @@ tools = ["gacc-opt", "gacc-run", "gacc-check", "gacc-compile", "gacc-run-aot", "
          "mlir-translate", "not",
          ToolSubst("%PYTHON", sys.executable, unresolved="ignore")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# gacc.torch (the PyTorch importer) runs on the interpreter that has torch:
+# Debian's python3-torch is importable from /usr/bin/python3 only.
+gacc_python = os.environ.get("GACC_PYTHON", "/usr/bin/python3")
+config.substitutions.append(("%python", "env PYTHONPATH=%s %s" % (
+    os.path.join(config.gacc_obj_root, "python"), gacc_python)))
+import subprocess
+if subprocess.run([gacc_python, "-c", "import torch"],
+                  stdout=subprocess.DEVNULL,
+                  stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("torch")
+else:
+    lit_config.note("%s cannot import torch: the gacc.torch tests are "
+                    "skipped" % gacc_python)

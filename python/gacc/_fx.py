@@ -114,12 +114,13 @@ def location(node):
         name = "%s: %s" % (stack[-1], name)
     if node.meta.get("gacc_phase") == "backward":
         name += " (backward)"
-    name = name.replace("\\", "\\\\").replace('"', '\\"')
     src = node.meta.get("gacc_src")
     if src:
-        f = src[0].replace("\\", "\\\\").replace('"', '\\"')
-        return '"%s"("%s":%d:0)' % (name, f, src[1])
-    return '"%s"' % name
+        # A name location without a file child: MLIR's diagnostic printer
+        # shows the whole name (module, op, source line); with a file child
+        # it would show the file and line only.
+        name += " at %s:%d" % src
+    return '"%s"' % name.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _target_name(node):

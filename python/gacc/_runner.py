@@ -92,65 +92,61 @@ class CompiledStep:
                 "export the step and compile it with gacc-compile "
                 "--device=cuda")
         self.model = model
+        self.loss_fn = loss_fn
         self.optimizer = optimizer
-        self.info = _export(model, loss_fn, batch, optimizer,
-                            data_parallel=data_parallel)
+        self.micro_batches = micro_batches
+        self.micro_batch_sizes = micro_batch_sizes
+        self.data_parallel = data_parallel
+        self.pipeline_options = dict(pipeline_options or {})
         self.workdir = tempfile.mkdtemp(prefix="gacc-torch-")
         atexit.register(shutil.rmtree, self.workdir, True)
-        src = os.path.join(self.workdir, "step.mlir")
+        self.rt = _load_runtime()
+        # One compiled step per batch size: the full batch, and each smaller
+        # last batch, compiled when first seen (its normalizers are the
+        # traced ones, exact for any loss).
+        self.steps = {}
+        self.batch_size = batch[0].shape[0]
+        self.info = self._build(tuple(batch)).info
+        self.state = None
+        if optimizer is not None:
+            spec = self.info.optimizer
+            self.state = [spec.initial_state(i, p)
+                          for i, p in enumerate(self.info.params)]
+
+    def _build(self, batch):
+        from .torch import _export
+        n = batch[0].shape[0]
+        info = _export(self.model, self.loss_fn, batch, self.optimizer,
+                       data_parallel=self.data_parallel)
+        src = os.path.join(self.workdir, "step%d.mlir" % n)
         with open(src, "w") as f:
-            f.write(self.info.text)
-        flags = ["--runtime-batch-size"]
-        if micro_batches is not None:
-            flags.append("--micro-batches=%d" % micro_batches)
-        if micro_batch_sizes is not None:
+            f.write(info.text)
+        flags = []
+        if self.micro_batch_sizes is not None and n == self.batch_size:
             flags.append("--micro-batch-sizes=%s" % ",".join(
-                str(s) for s in micro_batch_sizes))
-        for key, value in (pipeline_options or {}).items():
+                str(s) for s in self.micro_batch_sizes))
+        else:
+            m = self.micro_batches or (len(self.micro_batch_sizes)
+                                       if self.micro_batch_sizes else 1)
+            flags.append("--micro-batches=%d" % min(m, n))
+        for key, value in self.pipeline_options.items():
             flag = "--" + key.replace("_", "-")
             if value is True:
                 flags.append(flag)
             elif value is not False and value is not None:
                 flags.append("%s=%s" % (flag, value))
-        so = os.path.join(self.workdir, "step.so")
+        so = os.path.join(self.workdir, "step%d.so" % n)
         cmd = [_config.tool("gacc-compile"), src, "-o", so] + flags
         proc = subprocess.run(cmd, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
         if proc.returncode != 0:
             raise UnsupportedError(
                 "gacc-compile refused the exported step (%s):\n%s" %
-                (type(model).__name__, proc.stdout.strip()))
-        self.rt = _load_runtime()
-        self.lib = ctypes.CDLL(so)
-        text = ctypes.cast(
-            ctypes.addressof(ctypes.c_char.in_dll(self.lib,
-                                                  "gacc_step_signature")),
-            ctypes.c_char_p).value.decode()
-        self.sig = Signature(text)
-        self.entry = self.lib.gacc_step
-        self.entry.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-        self.entry.restype = None
-        self._check_signature()
-        # State the step owns between calls: the optimizer's, created as
-        # PyTorch creates it on its first step, written back after each.
-        self.state = None
-        if optimizer is not None:
-            spec = self.info.optimizer
-            self.state = [spec.initial_state(i, p)
-                          for i, p in enumerate(self.info.params)]
-        self.results = [torch.empty(r["shape"], dtype=r["dtype"])
-                        for r in self.sig.results]
+                (type(self.model).__name__, proc.stdout.strip()))
+        lib = _Library(so, info)
+        self.steps[n] = lib
+        return lib
 
-    def _check_signature(self):
-        info, sig = self.info, self.sig
-        own = [a for a in sig.args if a["role"] != "sample_count"]
-        if len(own) != len(info.args) or len(sig.results) != len(
-                info.results):
-            raise RuntimeError(
-                "gacc: the compiled step's signature (%d arguments, %d "
-                "results) is not the exported step's (%d, %d)" %
-                (len(own), len(sig.results), len(info.args),
-                 len(info.results)))
 
     def _arg_tensor(self, kind, batch, count):
         info = self.info
@@ -167,16 +163,18 @@ class CompiledStep:
         return batch[kind[1]]
 
     def __call__(self, *batch):
-        sig, info = self.sig, self.info
+        info = self.info
         if len(batch) != len(info.batch_shapes):
             raise TypeError("the step takes %d batch tensors, got %d" %
                             (len(info.batch_shapes), len(batch)))
-        B = sig.batch
+        B = self.batch_size
         n = batch[0].shape[0]
         if not 1 <= n <= B:
             raise ValueError(
                 "the step was compiled for batches of up to %d samples; got "
                 "%d" % (B, n))
+        lib = self.steps.get(n) or self._build(tuple(batch))
+        sig = lib.sig
         prepared = []
         for i, (x, shape) in enumerate(zip(batch, info.batch_shapes)):
             if list(x.shape[1:]) != shape[1:] or x.shape[0] != n:
@@ -193,19 +191,15 @@ class CompiledStep:
             else:
                 kind = next(kinds)
                 t = self._arg_tensor(kind, prepared, n)
-                if kind[0] == "batch" and n < B:
-                    pad = torch.zeros([B - n] + list(t.shape[1:]),
-                                      dtype=t.dtype)
-                    t = torch.cat([t, pad])
             t = t.to(a["dtype"]).contiguous()
             if list(t.shape) != a["shape"]:
                 raise ValueError("argument shape %s, the step takes %s" %
                                  (list(t.shape), a["shape"]))
             tensors.append(t)
-        tensors += self.results
+        tensors += lib.results
         packed = _pack(tensors, keep)
         self.rt.gaccrt_index_errors_reset()
-        self.entry(packed)
+        lib.entry(packed)
         idx, bound, site = (ctypes.c_int64(), ctypes.c_int64(),
                             ctypes.c_int64())
         if self.rt.gaccrt_index_errors(ctypes.byref(idx), ctypes.byref(bound),
@@ -214,13 +208,13 @@ class CompiledStep:
                 sig.gathers) else "site #%d" % site.value
             raise IndexError("index %d out of range [0, %d) in gather at %s" %
                              (idx.value, bound.value, where))
-        return self._write_back()
+        return self._write_back(lib)
 
-    def _write_back(self):
+    def _write_back(self, lib):
         info = self.info
         loss = None
         with torch.no_grad():
-            for kind, r in zip(info.results, self.results):
+            for kind, r in zip(lib.info.results, lib.results):
                 if kind[0] == "loss":
                     loss = r.clone()
                 elif kind[0] == "grad":
@@ -239,6 +233,36 @@ class CompiledStep:
                 for name, t in zip(spec.state_names[i], self.state[i]):
                     st[name] = t
         return loss
+
+
+class _Library:
+    """One compiled step: the library, its signature, its result buffers."""
+
+    def __init__(self, so, info):
+        self.info = info
+        self.lib = ctypes.CDLL(so)
+        text = ctypes.cast(
+            ctypes.addressof(ctypes.c_char.in_dll(self.lib,
+                                                  "gacc_step_signature")),
+            ctypes.c_char_p).value.decode()
+        self.sig = Signature(text)
+        self.entry = self.lib.gacc_step
+        self.entry.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+        self.entry.restype = None
+        self._check_signature()
+        self.results = [torch.empty(r["shape"], dtype=r["dtype"])
+                        for r in self.sig.results]
+
+    def _check_signature(self):
+        info, sig = self.info, self.sig
+        own = [a for a in sig.args if a["role"] != "sample_count"]
+        if len(own) != len(info.args) or len(sig.results) != len(
+                info.results):
+            raise RuntimeError(
+                "gacc: the compiled step's signature (%d arguments, %d "
+                "results) is not the exported step's (%d, %d)" %
+                (len(own), len(sig.results), len(info.args),
+                 len(info.results)))
 
 
 def _pack(tensors, keep):
