@@ -87,7 +87,7 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 # gacc.torch (the PyTorch importer) runs on the interpreter that has torch:
 # Debian's python3-torch is importable from /usr/bin/python3 only.
 gacc_python = os.environ.get("GACC_PYTHON", "/usr/bin/python3")
-config.substitutions.append(("%python", "env PYTHONPATH=%s %s" % (
+config.substitutions.append(("%torch_python", "env PYTHONPATH=%s %s" % (
     os.path.join(config.gacc_obj_root, "python"), gacc_python)))
 import subprocess
 if subprocess.run([gacc_python, "-c", "import torch"],
