@@ -504,7 +504,12 @@ def fill_like(ctx, a, k):
 def arange(ctx, a, k):
     out = ctx.val
     et = ctx.et_of(out.dtype)
-    vals = out.tolist()
+    start, end, step = 0, a[0], 1
+    if len(a) >= 2:
+        start, end = a[0], a[1]
+    if len(a) >= 3:
+        step = a[2]
+    vals = [start + i * step for i in range(out.shape[0])]
     return ctx.e.constant(vals, list(out.shape), et)
 
 
