@@ -192,6 +192,18 @@ def _export(model, loss_fn, batch, optimizer=None, entry="train_step",
               for i, b in enumerate(batch)]
 
     outs = tr.run(gm, p_vals + b_vals + x_vals)
+    try:
+        return _finish(info, e, ops, tr, outs, params, p_vals, s_vals,
+                       lr_vals, spec, optimizer, sig_args, model, entry,
+                       data_parallel, P)
+    except EmitError as err:
+        raise UnsupportedError("gacc.torch cannot export the results of the "
+                               "step of %s: %s" % (type(model).__name__,
+                                                   err)) from None
+
+
+def _finish(info, e, ops, tr, outs, params, p_vals, s_vals, lr_vals, spec,
+            optimizer, sig_args, model, entry, data_parallel, P):
     loss, grads = outs[0], list(outs[1:])
     for i, g in enumerate(grads):
         if g is None:
