@@ -231,7 +231,8 @@ def threshold_backward(ctx, a, k):
     def body(b, v):
         t = b.const(float(th), et)
         z = b.const(0.0, et)
-        c = b.op("arith.cmpf ule, %s, %s : %s", v[1], t, et)
+        # PyTorch: self <= threshold ? 0 : grad (NaN passes the gradient)
+        c = b.op("arith.cmpf ole, %s, %s : %s", v[1], t, et)
         return b.op("arith.select %s, %s, %s : %s", c, z, v[0], et)
     return ctx.ops.ew([g, x], body, et)
 
@@ -517,7 +518,7 @@ def arange(ctx, a, k):
 @aten("aten.sum.dim_IntList", "aten.sum.default")
 def sum_(ctx, a, k):
     x = a[0]
-    dims = a[1] if len(a) > 1 and a[1] is not None else list(range(x.rank))
+    dims = a[1] if len(a) > 1 and a[1] else list(range(x.rank))
     keep = a[2] if len(a) > 2 else k.get("keepdim", False)
     et = ctx.et_of(k["dtype"]) if k.get("dtype") is not None else x.et
     if et == I1 or et not in FLOATS and et != I64:
@@ -533,7 +534,7 @@ def sum_(ctx, a, k):
 @aten("aten.mean.dim", "aten.mean.default")
 def mean(ctx, a, k):
     x = a[0]
-    dims = a[1] if len(a) > 1 and a[1] is not None else list(range(x.rank))
+    dims = a[1] if len(a) > 1 and a[1] else list(range(x.rank))
     keep = a[2] if len(a) > 2 else k.get("keepdim", False)
     return ctx.ops.mean(x, dims, keep)
 
@@ -541,7 +542,7 @@ def mean(ctx, a, k):
 @aten("aten.amax.default")
 def amax(ctx, a, k):
     x = a[0]
-    dims = a[1] if len(a) > 1 else list(range(x.rank))
+    dims = a[1] if len(a) > 1 and a[1] else list(range(x.rank))
     keep = a[2] if len(a) > 2 else False
     return ctx.ops.amax(x, dims, keep)
 
@@ -686,6 +687,7 @@ def slice_(ctx, a, k):
 def select(ctx, a, k):
     x, dim, i = a
     dim = dim % x.rank
+    i = i + x.shape[dim] if i < 0 else i
     s = ctx.ops.slice(x, dim, i, i + 1)
     return ctx.ops.squeeze(s, [dim])
 

@@ -249,6 +249,13 @@ class Translator:
 
     def _check_inplace(self, node):
         target = node.args[0]
+        for user in target.users:
+            if user is not node and user.op == "call_function" and \
+                    _target_name(user).split(".")[1] in _VIEW_OPS:
+                # the view would have to see the update too
+                raise UnsupportedError(
+                    "gacc.torch cannot export %s: it writes in place to a "
+                    "tensor that has views" % describe(node))
         if target.op == "placeholder" and \
                 self.placeholders.index(target) in self.mutable:
             return
