@@ -115,6 +115,7 @@ private:
   LogicalResult visitPerSample(Operation *op,
                                ArrayRef<Value> statisticOperands);
   LogicalResult visitLinalg(linalg::LinalgOp op);
+  LogicalResult visitScatterAdd(gacc::ScatterAddOp op, bool dependsOnParam);
   LogicalResult visitCapturedSamples(linalg::LinalgOp op, int64_t &loopDim,
                                      int64_t &factor, int64_t &origin,
                                      Operation *&unitCapture);
@@ -469,6 +470,62 @@ LogicalResult BatchAnalysisBuilder::visitLinalg(linalg::LinalgOp op) {
   return success();
 }
 
+LogicalResult BatchAnalysisBuilder::visitScatterAdd(gacc::ScatterAddOp op,
+                                                    bool dependsOnParam) {
+  // result[indices[p], j...] += updates[p, j...] sums over the positions p:
+  // with the samples on the same position dimension of indices and updates
+  // it is a sum over the samples, split exactly like a linalg reduction
+  // (each micro-batch adds its own rows into the accumulator). A sample
+  // dimension anywhere else would read or write other samples.
+  const BatchValueInfo &indices = info(op.getIndices());
+  const BatchValueInfo &updates = info(op.getUpdates());
+  const BatchValueInfo &init = info(op.getInit());
+  if (init.kind != BatchClass::Invariant && init.kind != BatchClass::Prologue)
+    return op.emitOpError()
+           << "accumulates into a " << stringifyBatchClass(init.kind)
+           << " init; the accumulator of a sum over the samples must not "
+              "depend on the batch";
+  if (indices.kind != BatchClass::PerSample ||
+      updates.kind != BatchClass::PerSample)
+    return op.emitOpError()
+           << "has the sample dimension only in its "
+           << (indices.kind == BatchClass::PerSample ? "indices" : "updates")
+           << " (the "
+           << (indices.kind == BatchClass::PerSample ? "updates are "
+                                                     : "indices are ")
+           << stringifyBatchClass(indices.kind == BatchClass::PerSample
+                                      ? updates.kind
+                                      : indices.kind)
+           << "); a micro-batch holds only its own samples, so indices and "
+              "updates must both carry them";
+  int64_t k = op.getNumPositionDims();
+  if (updates.dim >= k)
+    return op.emitOpError()
+           << "has the sample dimension of its updates at dimension "
+           << updates.dim << ", inside the row (the positions are dimensions 0 "
+           << "to " << k - 1 << "); only a sum over the samples splits";
+  if (indices.dim != updates.dim || indices.factor != updates.factor)
+    return op.emitOpError()
+           << "has the samples of its indices at dimension " << indices.dim
+           << (indices.factor != 1 ? " x" + std::to_string(indices.factor)
+                                   : std::string())
+           << " but those of its updates at dimension " << updates.dim
+           << (updates.factor != 1 ? " x" + std::to_string(updates.factor)
+                                   : std::string())
+           << "; they must be the same position dimension";
+  BatchOpInfo &opInfo = result.ops[op];
+  opInfo.kind = BatchClass::Partial;
+  opInfo.loopDim = indices.dim;
+  opInfo.factor = indices.factor;
+  opInfo.combiners = {Combiner::AddF};
+  BatchValueInfo out;
+  out.kind = BatchClass::Partial;
+  out.dependsOnParam = dependsOnParam;
+  out.originArg = updates.originArg;
+  setResults(op, out);
+  return success();
+}
+
 /// Returns the reassociation group of `groups` that contains `dim`, and the
 /// position of `dim` in it.
 static std::pair<int64_t, int64_t>
@@ -501,6 +558,9 @@ BatchAnalysisBuilder::visitPerSample(Operation *op,
               [&](linalg::LinalgOp linalgOp) -> LogicalResult {
                 return visitLinalg(linalgOp);
               })
+          .Case<gacc::ScatterAddOp>([&](gacc::ScatterAddOp scatter) {
+            return visitScatterAdd(scatter, dependsOnParam);
+          })
           .Case<tensor::CastOp>([&](auto) -> LogicalResult {
             setResults(op, out);
             result.ops[op].kind = BatchClass::PerSample;

@@ -430,8 +430,8 @@ static void hoistAccumulatorStarts(gacc::MicroBatchOp region) {
   bool changed = false;
   for (Value yielded : yield.getOperands()) {
     auto result = dyn_cast<OpResult>(yielded);
-    auto op = result ? dyn_cast<linalg::LinalgOp>(result.getOwner())
-                     : linalg::LinalgOp();
+    auto op = result ? dyn_cast<DestinationStyleOpInterface>(result.getOwner())
+                     : DestinationStyleOpInterface();
     if (!op || op->getBlock() != &body || !op->hasAttr(kPartialAttrName))
       continue;
     OpOperand *init = op.getDpsInitOperand(result.getResultNumber());

@@ -32,11 +32,12 @@ using namespace mlir;
 using namespace mlir::gacc;
 
 namespace {
-/// One link of an accumulator chain: the reduction inside a region that
-/// produces result `resultNumber` of `op`.
+/// One link of an accumulator chain: the reduction (a linalg op or a
+/// gacc.scatter_add) inside a region that produces result `resultNumber` of
+/// `op`.
 struct ChainLink {
   gacc::MicroBatchOp region;
-  linalg::LinalgOp op;
+  DestinationStyleOpInterface op;
   unsigned resultNumber;
   OpOperand &init() { return *op.getDpsInitOperand(resultNumber); }
 };
@@ -58,8 +59,9 @@ collectChains(MutableArrayRef<gacc::MicroBatchOp> regions) {
     for (gacc::MicroBatchOp region : regions) {
       auto yield = cast<gacc::YieldOp>(region.getBody().front().back());
       auto result = dyn_cast<OpResult>(yield.getOperand(i));
-      auto op = result ? dyn_cast<linalg::LinalgOp>(result.getOwner())
-                       : linalg::LinalgOp();
+      auto op = result
+                    ? dyn_cast<DestinationStyleOpInterface>(result.getOwner())
+                    : DestinationStyleOpInterface();
       if (!op || !op->hasAttr(kPartialAttrName))
         break;
       chain.links.push_back({region, op, result.getResultNumber()});
@@ -77,7 +79,7 @@ static void refreshLinks(AccumulatorChain &chain) {
   for (ChainLink &link : chain.links) {
     auto yield = cast<gacc::YieldOp>(link.region.getBody().front().back());
     auto produced = cast<OpResult>(yield.getOperand(chain.index));
-    link.op = cast<linalg::LinalgOp>(produced.getOwner());
+    link.op = cast<DestinationStyleOpInterface>(produced.getOwner());
     link.resultNumber = produced.getResultNumber();
   }
 }
@@ -126,10 +128,27 @@ static bool fuseChain(AccumulatorChain &chain, RewriterBase &rewriter) {
 /// Rebuilds `op` so that result `i` accumulates in `accType`; the other
 /// results keep their type. Returns the new op, or null when the body does
 /// not have the expected `combine(out, value)` shape.
-static linalg::LinalgOp widenAccumulator(RewriterBase &rewriter,
-                                         linalg::LinalgOp op, unsigned i,
-                                         Value newInit) {
-  rewriter.setInsertionPoint(op);
+static DestinationStyleOpInterface
+widenAccumulator(RewriterBase &rewriter, DestinationStyleOpInterface dpsOp,
+                 unsigned i, Value newInit) {
+  rewriter.setInsertionPoint(dpsOp);
+  if (auto scatter = dyn_cast<gacc::ScatterAddOp>(dpsOp.getOperation())) {
+    // The rows are added in the accumulator's type.
+    auto updatesType = cast<RankedTensorType>(scatter.getUpdates().getType());
+    Type wideType = getElementTypeOrSelf(newInit.getType());
+    Value updates = arith::ExtFOp::create(rewriter, scatter.getLoc(),
+                                          updatesType.clone(wideType),
+                                          scatter.getUpdates());
+    auto wide = gacc::ScatterAddOp::create(
+        rewriter, scatter.getLoc(), TypeRange{newInit.getType()}, updates,
+        scatter.getIndices(), newInit);
+    wide->setDiscardableAttrs(scatter->getDiscardableAttrDictionary());
+    rewriter.replaceOp(scatter, wide);
+    return wide;
+  }
+  auto op = dyn_cast<linalg::LinalgOp>(dpsOp.getOperation());
+  if (!op)
+    return {};
   if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation())) {
     // Named contractions cast their operands to the output type themselves.
     auto wide = linalg::MatmulOp::create(
@@ -204,12 +223,12 @@ static LogicalResult widenChain(AccumulatorChain &chain, FloatType accType,
                     .getResult(0);
     } else {
       newInit =
-          arith::ExtFOp::create(rewriter, link.op.getLoc(), wideType, init);
+          arith::ExtFOp::create(rewriter, link.op->getLoc(), wideType, init);
     }
-    linalg::LinalgOp wide =
+    DestinationStyleOpInterface wide =
         widenAccumulator(rewriter, link.op, link.resultNumber, newInit);
     if (!wide)
-      return link.op.emitOpError()
+      return link.op->emitOpError()
              << "cannot keep this accumulator in " << accType
              << ": expected a reduction body of the form "
                 "'combine(out, value)'";

@@ -329,8 +329,9 @@ LogicalResult LossScalePass::runOnFunction(func::FuncOp func, bool dynamic,
     auto yield = cast<gacc::YieldOp>(region.getBody().front().getTerminator());
     for (unsigned i : gradientPartials) {
       auto produced = dyn_cast<OpResult>(yield.getOperand(i));
-      auto op = produced ? dyn_cast<linalg::LinalgOp>(produced.getOwner())
-                         : linalg::LinalgOp();
+      auto op = produced
+                    ? dyn_cast<DestinationStyleOpInterface>(produced.getOwner())
+                    : DestinationStyleOpInterface();
       if (!op || !op->hasAttr(kPartialAttrName))
         return region.emitOpError()
                << "yields gradient #" << i
@@ -344,9 +345,20 @@ LogicalResult LossScalePass::runOnFunction(func::FuncOp func, bool dynamic,
       if (region == regions.front() && !isZeroFill(init->get())) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(op);
-        init->set(elementwise(op.getLoc(), init->get(), scaleTensor));
+        init->set(elementwise(op->getLoc(), init->get(), scaleTensor));
       }
-      if (failed(scaleContribution(op, produced.getResultNumber())))
+      // An embedding gradient adds its updates: they are scaled.
+      if (auto scatter = dyn_cast<gacc::ScatterAddOp>(op.getOperation())) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(scatter);
+        scaledTypes.insert(
+            getElementTypeOrSelf(scatter.getUpdates().getType()));
+        scatter.getUpdatesMutable().assign(
+            elementwise(scatter.getLoc(), scatter.getUpdates(), scaleTensor));
+        continue;
+      }
+      if (failed(scaleContribution(cast<linalg::LinalgOp>(op.getOperation()),
+                                   produced.getResultNumber())))
         return failure();
     }
   }

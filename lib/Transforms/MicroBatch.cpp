@@ -410,7 +410,8 @@ static TypedAttr getCombinerIdentity(Combiner combiner, Type type) {
 }
 
 LogicalResult MicroBatchBuilder::clonePartial(Operation *op, int64_t k) {
-  auto clone = cast<linalg::LinalgOp>(cloneIntoRegion(op));
+  // A linalg reduction or a gacc.scatter_add: the init is the accumulator.
+  auto clone = cast<DestinationStyleOpInterface>(cloneIntoRegion(op));
   clone->setAttr(kPartialAttrName, builder.getUnitAttr());
   if (k == 0)
     return success();
@@ -426,7 +427,7 @@ LogicalResult MicroBatchBuilder::clonePartial(Operation *op, int64_t k) {
       continue;
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(clone);
-    Location loc = clone.getLoc();
+    Location loc = clone->getLoc();
     Value empty = tensor::EmptyOp::create(builder, loc, type.getShape(),
                                           type.getElementType());
     Value scalar = arith::ConstantOp::create(builder, loc, identity);

@@ -291,6 +291,12 @@ LogicalResult RuntimeBatchSizeRewriter::run() {
       return op.emitOpError(
           "computes a per-micro-batch statistic; runtime-batch-size does not "
           "support allow-micro-batch-statistics");
+    // The rows of padded samples would be added too (and their ids need
+    // not name a row).
+    if (isa<gacc::ScatterAddOp>(op) && info.kind == BatchClass::Partial)
+      return op.emitOpError(
+          "sums over the samples by scatter-add; runtime-batch-size does not "
+          "support it");
     auto linalgOp = dyn_cast<linalg::LinalgOp>(&op);
     if (!linalgOp || info.loopDim < 0)
       continue;

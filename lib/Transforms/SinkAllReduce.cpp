@@ -77,8 +77,10 @@ static OpOperand *findFirstInit(Value acc,
   for (auto it = regions.rbegin(); it != regions.rend(); ++it) {
     auto yield = cast<gacc::YieldOp>(it->getBody().front().back());
     auto produced = dyn_cast<OpResult>(yield.getOperand(index));
-    auto op = produced ? dyn_cast<linalg::LinalgOp>(produced.getOwner())
-                       : linalg::LinalgOp();
+    // A linalg reduction or a gacc.scatter_add.
+    auto op = produced
+                  ? dyn_cast<DestinationStyleOpInterface>(produced.getOwner())
+                  : DestinationStyleOpInterface();
     if (!op || !op->hasAttr(kPartialAttrName))
       return nullptr;
     OpOperand *init = op.getDpsInitOperand(produced.getResultNumber());
