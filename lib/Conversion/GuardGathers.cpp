@@ -8,13 +8,16 @@
 // calls the runtime's `gaccrt_index_error(index, bound, site)`, which
 // records the first error for the tools to report after the step. The sites
 // (a location and the arguments involved) are listed, by site number, in
-// the module attribute `gacc.gather_sites` (kGatherSitesAttrName).
+// the module attribute `gacc.gather_sites` (kGatherSitesAttrName). A
+// `gacc.scatter_add` gets a site too (its rows are bounds-checked when it is
+// lowered, by gacc-lower-scatter-add).
 //
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeCalls.h"
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Conversion/Passes.h"
+#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
 #include "gacc/Transforms/Utils.h"
 
@@ -244,6 +247,29 @@ struct GuardGathersPass
         guard(extract, generic, body, memo, errorFunction, sites);
       }
     });
+    // Scatter-adds check their indices when they are lowered to loops; with
+    // `report` they name their site for the error.
+    if (report)
+      module.walk([&](gacc::ScatterAddOp scatter) {
+        if (!errorFunction)
+          errorFunction = getOrDeclareRuntimeFunction(
+              scatter, kErrorFunction,
+              FunctionType::get(
+                  module.getContext(),
+                  SmallVector<Type>(3,
+                                    IntegerType::get(module.getContext(), 64)),
+                  {}));
+        std::string text =
+            (kScatterSitePrefix + formatLocation(scatter.getLoc())).str();
+        int64_t indices = argumentNumber(scatter.getIndices());
+        if (indices >= 0)
+          text += " (indices from argument #" + std::to_string(indices) + ")";
+        scatter->setAttr(
+            kIndexSiteAttrName,
+            IntegerAttr::get(IntegerType::get(module.getContext(), 64),
+                             sites.size()));
+        sites.push_back(StringAttr::get(module.getContext(), text));
+      });
     if (report && !sites.empty())
       module->setAttr(kGatherSitesAttrName,
                       ArrayAttr::get(module.getContext(), sites));

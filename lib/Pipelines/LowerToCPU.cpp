@@ -37,7 +37,8 @@ using namespace mlir::gacc;
 
 void mlir::gacc::buildBufferizedStepPipeline(
     OpPassManager &pm, bool traceRegions, bool reportIndexErrors,
-    bool outlineRegions, bool overlapAllReduce, bool outlineFunctions) {
+    bool outlineRegions, bool overlapAllReduce, bool outlineFunctions,
+    bool atomicScatterAdd) {
   if (outlineRegions) {
     OutlineMicroBatchesPassOptions outlineOptions;
     outlineOptions.traceRegions = traceRegions;
@@ -76,6 +77,11 @@ void mlir::gacc::buildBufferizedStepPipeline(
   // such an iter_arg one buffer outside the loop.
   bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Embedding gradients add their rows in place (bounds-checked; reported
+  // at the sites gacc-guard-gathers gave them).
+  LowerScatterAddPassOptions scatter;
+  scatter.atomic = atomicScatterAdd;
+  pm.addPass(createLowerScatterAddPass(scatter));
   // Outlined region bodies return their in-place accumulators.
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   // Before the results become out-parameters: a gradient returned from its

@@ -129,7 +129,8 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
                               /*reportIndexErrors=*/false,
                               options.outlineMicroBatches,
                               /*overlapAllReduce=*/true,
-                              /*outlineFunctions=*/false);
+                              /*outlineFunctions=*/false,
+                              /*atomicScatterAdd=*/true);
   MatmulToBlasPassOptions blas;
   blas.callee = "gaccrt_cuda_sgemm";
   // A host loop of cuBLAS calls would not become kernels; batch_matmul stays

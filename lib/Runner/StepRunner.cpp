@@ -111,13 +111,24 @@ static Value stripCasts(Value v) {
 
 /// For an integer input compared with a loop index inside a linalg body
 /// (one-hot encodings), or used as an index of a `tensor.extract` there
-/// (gathers: embeddings, nll_loss), returns the smallest such range.
+/// (gathers: embeddings, nll_loss), or as the indices of a gacc.scatter_add
+/// (an embedding's gradient), returns the smallest such range.
 static int64_t inferIndexBound(Value arg) {
   int64_t bound = 0;
   auto tighten = [&](int64_t range) {
     if (range > 0 && (bound == 0 || range < bound))
       bound = range;
   };
+  // The ids reach a scatter_add directly or through reshapes.
+  SmallVector<Value> views{arg};
+  for (size_t i = 0; i < views.size(); ++i)
+    for (Operation *user : views[i].getUsers()) {
+      if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user))
+        views.push_back(user->getResult(0));
+      auto scatter = dyn_cast<mlir::gacc::ScatterAddOp>(user);
+      if (scatter && scatter.getIndices() == views[i])
+        tighten(cast<ShapedType>(scatter.getInit().getType()).getDimSize(0));
+    }
   for (OpOperand &use : arg.getUses()) {
     auto op = dyn_cast<linalg::LinalgOp>(use.getOwner());
     if (!op || !op.isDpsInput(&use))

@@ -653,7 +653,9 @@ def GuardGathersPass : Pass<"gacc-guard-gathers", "ModuleOp"> {
     calls `gaccrt_index_error(index, bound, site)`; the module attribute
     `gacc.gather_sites` describes each site (location, table and index
     arguments) for the tools' error message. Without `report` (the CUDA
-    path) the index is only clamped.
+    path) the index is only clamped. With `report`, each `gacc.scatter_add`
+    gets a site too (`gacc.index_site`), which gacc-lower-scatter-add
+    reports an out-of-range index to (the row is skipped).
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"true",
@@ -663,6 +665,32 @@ def GuardGathersPass : Pass<"gacc-guard-gathers", "ModuleOp"> {
                            "::mlir::func::FuncDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def LowerScatterAddPass : Pass<"gacc-lower-scatter-add", "ModuleOp"> {
+  let summary = "Lower gacc.scatter_add on buffers to loops";
+  let description = [{
+    Runs right after bufferization. Each `gacc.scatter_add` on buffers
+    becomes loops that add the rows of `updates` into the rows of the
+    accumulator `init` in place. An index outside `[0, rows)` skips its row
+    (nothing is read or written out of bounds); where gacc-guard-gathers
+    gave the op a site (`gacc.index_site`, the CPU path), it also calls
+    `gaccrt_index_error(index, rows, site)`.
+
+    Without `atomic` (the CPU path): a serial loop nest over the positions
+    with an inner loop over the contiguous row (positions that name one row
+    must not race). With `atomic` (the CUDA path): one `scf.parallel` over
+    the row elements and the positions (the row innermost, so it maps to
+    threadIdx.x) whose adds are `memref.atomic_rmw addf`.
+  }];
+  let options = [
+    Option<"atomic", "atomic", "bool", /*default=*/"false",
+           "One parallel loop with atomic adds (for GPU kernels)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def ExpandNarrowFloatsPass : Pass<"gacc-expand-narrow-floats"> {

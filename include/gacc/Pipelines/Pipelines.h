@@ -182,12 +182,16 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
 /// all-reduces of buckets marked `gacc.overlap` become a start and a wait
 /// (gacc-overlap-all-reduce; both runtimes have them). Without
 /// `outlineFunctions`, regions of one form that do not follow each other
-/// stay inline instead of sharing a private function.
+/// stay inline instead of sharing a private function. `gacc.scatter_add`
+/// becomes loops right after bufferization: serial positions with the row
+/// innermost, or with `atomicScatterAdd` (GPU kernels) one parallel loop
+/// with atomic adds (gacc-lower-scatter-add).
 void buildBufferizedStepPipeline(OpPassManager &pm, bool traceRegions,
                                  bool reportIndexErrors = true,
                                  bool outlineRegions = false,
                                  bool overlapAllReduce = false,
-                                 bool outlineFunctions = true);
+                                 bool outlineFunctions = true,
+                                 bool atomicScatterAdd = false);
 
 /// Checks the option values of `gacc-lower-to-cuda` (chip, features,
 /// format, tile sizes within the CUDA block limits, an explicit cuda-path

@@ -44,6 +44,12 @@ constexpr StringLiteral kDynamicBatchAttrName = "gacc.dynamic_batch";
 /// number that gaccrt_index_error reports.
 constexpr StringLiteral kGatherSitesAttrName = "gacc.gather_sites";
 
+/// On a `gacc.scatter_add` (gacc-guard-gathers with `report`): its site
+/// number in `gacc.gather_sites`, whose description starts with
+/// kScatterSitePrefix.
+constexpr StringLiteral kIndexSiteAttrName = "gacc.index_site";
+constexpr StringLiteral kScatterSitePrefix = "scatter_add at ";
+
 /// Returns the attribute that marks `role` ("gacc.param", ...); empty for
 /// Role::None.
 StringRef getRoleAttrName(Role role);
