@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Check/TorchEvaluator.h"
+#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -682,6 +683,9 @@ private:
   void evalArithMath(Operation *op);
   void evalTensorOp(Operation *op, Payload *payload);
   LogicalResult evalLinalg(linalg::LinalgOp op);
+  /// gacc.scatter_add as index_add along the rows (differentiable); an
+  /// index outside the rows is an error, as in the compiled step.
+  void evalScatterAdd(gacc::ScatterAddOp op);
   /// Evaluates `inner`, an op of a payload or tensor region evaluated on
   /// whole tensors, and propagates poison (see Payload).
   LogicalResult evalPayloadOp(Operation *inner, Payload &payload);
@@ -952,6 +956,10 @@ LogicalResult Evaluator::evalOpImpl(Operation *op, Payload *payload) {
   }
   if (auto call = dyn_cast<func::CallOp>(op))
     return evalCall(call);
+  if (auto scatter = dyn_cast<gacc::ScatterAddOp>(op)) {
+    evalScatterAdd(scatter);
+    return success();
+  }
   if (dialect == "ml_program") {
     evalGlobalLoad(op);
     return success();
@@ -2461,6 +2469,25 @@ void Evaluator::evalTwoResults(Operation *op) {
   set(second, castIntSigned(
                   at::bitwise_right_shift(product, static_cast<int64_t>(width)),
                   dtype));
+}
+
+void Evaluator::evalScatterAdd(gacc::ScatterAddOp op) {
+  Tensor updates = get(op.getUpdates());
+  Tensor indices = get(op.getIndices()).to(at::kLong).reshape({-1});
+  Tensor init = get(op.getInit());
+  int64_t rows = init.size(0);
+  Tensor outside = at::logical_or(at::lt(indices, 0), at::ge(indices, rows));
+  if (outside.any().item<bool>())
+    unsupported(
+        "index " + Twine(indices.masked_select(outside)[0].item<int64_t>()) +
+        " out of range [0, " + Twine(rows) + ") in scatter_add (" +
+        Twine(outside.sum().item<int64_t>()) + " out-of-range positions)");
+  // One row of updates per position: [positions, init.shape[1:]...].
+  std::vector<int64_t> shape{indices.size(0)};
+  for (int64_t d = 1; d < init.dim(); ++d)
+    shape.push_back(init.size(d));
+  Tensor source = updates.reshape(shape).to(init.scalar_type());
+  set(op.getResult()[0], init.index_add(0, indices, source));
 }
 
 FailureOr<SmallVector<torch::Tensor>>

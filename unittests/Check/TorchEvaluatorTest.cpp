@@ -1380,6 +1380,65 @@ func.func @embed(%ids: tensor<2x3xi64>, %w: tensor<5x4xf32>)
             1e-15);
 }
 
+// gacc.scatter_add (the embedding's gradient) is index_add along the rows of
+// its init, differentiable in its updates and init, in float64 and in the
+// graph's own type (bf16 too); an index outside the rows is an error at the
+// op, as the compiled step reports it.
+TEST_F(EvaluatorTest, ScatterAddIsIndexAddAlongRows) {
+  func::FuncOp f = parse(R"mlir(
+func.func @scatter(%u: tensor<2x3x4xf32>, %ids: tensor<2x3xi64>,
+                   %init: tensor<5x4xf32>) -> tensor<5x4xf32> {
+  %r = gacc.scatter_add ins(%u, %ids : tensor<2x3x4xf32>, tensor<2x3xi64>) outs(%init : tensor<5x4xf32>) -> tensor<5x4xf32>
+  return %r : tensor<5x4xf32>
+}
+)mlir");
+  ASSERT_TRUE(f);
+  torch::manual_seed(17);
+  Tensor ids =
+      torch::tensor(std::vector<int64_t>{0, 4, 4, 2, 0, 4}).reshape({2, 3});
+  Tensor u = torch::randn({2, 3, 4}, torch::kDouble).requires_grad_(true);
+  Tensor init = torch::randn({5, 4}, torch::kDouble).requires_grad_(true);
+  std::vector<Tensor> r = evaluate(f, {u, ids, init}, torch::kFloat64);
+  ASSERT_EQ(r.size(), 1u);
+  Tensor ref = init.index_put({ids.reshape({-1})}, u.reshape({6, 4}),
+                              /*accumulate=*/true);
+  EXPECT_LE(relError(r[0], ref), 1e-15);
+  // Autograd: d/du gathers the seed's rows, d/dinit is the seed.
+  Tensor seed = torch::randn({5, 4}, torch::kDouble);
+  std::vector<Tensor> grads = gradients(r[0], seed, {u, init});
+  EXPECT_LE(relError(grads[0], torch::embedding(seed, ids)), 1e-15);
+  EXPECT_LE(relError(grads[1], seed), 1e-15);
+
+  std::string diag = evaluateExpectingFailure(
+      f,
+      {torch::zeros({2, 3, 4}),
+       torch::tensor(std::vector<int64_t>{0, 1, 7, 2, -1, 4}).reshape({2, 3}),
+       torch::zeros({5, 4})},
+      torch::kFloat32);
+  EXPECT_NE(diag.find("cannot evaluate 'gacc.scatter_add' with LibTorch: "
+                      "index 7 out of range [0, 5) in scatter_add (2 "
+                      "out-of-range positions)"),
+            std::string::npos)
+      << diag;
+
+  func::FuncOp g = parse(R"mlir(
+func.func @scatter_bf16(%u: tensor<3x2xbf16>, %ids: tensor<3xi32>,
+                        %init: tensor<4x2xbf16>) -> tensor<4x2xbf16> {
+  %r = gacc.scatter_add ins(%u, %ids : tensor<3x2xbf16>, tensor<3xi32>) outs(%init : tensor<4x2xbf16>) -> tensor<4x2xbf16>
+  return %r : tensor<4x2xbf16>
+}
+)mlir");
+  ASSERT_TRUE(g);
+  Tensor u16 = torch::randn({3, 2}).to(torch::kBFloat16);
+  Tensor ids32 = torch::tensor(std::vector<int32_t>{3, 1, 3});
+  Tensor init16 = torch::zeros({4, 2}, torch::kBFloat16);
+  r = evaluate(g, {u16, ids32, init16}, torch::kFloat32);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(
+      torch::equal(r[0], init16.index_add(0, ids32.to(torch::kLong), u16)));
+}
+
 // Layer norm over the last dimension as TorchToLinalg writes it: keepdim
 // mean and variance ([N, 1] outputs through `(d0, 0)`), then the normalized
 // value with `(d0, 0)` broadcasts and an affine [D] scale and shift.

@@ -48,6 +48,7 @@ namespace mlir::gacc {
 /// e.g. `d2 + d5`, a gather) and projected permutations with constant indices
 /// on outputs (keepdim `(d0, 0)`), reductions by a recognized combiner (add,
 /// mul, max, min) or arg-max/min select, and linalg.index; linalg.softmax;
+/// gacc.scatter_add (index_add; an index outside the rows is an error);
 /// tensor.empty/extract_slice/insert_slice/collapse_shape/expand_shape/cast/
 /// dim/extract (also with computed indices inside payloads, where an
 /// out-of-bounds read is poison that a select may discard)/insert/
