@@ -862,22 +862,29 @@ def nll_loss_backward(ctx, a, k):
     et = x.et
     if reduction == 1:
         g = o.div(g, total)
-    tcol = o.view(target, [N, 1])
-    # iota over classes as a constant-free generic: linalg.index of dim 1
-    out_shape = [N, C]
-    gg = g if reduction != 0 else o.view(g, [N, 1])
+    # One generic over (n, c): linalg.index 1 is the class only on these
+    # materialized operands (an elementwise op over fine dims would order
+    # its loops by its operands' layout).
+    tm = o.materialize(target)
+    gm = o.materialize(g)
+    g_map = ["d0"] if reduction == 0 else []
 
-    def body(b, v):
+    def body(b, args, outs):
+        t, gv = args
         c = b.index(1)
         ci = b.op("arith.index_cast %s : index to %s", c, target.et)
-        hit = b.op("arith.cmpi eq, %s, %s : %s", ci, v[0], target.et)
+        hit = b.op("arith.cmpi eq, %s, %s : %s", ci, t, target.et)
         ig = b.const(ignore, target.et)
-        valid = b.op("arith.cmpi ne, %s, %s : %s", v[0], ig, target.et)
+        valid = b.op("arith.cmpi ne, %s, %s : %s", t, ig, target.et)
         both = b.op("arith.andi %s, %s : i1", hit, valid)
-        ng = b.op("arith.negf %s : %s", v[1], et)
+        ng = b.op("arith.negf %s : %s", gv, et)
         z = b.const(0.0, et)
         return b.op("arith.select %s, %s, %s : %s", both, ng, z, et)
-    r = o.ew([tcol, gg], body, et, out_shape=out_shape)
+    names = ctx.e.generic([(tm.name, tm.ptype, tm.et),
+                           (gm.name, gm.ptype, gm.et)], [["d0"], g_map],
+                          [N, C], [["d0", "d1"]], ["parallel"] * 2, body,
+                          [et])
+    r = Tensor(names[0], [N, C], [[0], [1]], et, tm.sample)
     return o.squeeze(r, [0]) if squeeze else r
 
 

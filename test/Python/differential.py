@@ -90,10 +90,12 @@ def main():
             compare.reference_optimizer(opt, ref).step()
             got = [p.data for p in model.parameters()]
             want = [p.data for p in ref.parameters()]
+            grads = [p.grad for p in ref.parameters()]
         else:
             got = [p.grad for p in model.parameters()]
             want = [p.grad for p in ref.parameters()]
-        e = compare.rel_err(got, want)
+            grads = None
+        e = compare.rel_err(got, want, grads)
         el = abs(float(loss) - float(ref_loss)) / max(abs(float(ref_loss)),
                                                       1e-30)
         ok = e <= compare.TOL and el <= compare.TOL

@@ -173,6 +173,7 @@ MODELS = {
     "mlp_relu_ce": lambda: mlp("ce", nn.ReLU),
     "mlp_silu_mse": lambda: mlp("mse", nn.SiLU),
     "gpt": gpt,
+    "gpt_grads": lambda: gpt(optimizer=False),
     "cnn": cnn,
     "llama": llama,
     "batchnorm_eval": lambda: batchnorm(False),
