@@ -184,3 +184,25 @@ func.func @dynamic_literal(%x: tensor<4xf32> {gacc.batch = 0 : i64})
   } -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// An embedding's gradient by gacc.scatter_add would add the rows of padded
+// samples too (and their ids need not name a row): refused, at the op.
+func.func @scatter_add(%ids: tensor<4xi64> {gacc.batch = 0 : i64},
+                       %g: tensor<4x3xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}, tensor<5x3xf32> {gacc.metric}) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<5x3xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<5x3xf32>) -> tensor<5x3xf32>
+  // expected-error @below {{'gacc.scatter_add' op sums over the samples by scatter-add; runtime-batch-size does not support it}}
+  %s = gacc.scatter_add ins(%g, %ids : tensor<4x3xf32>, tensor<4xi64>) outs(%z : tensor<5x3xf32>) -> tensor<5x3xf32>
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %l = linalg.reduce ins(%s : tensor<5x3xf32>) outs(%z0 : tensor<f32>) dimensions = [0, 1]
+    (%in: f32, %acc: f32) {
+      %r = arith.addf %acc, %in : f32
+      linalg.yield %r : f32
+    }
+  return %l, %s : tensor<f32>, tensor<5x3xf32>
+}
