@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start: installs what is missing, builds gacc, and runs the pipeline on
 # the bundled reference example (examples/linear_regression.mlir) with a
-# 3 + 1 micro-batch split, printing the input and the compiled step.
+# 3 + 1 micro-batch split, printing the input and the compiled step, then
+# trains a small GPT from PyTorch with gacc.torch (examples/torch/train_gpt.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -33,3 +34,7 @@ save(d + "/arg1.npy", [1, 2, 3, 4], (4,))
 save(d + "/arg2.npy", [2, 4, 6, 8], (4,))
 PY
 build/bin/gacc-run "$EXAMPLE" --micro-batch-sizes=3,1 --input-dir="$inputs" --print-results
+
+echo
+echo "=== a PyTorch model: examples/torch/train_gpt.py (gacc.torch, m = 4, against PyTorch's full-batch step) ==="
+PYTHONPATH=build/python /usr/bin/python3 examples/torch/train_gpt.py --steps 5
