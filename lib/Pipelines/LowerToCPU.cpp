@@ -6,6 +6,8 @@
 //   region, the others inlined (with trace markers), elementwise tensor ops to
 //   linalg and fused, one-shot bufferization (function boundaries with identity
 //   layouts; shard.all_reduce in place on its bucket, as a runtime call),
+//   gacc.scatter_add as serial loops in place on its accumulator (an
+//   out-of-range row skipped and reported),
 //   results to out-parameters, bucket all-reduces marked gacc.overlap split
 //   into a start after the final region's last write of the bucket and a
 //   wait before its first read, f32 matmuls to gaccrt_sgemm (beta = 0 for the

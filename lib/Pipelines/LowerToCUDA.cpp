@@ -2,7 +2,9 @@
 //
 // Lowers a gradient-accumulated step (the output of gacc-pipeline) for an
 // NVIDIA GPU:
-//   the bufferized step of the CPU path (in-place accumulators in buckets),
+//   the bufferized step of the CPU path (in-place accumulators in buckets;
+//   gacc.scatter_add as one parallel loop of atomic adds, which becomes a
+//   kernel),
 //   f32 GEMMs as cuBLAS calls (gaccrt_cuda_sgemm: beta = 0 in the first
 //   region, 1 when accumulating), deallocation after the last use, device
 //   allocations and copies, the sunk collectives as NCCL all-reduces per
