@@ -482,9 +482,10 @@ LogicalResult BatchAnalysisBuilder::visitScatterAdd(gacc::ScatterAddOp op,
   const BatchValueInfo &init = info(op.getInit());
   if (init.kind != BatchClass::Invariant && init.kind != BatchClass::Prologue)
     return op.emitOpError()
-           << "accumulates into a " << stringifyBatchClass(init.kind)
-           << " init; the accumulator of a sum over the samples must not "
-              "depend on the batch";
+           << "accumulates into an init that is "
+           << stringifyBatchClass(init.kind)
+           << "; the accumulator of a sum over the samples must not depend "
+              "on the batch";
   if (indices.kind != BatchClass::PerSample ||
       updates.kind != BatchClass::PerSample)
     return op.emitOpError()

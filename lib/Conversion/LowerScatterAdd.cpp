@@ -15,6 +15,7 @@
 #include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
+#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -176,6 +177,7 @@ struct LowerScatterAddPass
   using Base::Base;
 
   void runOnOperation() override {
+    GACC_VERIFY_PASS_RESULT();
     SmallVector<ScatterAddOp> ops;
     getOperation().walk([&](ScatterAddOp op) { ops.push_back(op); });
     for (ScatterAddOp op : ops) {

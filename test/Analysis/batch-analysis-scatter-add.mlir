@@ -100,10 +100,25 @@ func.func @per_sample_init(%ids: tensor<4xi64> {gacc.batch = 0 : i64},
                            %g: tensor<4x5xf32> {gacc.batch = 0 : i64},
                            %acc: tensor<4x5xf32> {gacc.batch = 0 : i64})
     -> (tensor<f32> {gacc.loss}, tensor<4x5xf32> {gacc.metric}) {
-  // expected-error @below {{'gacc.scatter_add' op accumulates into a per-sample init; the accumulator of a sum over the samples must not depend on the batch}}
+  // expected-error @below {{'gacc.scatter_add' op accumulates into an init that is per-sample; the accumulator of a sum over the samples must not depend on the batch}}
   %s = gacc.scatter_add ins(%g, %ids : tensor<4x5xf32>, tensor<4xi64>) outs(%acc : tensor<4x5xf32>) -> tensor<4x5xf32>
   %c = arith.constant dense<0.0> : tensor<f32>
   return %c, %s : tensor<f32>, tensor<4x5xf32>
+}
+
+// -----
+
+// A second scatter-add into the first one's partial: its init depends on
+// the batch.
+func.func @partial_init(%ids: tensor<4xi64> {gacc.batch = 0 : i64},
+                        %g: tensor<4x5xf32> {gacc.batch = 0 : i64},
+                        %acc: tensor<7x5xf32> {gacc.param})
+    -> (tensor<f32> {gacc.loss}, tensor<7x5xf32> {gacc.metric}) {
+  %s0 = gacc.scatter_add ins(%g, %ids : tensor<4x5xf32>, tensor<4xi64>) outs(%acc : tensor<7x5xf32>) -> tensor<7x5xf32>
+  // expected-error @below {{'gacc.scatter_add' op accumulates into an init that is partial; the accumulator of a sum over the samples must not depend on the batch}}
+  %s = gacc.scatter_add ins(%g, %ids : tensor<4x5xf32>, tensor<4xi64>) outs(%s0 : tensor<7x5xf32>) -> tensor<7x5xf32>
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c, %s : tensor<f32>, tensor<7x5xf32>
 }
 
 // -----
