@@ -12,7 +12,10 @@
 #   2. the runtime's device tests (gaccrt-cuda-tests);
 #   3. each fixture's CUDA step on its inputs against its CPU reference;
 #   4. compute-sanitizer (memcheck) on one step, when the host has it;
-#   5. the bench MLP steps against bench/torch_mlp.py (same dims, m), a table.
+#   5. the bench MLP steps against bench/torch_mlp.py (same dims, m), a table;
+#   6. the bench GPT steps (exported from PyTorch by gacc.torch) against
+#      bench/torch_gpt.py, a table.
+# The tables give gacc's kernel launches and host syncs per step.
 # Ends with one line "N passed, N failed"; exits non-zero on a failure.
 # Budget: GPU_CHECK_BUDGET_S (default 400 s) for all stages together; a stage
 # that would start past it fails as "no time left".
@@ -107,23 +110,46 @@ else
   echo "SKIP  compute-sanitizer (not found on this host)"
 fi
 
-echo "== 5. bench: gacc (ahead of time) against PyTorch eager accumulation"
-# shellcheck disable=SC1090
-source <(sed 's/ /\n/g' "$BUNDLE/bench/config.txt")
-echo "dims $dims, B = $batch, median of 20 steps after 3 warm-up steps (gacc: CUDA events around the step call)"
-echo "| m | gacc ms/step | torch ms/step | gacc / torch | gacc device peak | torch device peak |" | tee "$OUT/bench.md"
-echo "|---|---|---|---|---|---|" | tee -a "$OUT/bench.md"
-for m in ${ms//,/ }; do
-  stage "bench-gacc-m$m" 60 "$BUNDLE/bin/gacc-run-aot" "$BUNDLE/bench/mlp-m$m.so" --steps=23 --warmup=3
-  stage "bench-torch-m$m" 60 python3 "$BUNDLE/bench/torch_mlp.py" --batch "$batch" --dims "$dims" --micro-batches "$m" --device cuda
-  g=$(tail -1 "$OUT/bench-gacc-m$m.log") t=$(tail -1 "$OUT/bench-torch-m$m.log")
+# bench_row NAME M: a table row from the gacc and torch logs of NAME at M.
+bench_row() {
+  local g t gms tms gmem tmem ratio launches syncs
+  g=$(tail -1 "$OUT/bench-$1-gacc-m$2.log") t=$(tail -1 "$OUT/bench-$1-torch-m$2.log")
   gms=$(echo "$g" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
   tms=$(echo "$t" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
   gmem=$(echo "$g" | sed -n 's/.*peak memory \([0-9.]* [A-Za-z]*\).*/\1/p')
   tmem=$(echo "$t" | sed -n 's/.*peak device memory \([0-9.]* [A-Za-z]*\).*/\1/p')
+  launches=$(echo "$g" | sed -n 's/.*kernel launches\/step \([0-9]*\).*/\1/p')
+  syncs=$(echo "$g" | sed -n 's/.*host syncs\/step \([0-9]*\).*/\1/p')
   ratio=$(python3 -c "print(f'{float(\"${gms:-nan}\") / float(\"${tms:-nan}\"):.2f}')" 2> /dev/null || echo "?")
-  echo "| $m | ${gms:-error} | ${tms:-error} | $ratio | ${gmem:-?} | ${tmem:-?} |" | tee -a "$OUT/bench.md"
+  echo "| $2 | ${gms:-error} | ${tms:-error} | $ratio | ${launches:-?} | ${syncs:-?} | ${gmem:-?} | ${tmem:-?} |"
+}
+HEAD="| m | gacc ms/step | torch ms/step | gacc / torch | gacc kernels/step | gacc host syncs/step | gacc device peak | torch device peak |"
+SEP="|---|---|---|---|---|---|---|---|"
+
+echo "== 5. bench: gacc (ahead of time) against PyTorch eager accumulation"
+# shellcheck disable=SC1090
+source <(sed 's/ /\n/g' "$BUNDLE/bench/config.txt")
+echo "MLP: dims $dims, B = $batch, median of 20 steps after 3 warm-up steps (gacc: CUDA events around the step call)" | tee "$OUT/bench.md"
+echo "$HEAD" | tee -a "$OUT/bench.md"
+echo "$SEP" | tee -a "$OUT/bench.md"
+for m in ${ms//,/ }; do
+  stage "bench-mlp-gacc-m$m" 60 "$BUNDLE/bin/gacc-run-aot" "$BUNDLE/bench/mlp-m$m.so" --steps=23 --warmup=3
+  stage "bench-mlp-torch-m$m" 60 python3 "$BUNDLE/bench/torch_mlp.py" --batch "$batch" --dims "$dims" --micro-batches "$m" --device cuda
+  bench_row mlp "$m" | tee -a "$OUT/bench.md"
 done
+
+echo "== 6. bench: the GPT from PyTorch (gacc.torch) against PyTorch eager accumulation"
+if [ -n "${gpt_vocab:-}" ]; then
+  echo "GPT: vocabulary $gpt_vocab, T = $gpt_seq, D = $gpt_dim, $gpt_heads heads, B = $gpt_batch, AdamW" | tee -a "$OUT/bench.md"
+  echo "$HEAD" | tee -a "$OUT/bench.md"
+  echo "$SEP" | tee -a "$OUT/bench.md"
+  for m in ${ms//,/ }; do
+    stage "bench-gpt-gacc-m$m" 60 "$BUNDLE/bin/gacc-run-aot" "$BUNDLE/bench/gpt-m$m.so" --steps=23 --warmup=3
+    stage "bench-gpt-torch-m$m" 60 python3 "$BUNDLE/bench/torch_gpt.py" --vocab "$gpt_vocab" --seq "$gpt_seq" \
+      --dim "$gpt_dim" --heads "$gpt_heads" --batch "$gpt_batch" --micro-batches "$m" --device cuda
+    bench_row gpt "$m" | tee -a "$OUT/bench.md"
+  done
+fi
 
 echo
 echo "took $(( $(date +%s) - START )) s; logs in $OUT"

@@ -15,7 +15,7 @@
 # Builds gacc first (scripts/build.sh) when GACC_BUILD_DIR has no
 # gacc-compile. Environment: GACC_BUILD_DIR (default build, with CUDA),
 # BENCH_DIMS (default 1024,1024,1024,1024,10), BENCH_BATCH (512),
-# BENCH_MS (1,4,8), GACC_BUNDLE_MCPU (host CPU of the step code, x86-64-v2).
+# BENCH_MS (1,2,4,8), GACC_BUNDLE_MCPU (host CPU of the step code, x86-64-v2).
 set -euo pipefail
 if [ $# -ne 1 ]; then
   echo "usage: $0 OUT_DIR" >&2
@@ -30,7 +30,7 @@ BUILD=$(cd "${GACC_BUILD_DIR:-$ROOT/build}" && pwd)
 OUT=$1
 DIMS=${BENCH_DIMS:-1024,1024,1024,1024,10}
 BATCH=${BENCH_BATCH:-512}
-BENCH_MS=${BENCH_MS:-1,4,8}
+BENCH_MS=${BENCH_MS:-1,2,4,8}
 MCPU=${GACC_BUNDLE_MCPU:-x86-64-v2}
 PY=/usr/bin/python3
 for tool in gacc-compile gacc-run gacc-run-aot; do
@@ -58,7 +58,8 @@ ldd "$BUILD/lib/libgaccrt.so" | awk '/=> \//{print $1, $3}' | while read -r sona
   esac
 done
 cp "$ROOT/scripts/device/env.sh" "$ROOT/scripts/device/check_results.py" "$OUT/"
-cp "$ROOT/bench/torch_mlp.py" "$OUT/bench/"
+cp "$ROOT/bench/torch_mlp.py" "$ROOT/bench/torch_gpt.py" \
+  "$ROOT/examples/torch/train_gpt.py" "$OUT/bench/"
 
 compile() { # DEVICE NAME STEP OPTIONS...
   local device=$1 name=$2 step=$3
@@ -92,9 +93,20 @@ adamw-clip-m1 1e-4 adamw_clip.mlir --micro-batches=1
 adamw-clip-m4 1e-4 adamw_clip.mlir --micro-batches=4
 lm-head-m2 1e-4 lm_head_masked.mlir --micro-batches=2
 tied-m2 1e-4 tied_weights.mlir --micro-batches=2"
+# Steps from PyTorch (gacc.torch, Debian's python3-torch here): the tests'
+# GPT returning its gradients (an optimizer would turn the rounding noise of
+# its key bias's zero gradient into updates of up to lr), with its
+# embedding gradient as gacc.scatter_add.
+TORCH_DIR=$(mktemp -d)
+trap 'rm -rf "$TORCH_DIR"' EXIT
+PYTHONPATH="$BUILD/python" $PY "$ROOT/test/Python/export_models.py" "$TORCH_DIR" gpt_grads > /dev/null
+CASES="$CASES
+gpt-m2 1e-4 $TORCH_DIR/gpt_grads.mlir --micro-batches=2
+gpt-3+1 1e-4 $TORCH_DIR/gpt_grads.mlir --micro-batch-sizes=3,1"
 : > "$OUT/cases.txt"
 while read -r name tol fixture options; do
   step="$ROOT/examples/$fixture"
+  [ "${fixture:0:1}" = / ] && step=$fixture
   # shellcheck disable=SC2086
   compile cpu "$name" "$step" $options
   # shellcheck disable=SC2086
@@ -127,6 +139,25 @@ for m in ${BENCH_MS//,/ }; do
     --mcpu="$MCPU" --rpath='$ORIGIN/../lib' -o "$OUT/bench/mlp-m$m.so"
 done
 rm "$OUT/bench/mlp.mlir"
+# The bench GPT (examples/torch/train_gpt.py's model: vocabulary 256, T = 32,
+# D = 128, 4 heads, B = 32, AdamW), exported by gacc.torch, one step per m.
+PYTHONPATH="$BUILD/python:$ROOT/examples/torch" $PY - "$OUT/bench/gpt.mlir" <<'PY'
+import sys
+import torch
+import gacc.torch
+from train_gpt import GPT, batch_of, loss_fn
+torch.manual_seed(0)
+model = GPT(256, 32, 128, 4)
+batch = batch_of(torch.Generator().manual_seed(0), 32, 32, 256)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+open(sys.argv[1], "w").write(gacc.torch.export_step(model, loss_fn, batch, optimizer=opt))
+PY
+echo "gpt_vocab=256 gpt_seq=32 gpt_dim=128 gpt_heads=4 gpt_batch=32" >> "$OUT/bench/config.txt"
+for m in ${BENCH_MS//,/ }; do
+  "$BUILD/bin/gacc-compile" "$OUT/bench/gpt.mlir" --micro-batches="$m" --device=cuda \
+    --mcpu="$MCPU" --rpath='$ORIGIN/../lib' -o "$OUT/bench/gpt-m$m.so"
+done
+rm "$OUT/bench/gpt.mlir"
 
 # The CPU cases, runnable here and on the device: each CPU step library
 # against the JIT's outputs (within 1e-6).

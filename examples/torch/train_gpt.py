@@ -25,11 +25,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-try:
-    import gacc.torch
-except ImportError:
-    sys.exit("train_gpt.py: cannot import gacc; run it with "
-             "PYTHONPATH=build/python /usr/bin/python3 (Debian's python3-torch)")
 
 
 class GPT(nn.Module):
@@ -75,6 +70,12 @@ def batch_of(gen, B, T, V):
 
 
 def main():
+    try:
+        import gacc.torch
+    except ImportError:
+        sys.exit("train_gpt.py: cannot import gacc; run it with "
+                 "PYTHONPATH=build/python /usr/bin/python3 (Debian's "
+                 "python3-torch)")
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--micro-batches", type=int, default=4)
