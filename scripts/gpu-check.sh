@@ -18,7 +18,8 @@
 # The tables give gacc's kernel launches and host syncs per step.
 # Ends with one line "N passed, N failed"; exits non-zero on a failure.
 # Budget: GPU_CHECK_BUDGET_S (default 400 s) for all stages together; a stage
-# that would start past it fails as "no time left".
+# that would start past it fails as "no time left". GPU_CHECK_STAGES (e.g.
+# 5,6; default all) runs only the listed stages.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUNDLE=$(cd "${1:-$ROOT/device-bundle}" 2> /dev/null && pwd) || {
@@ -37,6 +38,8 @@ command -v nvidia-smi > /dev/null &&
 echo "library path: $LD_LIBRARY_PATH" > "$OUT/env.log"
 
 passed=0 failed=0
+STAGES=${GPU_CHECK_STAGES:-1,2,3,4,5,6}
+want() { [[ ",$STAGES," == *",$1,"* ]]; }
 # stage NAME SECONDS COMMAND...: runs COMMAND under `timeout`, its output in
 # $OUT/NAME.log.
 # A stage's limit is cut to what is left of the whole check's budget
@@ -65,6 +68,7 @@ stage() {
   return $rc
 }
 
+if want 1; then
 echo "== 1. libraries"
 ldd_check() {
   local bad=0 f
@@ -78,14 +82,18 @@ ldd_check() {
 }
 export -f ldd_check
 stage ldd 30 ldd_check
+fi
 
+if want 2; then
 echo "== 2. runtime device tests"
 if [ -x "$BUNDLE/bin/gaccrt-cuda-tests" ]; then
   stage runtime-device-tests 90 "$BUNDLE/bin/gaccrt-cuda-tests"
 else
   echo "SKIP  runtime-device-tests (not in the bundle)"
 fi
+fi
 
+if want 3; then
 echo "== 3. fixtures on the GPU against their CPU references"
 fixture() { # NAME TOLERANCE
   local name=$1 tol=$2
@@ -100,7 +108,9 @@ export -f fixture
 while read -r name tol; do
   stage "fixture-$name" 45 fixture "$name" "$tol"
 done < "$BUNDLE/cases.txt"
+fi
 
+if want 4; then
 echo "== 4. compute-sanitizer on one step"
 SANITIZER=$(command -v compute-sanitizer || ls "${CUDA_HOME:-/usr/local/cuda}"/bin/compute-sanitizer /usr/local/cuda*/bin/compute-sanitizer 2> /dev/null | head -1)
 if [ -n "$SANITIZER" ] && [ -f "$BUNDLE/steps/cuda/mlp-m2.so" ]; then
@@ -109,7 +119,11 @@ if [ -n "$SANITIZER" ] && [ -f "$BUNDLE/steps/cuda/mlp-m2.so" ]; then
 else
   echo "SKIP  compute-sanitizer (not found on this host)"
 fi
+fi
 
+# shellcheck disable=SC1090
+source <(sed 's/ /\n/g' "$BUNDLE/bench/config.txt")
+: > "$OUT/bench.md"
 # bench_row NAME M: a table row from the gacc and torch logs of NAME at M.
 bench_row() {
   local g t gms tms gmem tmem ratio launches syncs
@@ -126,10 +140,9 @@ bench_row() {
 HEAD="| m | gacc ms/step | torch ms/step | gacc / torch | gacc kernels/step | gacc host syncs/step | gacc device peak | torch device peak |"
 SEP="|---|---|---|---|---|---|---|---|"
 
+if want 5; then
 echo "== 5. bench: gacc (ahead of time) against PyTorch eager accumulation"
-# shellcheck disable=SC1090
-source <(sed 's/ /\n/g' "$BUNDLE/bench/config.txt")
-echo "MLP: dims $dims, B = $batch, median of 20 steps after 3 warm-up steps (gacc: CUDA events around the step call)" | tee "$OUT/bench.md"
+echo "MLP: dims $dims, B = $batch, median of 20 steps after 3 warm-up steps (gacc: CUDA events around the step call)" | tee -a "$OUT/bench.md"
 echo "$HEAD" | tee -a "$OUT/bench.md"
 echo "$SEP" | tee -a "$OUT/bench.md"
 for m in ${ms//,/ }; do
@@ -137,7 +150,9 @@ for m in ${ms//,/ }; do
   stage "bench-mlp-torch-m$m" 60 python3 "$BUNDLE/bench/torch_mlp.py" --batch "$batch" --dims "$dims" --micro-batches "$m" --device cuda
   bench_row mlp "$m" | tee -a "$OUT/bench.md"
 done
+fi
 
+if want 6; then
 echo "== 6. bench: the GPT from PyTorch (gacc.torch) against PyTorch eager accumulation"
 if [ -n "${gpt_vocab:-}" ]; then
   echo "GPT: vocabulary $gpt_vocab, T = $gpt_seq, D = $gpt_dim, $gpt_heads heads, B = $gpt_batch, AdamW" | tee -a "$OUT/bench.md"
@@ -149,6 +164,7 @@ if [ -n "${gpt_vocab:-}" ]; then
       --dim "$gpt_dim" --heads "$gpt_heads" --batch "$gpt_batch" --micro-batches "$m" --device cuda
     bench_row gpt "$m" | tee -a "$OUT/bench.md"
   done
+fi
 fi
 
 echo

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -258,9 +259,14 @@ int main(int argc, char **argv) {
     return fail(error);
   std::vector<double> stepMs;
   int64_t peak = 0, collectives = 0, bytesReduced = 0;
+  // Kernel launches, host waits and allocations of the last step's call.
+  std::optional<gaccrt_cuda_counts> deviceCounts;
   for (int64_t k = 0; k < flags.steps; ++k) {
     gaccrt_reset_stats();
     deviceResetPeak(cuda);
+    gaccrt_cuda_counts counts;
+    if (cuda)
+      (void)takeDeviceCounts(counts);
     int64_t base = deviceCurrentBytes(cuda);
     double ms = 0;
     if (!step.run(invoke, error, &ms))
@@ -271,6 +277,8 @@ int main(int argc, char **argv) {
       return fail("the compiled step leaked " + std::to_string(leaked) +
                   " bytes");
     peak = std::max(peak, devicePeakBytes(cuda) - base);
+    if (cuda && takeDeviceCounts(counts))
+      deviceCounts = counts;
     collectives = gaccrt_collectives_issued();
     bytesReduced = gaccrt_bytes_reduced();
     if (print && lossIndex >= 0)
@@ -306,9 +314,11 @@ int main(int argc, char **argv) {
     }
 
   if (print)
-    std::printf("%s\n", formatStepSummary(flags.steps, flags.warmup, stepMs,
-                                          peak, cuda, collectives, bytesReduced)
-                            .c_str());
+    std::printf("%s\n",
+                formatStepSummary(flags.steps, flags.warmup, stepMs, peak, cuda,
+                                  collectives, bytesReduced,
+                                  deviceCounts ? &*deviceCounts : nullptr)
+                    .c_str());
   std::fflush(stdout);
   if (!flags.traceFile.empty()) {
     int written = gaccrt_trace_write();
