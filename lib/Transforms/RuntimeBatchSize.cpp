@@ -252,8 +252,8 @@ void RuntimeBatchSizeRewriter::replaceSampleCounts() {
                      << (*form == SampleCountForm::Count ? "B = " : "1/B, B = ")
                      << batchSize
                      << " (runtime-batch-size: B' at run time); a constant "
-                        "that only equals it must not be, see README "
-                        "\"Tail steps\"";
+                        "that only equals it must not be, see "
+                        "docs/TailSteps.md";
     auto type = cst.getType();
     Value scalar = getCount(cast<FloatType>(getElementTypeOrSelf(type)), *form);
     Value replacement = scalar;

@@ -53,7 +53,7 @@ func.func @step(%w: tensor<3x2xf32> {gacc.param},
   %zero = arith.constant 0.0 : f32
   %two = arith.constant 2.0 : f32
   %ninf = arith.constant 0xFF800000 : f32
-  // expected-remark @below {{taken as the sample count 1/B, B = 4 (runtime-batch-size: B' at run time); a constant that only equals it must not be, see README "Tail steps"}}
+  // expected-remark @below {{taken as the sample count 1/B, B = 4 (runtime-batch-size: B' at run time); a constant that only equals it must not be, see docs/TailSteps.md}}
   %inv = arith.constant 0.25 : f32
   %e42 = tensor.empty() : tensor<4x2xf32>
   %z42 = linalg.fill ins(%zero : f32) outs(%e42 : tensor<4x2xf32>) -> tensor<4x2xf32>

@@ -346,7 +346,8 @@ int main(int argc, char **argv) {
         << "note: every loss, gradient and metric is within tolerance and "
            "only optimizer results are not, and a gradient is zero in exact "
            "arithmetic (rounding noise): an Adam-like update amplifies that "
-           "noise, and its result cannot be checked (README, gacc-check)\n";
+           "noise, and its result cannot be checked (docs/Tools.md, "
+           "gacc-check)\n";
   llvm::outs() << (anyFail
                        ? "FAIL: a compiled result is outside tolerance\n"
                        : "PASS: every compiled result is within tolerance\n");
