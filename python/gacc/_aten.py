@@ -137,18 +137,19 @@ def reciprocal(ctx, a, k):
     return div(ctx, [1.0, a[0]], {})
 
 
+def _sigmoid(b, x, et):
+    """1 / (1 + exp(-x)) in a body."""
+    n = b.op("arith.negf %s : %s", x, et)
+    e = b.op("math.exp %s : %s", n, et)
+    one = b.const(1.0, et)
+    d = b.op("arith.addf %s, %s : %s", one, e, et)
+    return b.op("arith.divf %s, %s : %s", one, d, et)
+
+
 @aten("aten.sigmoid.default")
 def sigmoid(ctx, a, k):
     x = a[0]
-    et = x.et
-
-    def body(b, v):
-        n = b.op("arith.negf %s : %s", v[0], et)
-        e = b.op("math.exp %s : %s", n, et)
-        one = b.const(1.0, et)
-        d = b.op("arith.addf %s, %s : %s", one, e, et)
-        return b.op("arith.divf %s, %s : %s", one, d, et)
-    return ctx.ops.ew([x], body, et)
+    return ctx.ops.ew([x], lambda b, v: _sigmoid(b, v[0], x.et), x.et)
 
 
 @aten("aten.sigmoid_backward.default")
@@ -183,11 +184,7 @@ def silu(ctx, a, k):
     et = x.et
 
     def body(b, v):
-        n = b.op("arith.negf %s : %s", v[0], et)
-        e = b.op("math.exp %s : %s", n, et)
-        one = b.const(1.0, et)
-        d = b.op("arith.addf %s, %s : %s", one, e, et)
-        return b.op("arith.divf %s, %s : %s", v[0], d, et)
+        return b.op("arith.mulf %s, %s : %s", v[0], _sigmoid(b, v[0], et), et)
     return ctx.ops.ew([x], body, et)
 
 
@@ -199,10 +196,7 @@ def silu_backward(ctx, a, k):
     def body(b, v):
         # sigmoid(x) * (1 + x * (1 - sigmoid(x))) (torch/_decomp)
         one = b.const(1.0, et)
-        n = b.op("arith.negf %s : %s", v[1], et)
-        e = b.op("math.exp %s : %s", n, et)
-        d = b.op("arith.addf %s, %s : %s", one, e, et)
-        s = b.op("arith.divf %s, %s : %s", one, d, et)
+        s = _sigmoid(b, v[1], et)
         t = b.op("arith.subf %s, %s : %s", one, s, et)
         t = b.op("arith.mulf %s, %s : %s", v[1], t, et)
         t = b.op("arith.addf %s, %s : %s", one, t, et)
@@ -924,6 +918,22 @@ def _norm_stats(o, x, dims, eps):
     return mean, rstd, xc
 
 
+def _norm_input_grad(o, gx, s1, s2, xhat, rstd, N, et):
+    """The input gradient of a normalization over N elements (layer, batch
+    and group norm): rstd / N * (N * gx - sum(gx) - xhat * sum(gx * xhat)),
+    gx the output gradient times the weight."""
+    def body(b, v):
+        gxv, a1, a2, xh, r = v
+        n = b.const(float(N), et)
+        t = b.op("arith.mulf %s, %s : %s", n, gxv, et)
+        t = b.op("arith.subf %s, %s : %s", t, a1, et)
+        u = b.op("arith.mulf %s, %s : %s", xh, a2, et)
+        t = b.op("arith.subf %s, %s : %s", t, u, et)
+        r2 = b.op("arith.divf %s, %s : %s", r, n, et)
+        return b.op("arith.mulf %s, %s : %s", r2, t, et)
+    return o.ew([gx, s1, s2, xhat, rstd], body, et)
+
+
 @aten("aten.native_layer_norm.default")
 def native_layer_norm(ctx, a, k):
     x, nshape, w, bias, eps = a
@@ -951,16 +961,8 @@ def native_layer_norm_backward(ctx, a, k):
     a2 = o.sum(o.mul(gx, xhat), dims, True)
     et = x.et
 
-    def body(b, v):
-        gxv, s1, s2, xh, r = v
-        n = b.const(float(N), et)
-        t = b.op("arith.mulf %s, %s : %s", n, gxv, et)
-        t = b.op("arith.subf %s, %s : %s", t, s1, et)
-        u = b.op("arith.mulf %s, %s : %s", xh, s2, et)
-        t = b.op("arith.subf %s, %s : %s", t, u, et)
-        r2 = b.op("arith.divf %s, %s : %s", r, n, et)
-        return b.op("arith.mulf %s, %s : %s", r2, t, et)
-    gin = o.ew([gx, a1, a2, xhat, rstd], body, et) if mask[0] else None
+    gin = _norm_input_grad(o, gx, a1, a2, xhat, rstd, N, et) \
+        if mask[0] else None
     outer = list(range(axis))
     gw = o.sum(o.mul(g, xhat), outer) if (mask[1] and w is not None) else None
     gb = o.sum(g, outer) if (mask[2] and bias is not None) else None
@@ -1048,16 +1050,7 @@ def native_batch_norm_backward(ctx, a, k):
             s1 = o.sum(gx, dims, True)
             s2 = o.sum(o.mul(gx, xhat), dims, True)
 
-            def body(b, v):
-                gxv, a1, a2, xh, r = v
-                n = b.const(float(N), et)
-                t = b.op("arith.mulf %s, %s : %s", n, gxv, et)
-                t = b.op("arith.subf %s, %s : %s", t, a1, et)
-                u = b.op("arith.mulf %s, %s : %s", xh, a2, et)
-                t = b.op("arith.subf %s, %s : %s", t, u, et)
-                r2 = b.op("arith.divf %s, %s : %s", r, n, et)
-                return b.op("arith.mulf %s, %s : %s", r2, t, et)
-            gin = o.ew([gx, s1, s2, xhat, rstd], body, et)
+            gin = _norm_input_grad(o, gx, s1, s2, xhat, rstd, N, et)
         else:
             gin = o.mul(gx, rstd)
     gw = o.sum(o.mul(g, xhat), dims) if mask[1] and w is not None else None
@@ -1098,16 +1091,7 @@ def native_group_norm_backward(ctx, a, k):
         s1 = o.sum(gxg, [2], True)
         s2 = o.sum(o.mul(gxg, xhg), [2], True)
 
-        def body(b, v):
-            gxv, a1, a2, xh, r = v
-            n = b.const(float(M), et)
-            t = b.op("arith.mulf %s, %s : %s", n, gxv, et)
-            t = b.op("arith.subf %s, %s : %s", t, a1, et)
-            u = b.op("arith.mulf %s, %s : %s", xh, a2, et)
-            t = b.op("arith.subf %s, %s : %s", t, u, et)
-            r2 = b.op("arith.divf %s, %s : %s", r, n, et)
-            return b.op("arith.mulf %s, %s : %s", r2, t, et)
-        gin = o.view(o.ew([gxg, s1, s2, xhg, r3], body, et), shape)
+        gin = o.view(_norm_input_grad(o, gxg, s1, s2, xhg, r3, M, et), shape)
     dims = [0] + list(range(2, x.rank))
     gw = o.sum(o.mul(g, xhat), dims) if mask[1] and w is not None else None
     gb = o.sum(g, dims) if mask[2] else None

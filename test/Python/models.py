@@ -2,10 +2,16 @@
 (model, loss_fn, batch, optimizer or None)."""
 
 import math
+import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "examples", "torch"))
+import train_gpt  # noqa: E402
 
 
 def mlp(loss="ce", act=nn.ReLU, B=8, seed=0):
@@ -21,29 +27,11 @@ def mlp(loss="ce", act=nn.ReLU, B=8, seed=0):
     return m, lambda m, x, t: F.mse_loss(m(x), t), (x, t), None
 
 
-class GPT(nn.Module):
-    def __init__(self, V=13, T=6, D=16, H=2):
-        super().__init__()
-        self.wte = nn.Embedding(V, D)
-        self.wpe = nn.Parameter(torch.randn(T, D) * 0.1)
-        self.ln1 = nn.LayerNorm(D)
-        self.attn = nn.MultiheadAttention(D, H, batch_first=True)
-        self.ln2 = nn.LayerNorm(D)
-        self.fc = nn.Linear(D, 4 * D)
-        self.proj = nn.Linear(4 * D, D)
-        self.lnf = nn.LayerNorm(D)
-        self.head = nn.Linear(D, V, bias=False)
-        self.head.weight = self.wte.weight  # tied
-        self.register_buffer(
-            "mask", torch.triu(torch.ones(T, T, dtype=torch.bool), 1))
-
-    def forward(self, tok):
-        x = self.wte(tok) + self.wpe
-        h = self.ln1(x)
-        a, _ = self.attn(h, h, h, attn_mask=self.mask, need_weights=False)
-        x = x + a
-        x = x + self.proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
-        return self.head(self.lnf(x))
+def GPT(V=13, T=6, D=16, H=2):
+    """examples/torch/train_gpt.py's model: embedding, learned positions,
+    causal nn.MultiheadAttention, LayerNorm, GELU(tanh), an LM head tied to
+    the embedding."""
+    return train_gpt.GPT(V, T, D, H)
 
 
 def gpt_loss(m, tok, tgt):
