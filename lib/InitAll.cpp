@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/InitAll.h"
-#include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Lowering/Passes.h"
 #include "gacc/Pipelines/Pipelines.h"
 #include "gacc/Transforms/Passes.h"
 

@@ -40,7 +40,7 @@ MLIR_CAPI_EXPORTED MlirLogicalResult gaccRunPipeline(MlirModule module,
 }
 #endif
 
-#include "gacc/Conversion/Passes.capi.h.inc"
+#include "gacc/Lowering/Passes.capi.h.inc"
 #include "gacc/Transforms/Passes.capi.h.inc"
 
 #endif // GACC_C_GACC_H

@@ -7,9 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc-c/Gacc.h"
-#include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/InitAll.h"
+#include "gacc/Lowering/Passes.h"
 #include "gacc/Pipelines/Pipelines.h"
 #include "gacc/Transforms/Passes.h"
 
@@ -44,5 +44,5 @@ MlirLogicalResult gaccRunPipeline(MlirModule module, MlirStringRef options) {
   return wrap(pm.run(op));
 }
 
-#include "gacc/Conversion/Passes.capi.cpp.inc"
+#include "gacc/Lowering/Passes.capi.cpp.inc"
 #include "gacc/Transforms/Passes.capi.cpp.inc"

@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Conversion/Passes.h"
+#include "gacc/Lowering/Passes.h"
 #include "gacc/Pipelines/Pipelines.h"
 #include "gacc/Transforms/Passes.h"
 

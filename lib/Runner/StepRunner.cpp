@@ -11,9 +11,9 @@
 #include "gacc/Runner/StepRunner.h"
 
 #include "gacc/Analysis/BatchAnalysis.h"
-#include "gacc/Conversion/Passes.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/InitAll.h"
+#include "gacc/Lowering/Passes.h"
 #include "gacc/Pipelines/Pipelines.h"
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/Utils.h"

@@ -1,0 +1,134 @@
+//===- AllReduceBufferization.cpp - bufferize shard.all_reduce --*- C++ -*-===//
+//
+// An external BufferizableOpInterface model for shard.all_reduce: the
+// collective reduces its operand's buffer in place (the result is equivalent
+// to the operand), so a bucket is reduced where the accumulators live. It
+// bufferizes to one call of the runtime:
+//   gaccrt_all_reduce(address, count, dtype, kind, bucket)
+// where kind is 0 (sum) or 1 (average) and bucket comes from `gacc.bucket`
+// (-1 when the collective is not a bucket).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeCalls.h"
+#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Dialect/Gacc/IR/StepSignature.h"
+#include "gacc/Lowering/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/DialectRegistry.h"
+
+using namespace mlir;
+using namespace mlir::bufferization;
+using namespace mlir::gacc;
+
+namespace {
+struct AllReduceOpInterface
+    : public BufferizableOpInterface::ExternalModel<AllReduceOpInterface,
+                                                    shard::AllReduceOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return true;
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &,
+                                      const AnalysisState &) const {
+    return {{op->getResult(0), BufferRelation::Equivalent}};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto allReduce = cast<shard::AllReduceOp>(op);
+    auto kind = allReduce.getReduction();
+    std::optional<int32_t> runtimeKind = getRuntimeReductionKind(kind);
+    if (!runtimeKind)
+      return op->emitOpError()
+             << "the reduction '" << shard::stringifyReductionKind(kind)
+             << "' does not lower to the gacc runtime (sum, average, max, "
+                "min and product do)";
+    if (allReduce.getInput().getType() != allReduce.getResult().getType())
+      return op->emitOpError(
+          "expected the same input and result type to reduce in place");
+    FailureOr<Value> buffer =
+        getBuffer(rewriter, allReduce.getInput(), options, state);
+    if (failed(buffer))
+      return failure();
+    auto type = cast<MemRefType>(buffer->getType());
+    std::optional<int32_t> dtype = getRuntimeDType(type.getElementType());
+    if (!dtype || !type.hasStaticShape())
+      return op->emitOpError() << "cannot reduce a buffer of type " << type
+                               << " with the gacc runtime";
+
+    Location loc = op->getLoc();
+    // The runtime reduces contiguous memory: reduce a contiguous copy of a
+    // strided buffer and copy it back.
+    Value target = *buffer;
+    // A cast to a strided layout (loop results are bufferized with one) of
+    // an identity buffer: reduce the identity buffer itself.
+    while (auto castOp = target.getDefiningOp<memref::CastOp>()) {
+      auto sourceType = cast<MemRefType>(castOp.getSource().getType());
+      if (!sourceType.getLayout().isIdentity() ||
+          sourceType.getShape() != type.getShape())
+        break;
+      target = castOp.getSource();
+      type = sourceType;
+    }
+    bool contiguous = type.getLayout().isIdentity();
+    if (!contiguous) {
+      auto plain = MemRefType::get(type.getShape(), type.getElementType());
+      target = memref::AllocOp::create(rewriter, loc, plain);
+      memref::CopyOp::create(rewriter, loc, *buffer, target);
+    }
+    Value address =
+        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, target);
+    Type i64 = rewriter.getI64Type(), i32 = rewriter.getI32Type();
+    Value addressI64 = arith::IndexCastOp::create(rewriter, loc, i64, address);
+    Value count =
+        arith::ConstantIntOp::create(rewriter, loc, i64, type.getNumElements());
+    Value dtypeValue = arith::ConstantIntOp::create(rewriter, loc, i32, *dtype);
+    Value kindValue =
+        arith::ConstantIntOp::create(rewriter, loc, i32, *runtimeKind);
+    int64_t bucket = -1;
+    if (auto attr =
+            op->getAttrOfType<IntegerAttr>(GaccDialect::kBucketAttrName))
+      bucket = attr.getInt();
+    Value bucketValue =
+        arith::ConstantIntOp::create(rewriter, loc, i64, bucket);
+    func::FuncOp callee = getOrDeclareRuntimeFunction(
+        op, "gaccrt_all_reduce",
+        rewriter.getFunctionType({i64, i64, i32, i32, i64}, {}));
+    auto call = func::CallOp::create(
+        rewriter, loc, callee,
+        ValueRange{addressI64, count, dtypeValue, kindValue, bucketValue});
+    // A member of a split bucket: gacc-place-buckets merges the calls of a
+    // bucket into one after bufferization.
+    if (Attribute offset = op->getAttr(kBucketOffsetAttrName))
+      call->setAttr(kBucketOffsetAttrName, offset);
+    // gacc-overlap-all-reduce starts it early and waits where it is read.
+    if (op->hasAttr(GaccDialect::kOverlapAttrName))
+      call->setAttr(GaccDialect::kOverlapAttrName, rewriter.getUnitAttr());
+    if (!contiguous) {
+      memref::CopyOp::create(rewriter, loc, target, *buffer);
+      memref::DeallocOp::create(rewriter, loc, target);
+    }
+    replaceOpWithBufferizedValues(rewriter, op, *buffer);
+    return success();
+  }
+};
+} // namespace
+
+void mlir::gacc::registerBufferizableOpInterfaceExternalModels(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {
+    shard::AllReduceOp::attachInterface<AllReduceOpInterface>(*ctx);
+  });
+}
