@@ -17,7 +17,6 @@ random start, so the loss falls as the model learns to add one.
 
 import argparse
 import copy
-import os
 import sys
 import time
 

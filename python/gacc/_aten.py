@@ -10,7 +10,7 @@ it covers raises `EmitError` with the reason.
 
 import math
 
-from ._emitter import F32, F64, FLOATS, I1, I32, I64, EmitError, Tensor
+from ._emitter import F32, FLOATS, I1, I32, I64, EmitError, Tensor
 from ._ops import convert
 
 ATEN = {}
@@ -24,15 +24,7 @@ def aten(*names):
     return reg
 
 
-def fet(t):
-    return t.et
-
-
 # ------------------------------------------------------------ elementwise
-def _scalar_or(ctx, x):
-    return x
-
-
 def _arith(ctx, x, y, fop, iop):
     o = ctx.ops
     et = _result_et(x, y)
@@ -120,7 +112,7 @@ for _n, _f in [("exp", "math.exp"), ("log", "math.log"),
                ("tanh", "math.tanh"), ("sin", "math.sin"),
                ("cos", "math.cos"), ("erf", "math.erf"),
                ("log1p", "math.log1p"), ("expm1", "math.expm1"),
-               ("abs", "math.absf"), ("neg", "arith.negf")]:
+               ("abs", "math.absf")]:
     ATEN["aten.%s.default" % _n] = _unary_f(_f)
 
 
@@ -462,7 +454,7 @@ def maxmin(ctx, a, k):
 
 @aten("aten._to_copy.default", "aten.to.dtype", "aten.clone.default",
       "aten.detach.default", "aten.alias.default", "aten.lift_fresh_copy.default",
-      "aten.contiguous.default", "aten._to_copy", "aten.lift_fresh.default")
+      "aten.contiguous.default", "aten.lift_fresh.default")
 def identity(ctx, a, k):
     x = a[0]
     dtype = k.get("dtype")
@@ -499,11 +491,9 @@ def fill_like(ctx, a, k):
 def arange(ctx, a, k):
     out = ctx.val
     et = ctx.et_of(out.dtype)
-    start, end, step = 0, a[0], 1
-    if len(a) >= 2:
-        start, end = a[0], a[1]
-    if len(a) >= 3:
-        step = a[2]
+    # the length is the traced result's; the values start and step
+    start = a[0] if len(a) >= 2 else 0
+    step = a[2] if len(a) >= 3 else 1
     vals = [start + i * step for i in range(out.shape[0])]
     return ctx.e.constant(vals, list(out.shape), et)
 
@@ -735,7 +725,6 @@ def embedding_dense_backward(ctx, a, k):
     g, idx, V, padding_idx, scale = a[:5]
     if scale:
         raise EmitError("embedding with scale_grad_by_freq=True")
-    e = ctx.e
     D = g.shape[idx.rank:]
     if padding_idx is not None and padding_idx >= 0:
         m = ctx.ops.ew([idx], lambda b, v: b.op(
@@ -809,7 +798,6 @@ def nll_loss_forward(ctx, a, k):
         x = o.unsqueeze(x, 0)
         target = o.unsqueeze(target, 0)
     xm = o.materialize(x)
-    C = xm.shape[1]
     et = x.et
 
     def body(b, args, outs):

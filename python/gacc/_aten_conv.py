@@ -4,7 +4,7 @@ the input gradient, a generic over (f, c, kh, kw, n, oh, ow) for the weight
 gradient (the sample loop is a reduction), windowed generics for pooling."""
 
 from ._aten import aten
-from ._emitter import F32, I1, I64, EmitError, Tensor, ttype
+from ._emitter import I64, EmitError, Tensor, ttype
 
 
 def _pad(ctx, x, low, high):

@@ -292,20 +292,6 @@ class Emitter:
         sample = pos[t.sample] if t.sample is not None else None
         return Tensor(name, new_fshape, groups, t.et, sample)
 
-    def materialize(self, t, free=()):
-        """A physical value whose dims are `t`'s logical dims, in order. In the
-        logical dims listed in `free` the order of the fine dims does not
-        matter to the caller: the sample dim goes first there. Returns
-        (name, ptype) and the fine order used for each group."""
-        orders = []
-        for i, g in enumerate(t.groups):
-            g = list(g)
-            if i in free and t.sample in g:
-                g.remove(t.sample)
-                g.insert(0, t.sample)
-            orders.append(g)
-        return self.materialize_ordered(t, orders), orders
-
     def materialize_ordered(self, t, orders):
         for g in orders:
             if t.sample in g:

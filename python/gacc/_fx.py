@@ -18,7 +18,6 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from . import _aten, _aten_conv  # noqa: F401  (registers the handlers)
 from ._aten import ATEN
 from ._emitter import F32, F64, I1, I32, I64, EmitError, Tensor
-from ._ops import Ops
 
 _DTYPES = {
     torch.float32: F32,

@@ -274,9 +274,6 @@ class Ops:
         return self.mul(s, 1.0 / n)
 
     # ------------------------------------------------------- contractions
-    def _orders(self, ts_groups, free_sample_first):
-        pass
-
     def matmul(self, a, b, batch=False, init=None):
         """a [(Bt,) M, K] x b [(Bt,) K, N] -> [(Bt,) M, N] as linalg.matmul
         or linalg.batch_matmul."""
@@ -430,7 +427,6 @@ class Ops:
     def _add_units(self, x, groups):
         """Gives every empty group of `groups` a new unit fine dim."""
         e = self.e
-        new_fshape, reassoc = [], []
         extra = sum(1 for g in groups if not g)
         if not x.fshape:
             fshape = [1] * extra
@@ -458,7 +454,6 @@ class Ops:
 
     def unsqueeze(self, x, dim):
         dim = dim % (x.rank + 1)
-        shape = x.shape[:dim] + [1] + x.shape[dim:]
         groups = [list(g) for g in x.groups]
         groups.insert(dim, [])
         return self._add_units(x, groups)

@@ -42,8 +42,8 @@ class OptimizerSpec:
         self.state_names = self._state_names()
 
     def _check(self, g):
-        if g.get("foreach"):
-            pass  # same arithmetic per element as the single-tensor form
+        # foreach=True computes the same per element as the single-tensor
+        # form traced here
         if g.get("differentiable") or g.get("capturable"):
             raise UnsupportedError("%s with capturable or differentiable=True"
                                    % type(self.optimizer).__name__)
@@ -52,8 +52,6 @@ class OptimizerSpec:
                 raise UnsupportedError(
                     "SGD with momentum and dampening=%g (the first step's "
                     "buffer is not damped in PyTorch)" % g["dampening"])
-        if g.get("amsgrad"):
-            pass
 
     def _state_names(self):
         """Per parameter, the optimizer state tensors the step carries."""

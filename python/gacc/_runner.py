@@ -85,7 +85,6 @@ class CompiledStep:
     def __init__(self, model, loss_fn, batch, *, micro_batches=None,
                  micro_batch_sizes=None, optimizer=None, device="cpu",
                  data_parallel=True, pipeline_options=None):
-        from .torch import _export
         if device != "cpu":
             raise UnsupportedError(
                 "gacc.torch.compile runs steps on device='cpu'; for CUDA, "
@@ -148,7 +147,7 @@ class CompiledStep:
         return lib
 
 
-    def _arg_tensor(self, kind, batch, count):
+    def _arg_tensor(self, kind, batch):
         info = self.info
         if kind[0] == "param":
             return info.params[kind[1]].detach()
@@ -190,7 +189,7 @@ class CompiledStep:
                 t = torch.tensor(n, dtype=torch.int64)
             else:
                 kind = next(kinds)
-                t = self._arg_tensor(kind, prepared, n)
+                t = self._arg_tensor(kind, prepared)
             t = t.to(a["dtype"]).contiguous()
             if list(t.shape) != a["shape"]:
                 raise ValueError("argument shape %s, the step takes %s" %

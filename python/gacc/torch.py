@@ -14,14 +14,10 @@ traced from a functional copy of PyTorch's arithmetic. The result is one
 `func.func` in linalg on tensors with gacc's role attributes.
 """
 
-import math
-import os
-import tempfile
-
 import torch
 
 from . import _fx
-from ._emitter import Emitter, F32, F64, I1, I64, EmitError, Tensor, ttype
+from ._emitter import Emitter, F64, EmitError, Tensor, ttype
 from ._fx import UnsupportedError, element_type
 from ._ops import Ops
 from ._optim import OptimizerSpec
@@ -41,7 +37,6 @@ class ExportedStep:
         self.buffers = []  # (name, tensor)
         self.batch_shapes = []
         self.optimizer = None  # OptimizerSpec
-        self.lr_groups = 0
         # argument kinds in order: ("param", i), ("buffer", i),
         # ("state", i, j), ("lr", g), ("batch", i)
         self.args = []
@@ -69,7 +64,7 @@ def _unique_params(model):
 
 
 def _buffers(model):
-    out, seen = [], set()
+    out = []
     for mod_name, mod in model.named_modules(remove_duplicate=False):
         for bname, b in mod._buffers.items():
             if b is None:
@@ -104,6 +99,18 @@ def _escape(s):
 
 def _export(model, loss_fn, batch, optimizer=None, entry="train_step",
             data_parallel=True):
+    """The exported step and its map to the model (ExportedStep). The ops'
+    translations report what they cannot express with the node that asked;
+    an inexpressible result layout is reported here."""
+    try:
+        return _export_step(model, loss_fn, batch, optimizer, entry,
+                            data_parallel)
+    except EmitError as err:
+        raise UnsupportedError("gacc.torch cannot export the step of %s: %s"
+                               % (type(model).__name__, err)) from None
+
+
+def _export_step(model, loss_fn, batch, optimizer, entry, data_parallel):
     if not isinstance(batch, (tuple, list)):
         batch = (batch, )
     batch = tuple(batch)
@@ -184,26 +191,14 @@ def _export(model, loss_fn, batch, optimizer=None, entry="train_step",
                 vals.append(arg(("state", i, j), "%s.%s" % (names[i], sn),
                                 t.shape, element_type(t.dtype), "gacc.state"))
             s_vals.append(vals)
-        info.lr_groups = len(optimizer.param_groups)
         lr_vals = [arg(("lr", g), "lr of param group %d" % g, [], F64,
-                       "gacc.state") for g in range(info.lr_groups)]
+                       "gacc.state")
+                   for g in range(len(optimizer.param_groups))]
     x_vals = [arg(("batch", i), "batch[%d]" % i, b.shape,
                   element_type(b.dtype), "gacc.batch = 0 : i64")
               for i, b in enumerate(batch)]
 
     outs = tr.run(gm, p_vals + b_vals + x_vals)
-    try:
-        return _finish(info, e, ops, tr, outs, params, p_vals, s_vals,
-                       lr_vals, spec, optimizer, sig_args, model, entry,
-                       data_parallel, P)
-    except EmitError as err:
-        raise UnsupportedError("gacc.torch cannot export the results of the "
-                               "step of %s: %s" % (type(model).__name__,
-                                                   err)) from None
-
-
-def _finish(info, e, ops, tr, outs, params, p_vals, s_vals, lr_vals, spec,
-            optimizer, sig_args, model, entry, data_parallel, P):
     loss, grads = outs[0], list(outs[1:])
     for i, g in enumerate(grads):
         if g is None:

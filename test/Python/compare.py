@@ -11,8 +11,6 @@ import copy
 import os
 import sys
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
 import gacc.torch  # noqa: E402
