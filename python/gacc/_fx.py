@@ -281,7 +281,9 @@ class Translator:
 
 def trace(fn, args, model=None, phase="forward"):
     """make_fx of `fn` on `args`, with provenance (see record_provenance);
-    `phase` is a one-element list the caller switches to "backward"."""
+    `phase` is a one-element list the caller switches to "backward".
+    (Fake tensors would compute nothing, but nn.MultiheadAttention's
+    masked_fill_ then lands on a view in 1.13's trace.)"""
     ph = phase if isinstance(phase, list) else [phase]
     with record_provenance(model, ph):
         return make_fx(fn)(*args)

@@ -153,7 +153,10 @@ def _export_step(model, loss_fn, batch, optimizer, entry, data_parallel):
         grads = torch.autograd.grad(loss, ps, allow_unused=True)
         return (loss.reshape(()), ) + tuple(grads)
 
-    trace_args = [p.detach().clone().requires_grad_(True) for p in params]
+    # The trace reads the parameters (no copy: nothing writes them) and may
+    # update buffers (batch norm's running statistics) and, in a user's
+    # loss_fn, the batch: those are copies.
+    trace_args = [p.detach().requires_grad_(True) for p in params]
     trace_args += [b.detach().clone() for _, b in buffers]
     trace_args += [b.detach().clone() for b in batch]
     was_training = model.training
@@ -233,8 +236,10 @@ def _export_step(model, loss_fn, batch, optimizer, entry, data_parallel):
         states0 = [spec.initial_state(i, p) for i, p in enumerate(params)]
         lrs0 = [torch.tensor(float(g["lr"]), dtype=torch.float64)
                 for g in optimizer.param_groups]
-        flat0 = [p.detach().clone() for p in params]
-        flat0 += [torch.zeros_like(p) for p in params]
+        # the update is functional: parameters and stand-in gradients
+        # uncopied
+        flat0 = [p.detach() for p in params]
+        flat0 += [p.detach() for p in params]
         for st in states0:
             flat0 += st
         flat0 += lrs0
