@@ -37,6 +37,21 @@ def case(name):
         x = torch.randn(4, 3)
         return lambda: gacc.torch.export_step(
             m, lambda m, x: m(x).sum(), (x, ), optimizer=opt)
+    if name == "inplace_view":
+        class ViewUpdate(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(4, 4)
+
+            def forward(self, x):
+                y = self.lin(x) * 2.0
+                v = y.view(-1)
+                y.add_(1.0)  # v must see it too
+                return v
+
+        m = ViewUpdate()
+        return lambda: gacc.torch.export_step(
+            m, lambda m, x: m(x).sum(), (torch.randn(3, 4), ))
     if name == "batch":
         m = nn.Linear(3, 1)
         return lambda: gacc.torch.export_step(
