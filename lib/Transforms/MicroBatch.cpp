@@ -12,7 +12,7 @@
 
 #include "AnalyzeStep.h"
 #include "gacc/Analysis/BatchAnalysis.h"
-#include "gacc/Transforms/MicroBatchSizes.h"
+#include "gacc/Transforms/MicroBatch.h"
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/RegionForms.h"
 #include "gacc/Transforms/Utils.h"

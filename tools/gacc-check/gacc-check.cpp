@@ -22,7 +22,7 @@
 #include "gacc/Runner/PipelineFlags.h"
 #include "gacc/Runner/StepRunner.h"
 
-#include "gacc/Transforms/MicroBatchSizes.h"
+#include "gacc/Transforms/MicroBatch.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"

@@ -1,12 +1,12 @@
-//===- MicroBatchSizes.h - the split of a batch into micro-batches -*- C++ -*-//
+//===- MicroBatch.h - what gacc-micro-batch offers the tools ----*- C++ -*-===//
 //
 // The one rule that splits a batch of B samples into micro-batch sizes, used
 // by gacc-micro-batch and by the tools (gacc-check's eager recipe).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GACC_TRANSFORMS_MICROBATCHSIZES_H
-#define GACC_TRANSFORMS_MICROBATCHSIZES_H
+#ifndef GACC_TRANSFORMS_MICROBATCH_H
+#define GACC_TRANSFORMS_MICROBATCH_H
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Support/LLVM.h"
@@ -27,4 +27,4 @@ getMicroBatchSizes(int64_t batchSize, int64_t microBatches,
 
 } // namespace mlir::gacc
 
-#endif // GACC_TRANSFORMS_MICROBATCHSIZES_H
+#endif // GACC_TRANSFORMS_MICROBATCH_H
