@@ -13,6 +13,7 @@
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/InitAll.h"
+#include "gacc/Transforms/MicroBatch.h"
 #include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
