@@ -36,6 +36,13 @@ MLIR_CAPI_EXPORTED void gaccRegisterAllPasses(void);
 MLIR_CAPI_EXPORTED MlirLogicalResult gaccRunPipeline(MlirModule module,
                                                      MlirStringRef options);
 
+/// gacc-inline-micro-batches under the names it had as a transformation
+/// pass: the same as mlirCreateGaccConversionInlineMicroBatchesPass and
+/// mlirRegisterGaccConversionInlineMicroBatchesPass (a lowering pass now,
+/// registered by mlirRegisterGaccConversionPasses).
+MLIR_CAPI_EXPORTED MlirPass mlirCreateGaccInlineMicroBatchesPass(void);
+MLIR_CAPI_EXPORTED void mlirRegisterGaccInlineMicroBatchesPass(void);
+
 #ifdef __cplusplus
 }
 #endif

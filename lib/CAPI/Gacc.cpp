@@ -44,5 +44,13 @@ MlirLogicalResult gaccRunPipeline(MlirModule module, MlirStringRef options) {
   return wrap(pm.run(op));
 }
 
+MlirPass mlirCreateGaccInlineMicroBatchesPass(void) {
+  return mlirCreateGaccConversionInlineMicroBatchesPass();
+}
+
+void mlirRegisterGaccInlineMicroBatchesPass(void) {
+  mlirRegisterGaccConversionInlineMicroBatchesPass();
+}
+
 #include "gacc/Lowering/Passes.capi.cpp.inc"
 #include "gacc/Transforms/Passes.capi.cpp.inc"

@@ -1,51 +1,31 @@
-//===- Passes.h - gacc lowering passes --------------------------*- C++ -*-===//
+//===- Passes.h - every gacc lowering pass ----------------------*- C++ -*-===//
 //
-// The lowering passes and the bufferization model of shard.all_reduce. The
-// pipelines built from them (gacc-lower-to-cpu, gacc-lower-to-cuda) are in
-// gacc/Pipelines/Pipelines.h. The passes are defined in lib/Lowering/Common
-// (used by both pipelines), lib/Lowering/CPU and lib/Lowering/CUDA.
+// The lowering passes of all targets, for the pipelines and for embedders:
+// those both pipelines run (gacc/Lowering/Common/Passes.h, library
+// GaccLoweringCommon), those of the CPU (gacc/Lowering/CPU/Passes.h,
+// GaccLoweringCPU) and those of CUDA (gacc/Lowering/CUDA/Passes.h,
+// GaccLoweringCUDA); Gacc::GaccConversion links the three. The pipelines
+// built from them (gacc-lower-to-cpu, gacc-lower-to-cuda) are in
+// gacc/Pipelines/Pipelines.h.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GACC_LOWERING_PASSES_H
 #define GACC_LOWERING_PASSES_H
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Pass/Pass.h"
-#include "mlir/Pass/PassOptions.h"
-
-namespace mlir {
-class DialectRegistry;
-} // namespace mlir
+#include "gacc/Lowering/CPU/Passes.h"
+#include "gacc/Lowering/CUDA/Passes.h"
+#include "gacc/Lowering/Common/Passes.h"
 
 namespace mlir::gacc {
 
-#define GEN_PASS_DECL
-#include "gacc/Lowering/Passes.h.inc"
-
-/// Makes `shard.all_reduce` bufferizable: in place on its operand's buffer,
-/// as a call to the runtime (`gaccrt_all_reduce`).
-void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
-
-/// Makes one-shot bufferization's alias queries about `scf.for` results
-/// linear in the number of iteration arguments instead of quadratic (a
-/// workaround for upstream MLIR 22; same answers). Must be registered after
-/// the SCF dialect's bufferization models (registerAllExtensions).
-void registerLinearForBufferizationQueries(DialectRegistry &registry);
-
-/// Adds the patterns of gacc-expand-narrow-floats: f32/f64 <-> bf16/f16
-/// casts as integer arithmetic (round to nearest even), narrow `math.fma`
-/// in f32.
-void populateExpandNarrowFloatsPatterns(RewritePatternSet &patterns);
-
-#define GEN_PASS_REGISTRATION
-#include "gacc/Lowering/Passes.h.inc"
+/// Registers every lowering pass (Common, CPU and CUDA) with the global pass
+/// registry; what mlirRegisterGaccConversionPasses of the C API calls.
+inline void registerGaccConversionPasses() {
+  registerGaccLoweringCommonPasses();
+  registerGaccLoweringCPUPasses();
+  registerGaccLoweringCUDAPasses();
+}
 
 } // namespace mlir::gacc
 

@@ -221,23 +221,6 @@ def LossScalePass : Pass<"gacc-loss-scale", "ModuleOp"> {
                            "::mlir::shard::ShardDialect"];
 }
 
-def InlineMicroBatchesPass : Pass<"gacc-inline-micro-batches", "ModuleOp"> {
-  let summary = "Inline the micro-batch regions into their function";
-  let description = [{
-    Moves the body of every `gacc.micro_batch` in front of it and replaces the
-    region's results with the yielded values: the first step of lowering,
-    after which the step is plain upstream IR. With `trace-regions`, each
-    region's code is bracketed by calls of the runtime's
-    `gaccrt_trace_region_begin/end(index)`.
-  }];
-  let options = [
-    Option<"traceRegions", "trace-regions", "bool", /*default=*/"false",
-           "Bracket each region with gaccrt_trace_region_begin/end calls">,
-  ];
-  let dependentDialects = ["::mlir::func::FuncDialect",
-                           "::mlir::arith::ArithDialect"];
-}
-
 def StripRolesPass : Pass<"gacc-strip-roles", "ModuleOp"> {
   let summary = "Remove the gacc role attributes from functions";
   let description = [{

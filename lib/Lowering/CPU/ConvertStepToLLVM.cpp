@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/CPU/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Analysis/DataLayoutAnalysis.h"
@@ -25,7 +25,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_CONVERTSTEPTOLLVMPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/CPU/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/CPU/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,7 +30,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_EXPANDNARROWFLOATSPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/CPU/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

@@ -22,7 +22,7 @@
 #include "Common/BufferAccess.h"
 #include "Common/RuntimeCalls.h"
 #include "ConcurrentCopies.h"
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/CPU/Passes.h"
 #include "gacc/Support/IRUtils.h"
 #include "gacc/Support/VerifyPassResult.h"
 
@@ -37,7 +37,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_PAIRACCUMULATINGGEMMSPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/CPU/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

@@ -19,7 +19,7 @@
 #include "Common/RuntimeCalls.h"
 #include "ConcurrentCopies.h"
 
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/CPU/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Conversion/LLVMCommon/LoweringOptions.h"
@@ -44,7 +44,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_PARALLELLOOPSTORUNTIMEPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/CPU/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

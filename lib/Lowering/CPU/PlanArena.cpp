@@ -9,7 +9,7 @@
 
 #include "Common/RuntimeCalls.h"
 #include "ConcurrentCopies.h"
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/CPU/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,7 +24,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_PLANARENAPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/CPU/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

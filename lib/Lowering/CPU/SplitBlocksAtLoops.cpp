@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/CPU/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -28,7 +28,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_SPLITBLOCKSATLOOPSPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/CPU/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

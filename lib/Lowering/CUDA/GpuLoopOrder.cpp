@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/CUDA/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,7 +24,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_GPULOOPORDERPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/CUDA/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/CUDA/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -23,7 +23,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_GPUMERGEMODULESPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/CUDA/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

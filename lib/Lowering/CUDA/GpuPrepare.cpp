@@ -8,9 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/CUDA/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -20,7 +21,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_GPUPREPAREPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/CUDA/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

@@ -17,7 +17,7 @@
 
 #include "GpuHostCode.h"
 
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/CUDA/Passes.h"
 #include "gacc/Support/IRUtils.h"
 #include "gacc/Support/VerifyPassResult.h"
 
@@ -34,7 +34,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_GPUSPLITREDUCTIONSPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/CUDA/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/CUDA/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -19,7 +19,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_REQUIRELIBDEVICEPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/CUDA/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/Common/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,7 +20,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_COPYREPEATEDRESULTSPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/Common/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

@@ -17,7 +17,7 @@
 #include "RuntimeCalls.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/Common/Passes.h"
 #include "gacc/Support/IRUtils.h"
 #include "gacc/Support/VerifyPassResult.h"
 
@@ -32,7 +32,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_GUARDGATHERSPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/Common/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

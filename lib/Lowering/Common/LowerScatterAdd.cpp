@@ -14,7 +14,7 @@
 #include "RuntimeCalls.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/Common/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -26,7 +26,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_LOWERSCATTERADDPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/Common/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

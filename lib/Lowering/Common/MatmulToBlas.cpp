@@ -13,7 +13,7 @@
 
 #include "BufferAccess.h"
 #include "RuntimeCalls.h"
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/Common/Passes.h"
 #include "gacc/Support/IRUtils.h"
 #include "gacc/Support/VerifyPassResult.h"
 
@@ -32,7 +32,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_MATMULTOBLASPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/Common/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

@@ -15,7 +15,7 @@
 
 #include "RuntimeCalls.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/Common/Passes.h"
 #include "gacc/Support/IRUtils.h"
 #include "gacc/Support/VerifyPassResult.h"
 
@@ -33,7 +33,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_OVERLAPALLREDUCEPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/Common/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

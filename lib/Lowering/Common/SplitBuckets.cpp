@@ -12,7 +12,7 @@
 
 #include "RuntimeCalls.h"
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/Common/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
@@ -25,7 +25,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_SPLITBUCKETSPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/Common/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Lowering/Passes.h"
+#include "gacc/Lowering/Common/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -17,7 +17,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_STRIDEDCOPIESTOLINALGPASS
-#include "gacc/Lowering/Passes.h.inc"
+#include "gacc/Lowering/Common/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

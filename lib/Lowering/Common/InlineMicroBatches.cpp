@@ -6,9 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Lowering/Common/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
-#include "gacc/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -16,7 +18,7 @@
 
 namespace mlir::gacc {
 #define GEN_PASS_DEF_INLINEMICROBATCHESPASS
-#include "gacc/Transforms/Passes.h.inc"
+#include "gacc/Lowering/Common/Passes.h.inc"
 } // namespace mlir::gacc
 
 using namespace mlir;

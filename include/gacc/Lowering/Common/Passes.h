@@ -1,0 +1,45 @@
+//===- Passes.h - lowering passes of both targets ---------------*- C++ -*-===//
+//
+// The lowering passes that gacc-lower-to-cpu and gacc-lower-to-cuda both run
+// (generated from Passes.td beside this file; library GaccLoweringCommon),
+// and the bufferization models of the lowering. gacc/Lowering/Passes.h
+// includes the passes of every target.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GACC_LOWERING_COMMON_PASSES_H
+#define GACC_LOWERING_COMMON_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace mlir::gacc {
+
+#define GEN_PASS_DECL
+#include "gacc/Lowering/Common/Passes.h.inc"
+
+/// Makes `shard.all_reduce` bufferizable: in place on its operand's buffer,
+/// as a call to the runtime (`gaccrt_all_reduce`).
+void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
+
+/// Makes one-shot bufferization's alias queries about `scf.for` results
+/// linear in the number of iteration arguments instead of quadratic (a
+/// workaround for upstream MLIR 22; same answers). Must be registered after
+/// the SCF dialect's bufferization models (registerAllExtensions).
+void registerLinearForBufferizationQueries(DialectRegistry &registry);
+
+#define GEN_PASS_REGISTRATION
+#include "gacc/Lowering/Common/Passes.h.inc"
+
+} // namespace mlir::gacc
+
+#endif // GACC_LOWERING_COMMON_PASSES_H
