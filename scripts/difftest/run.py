@@ -33,7 +33,7 @@ checks each one:
 
 5. With --cuda, every accepted step is also lowered for CUDA
    (gacc-lower-to-cuda), translated to LLVM IR and its kernels assembled by
-   ptxas for sm_90 (test/CUDA/Inputs/translate_check.py; no GPU needed).
+   ptxas for sm_90 (test/Lowering/CUDA/Inputs/translate_check.py; no GPU needed).
 
 With --tosa the steps come from gen_tosa_step.py instead: written in TOSA
 ops, lowered by mlir-opt's TOSA passes, and checked the same way (the
@@ -321,7 +321,7 @@ def cuda_check(args, step, path):
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([os.path.abspath(args.gacc_bin),
                                    "/usr/lib/llvm-22/bin", env["PATH"]])
-    script = os.path.join(ROOT, "test", "CUDA", "Inputs",
+    script = os.path.join(ROOT, "test", "Lowering", "CUDA", "Inputs",
                           "translate_check.py")
     out_dir = path.replace(".mlir", ".cuda")
     proc = subprocess.run(

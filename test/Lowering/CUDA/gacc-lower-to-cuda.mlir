@@ -175,7 +175,7 @@
 // RUN: gacc-opt %t.bench.mlir --gacc-pipeline="micro-batches=4" --gacc-lower-to-cuda="kernels-only" | FileCheck %s --check-prefix=BENCH
 // The bench MLP (bench/gen_mlp.py's defaults, m = 4): no launch is one
 // thread (the bias gradients and the loss sum are split into chunks that
-// add atomically; test/CUDA/bench-mlp-kernels.test checks the threads that
+// add atomically; test/Lowering/CUDA/bench-mlp-kernels.test checks the threads that
 // work); the GEMMs follow each other with no host wait.
 // BENCH-LABEL: func.func @train_step
 // BENCH-NOT:     threads in (%c1, %c1, %c1)

@@ -95,7 +95,7 @@ def main():
                 failures.append(f"@{fname} waits for an all-reduce after "
                                 "synchronizing its stream")
     proc = run([sys.executable,
-                os.path.join(os.path.dirname(__file__), "..", "..", "..",
+                os.path.join(os.path.dirname(__file__), "..", "..", "..", "..",
                              "scripts", "ptxas-check.py"),
                 ptxas, "sm_90", lowered, os.path.join(out_dir, name)])
     if proc.returncode != 0:
