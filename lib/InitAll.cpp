@@ -6,30 +6,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/InitAll.h"
-#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Lowering/Passes.h"
 #include "gacc/Pipelines/Pipelines.h"
 #include "gacc/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/Shard/IR/ShardOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
-
-void mlir::gacc::registerGaccDialects(DialectRegistry &registry) {
-  registry.insert<GaccDialect, func::FuncDialect, arith::ArithDialect,
-                  math::MathDialect, linalg::LinalgDialect,
-                  tensor::TensorDialect, shard::ShardDialect>();
-  registerBufferizableOpInterfaceExternalModels(registry);
-  registerLinearForBufferizationQueries(registry);
-}
 
 void mlir::gacc::registerAllGaccPasses() {
   registerGaccPasses();
@@ -44,5 +29,6 @@ void mlir::gacc::registerAllGacc(DialectRegistry &registry) {
   registerAllToLLVMIRTranslations(registry);
   registerAllPasses();
   registerGaccDialects(registry);
+  registerGaccLoweringExternalModels(registry);
   registerAllGaccPasses();
 }

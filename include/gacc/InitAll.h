@@ -1,12 +1,18 @@
 //===- InitAll.h - register everything gacc provides ------------*- C++ -*-===//
 //
-// One entry point for gacc-opt and for embedders: the gacc dialect, the gacc
-// passes and pipeline, and (optionally) every upstream dialect and pass.
+// One entry point for gacc-opt and for embedders: the gacc dialect
+// (registerGaccDialects, gacc/Dialect/Gacc/IR/RegisterDialects.h), the
+// lowering's external models (registerGaccLoweringExternalModels,
+// gacc/Lowering/Common/ExternalModels.h), the gacc passes and pipelines, and
+// (optionally) every upstream dialect and pass.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GACC_INITALL_H
 #define GACC_INITALL_H
+
+#include "gacc/Dialect/Gacc/IR/RegisterDialects.h"
+#include "gacc/Lowering/Common/ExternalModels.h"
 
 namespace mlir {
 class DialectRegistry;
@@ -14,17 +20,16 @@ class DialectRegistry;
 
 namespace mlir::gacc {
 
-/// Adds the gacc dialect and the upstream dialects that gacc's passes create
-/// or accept in a training step (func, arith, math, linalg, tensor, shard)
-/// to `registry`.
-void registerGaccDialects(DialectRegistry &registry);
-
 /// Registers the gacc passes and the gacc-pipeline with the global pass
 /// registry (for command-line parsing).
 void registerAllGaccPasses();
 
 /// Registers everything gacc-opt offers: every upstream dialect, extension and
-/// pass, plus gacc's. Embedders that only need gacc call the two above.
+/// pass, plus gacc's (registerGaccDialects, registerGaccLoweringExternalModels
+/// and registerAllGaccPasses). Embedders that only need gacc call those:
+/// registerGaccDialects to read and transform a step, and
+/// registerGaccLoweringExternalModels too (after upstream's
+/// registerAllExtensions) to lower it.
 void registerAllGacc(DialectRegistry &registry);
 
 } // namespace mlir::gacc

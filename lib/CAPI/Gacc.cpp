@@ -27,6 +27,7 @@ MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(Gacc, gacc, mlir::gacc::GaccDialect)
 
 void gaccRegisterDialects(MlirDialectRegistry registry) {
   registerGaccDialects(*unwrap(registry));
+  registerGaccLoweringExternalModels(*unwrap(registry));
 }
 
 void gaccRegisterAllPasses(void) { registerAllGaccPasses(); }

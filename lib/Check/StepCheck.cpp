@@ -12,7 +12,7 @@
 
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
-#include "gacc/InitAll.h"
+#include "gacc/Dialect/Gacc/IR/RegisterDialects.h"
 #include "gacc/Transforms/MicroBatch.h"
 #include "gacc/Transforms/Utils.h"
 

@@ -248,6 +248,7 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   registerAllExtensions(registry);
   registerAllToLLVMIRTranslations(registry);
   mlir::gacc::registerGaccDialects(registry);
+  mlir::gacc::registerGaccLoweringExternalModels(registry);
 
   std::unique_ptr<CompiledStep> step(new CompiledStep());
   step->impl = std::make_unique<Impl>(registry);

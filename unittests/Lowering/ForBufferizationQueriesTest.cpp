@@ -70,6 +70,7 @@ TEST(ForBufferizationQueries, SameAnswersAsTheDefaultQuery) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   gacc::registerGaccDialects(registry);
+  gacc::registerGaccLoweringExternalModels(registry);
   MLIRContext context(registry);
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(kLoops, ParserConfig(&context));

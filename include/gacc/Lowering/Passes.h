@@ -4,7 +4,9 @@
 // those both pipelines run (gacc/Lowering/Common/Passes.h, library
 // GaccLoweringCommon), those of the CPU (gacc/Lowering/CPU/Passes.h,
 // GaccLoweringCPU) and those of CUDA (gacc/Lowering/CUDA/Passes.h,
-// GaccLoweringCUDA); Gacc::GaccConversion links the three. The pipelines
+// GaccLoweringCUDA), and the lowering's external models
+// (gacc/Lowering/Common/ExternalModels.h); Gacc::GaccConversion links the
+// three libraries. The pipelines
 // built from them (gacc-lower-to-cpu, gacc-lower-to-cuda) are in
 // gacc/Pipelines/Pipelines.h.
 //
@@ -15,6 +17,7 @@
 
 #include "gacc/Lowering/CPU/Passes.h"
 #include "gacc/Lowering/CUDA/Passes.h"
+#include "gacc/Lowering/Common/ExternalModels.h"
 #include "gacc/Lowering/Common/Passes.h"
 
 namespace mlir::gacc {

@@ -13,7 +13,7 @@
 #include "RuntimeCalls.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
-#include "gacc/Lowering/Common/Passes.h"
+#include "gacc/Lowering/Common/ExternalModels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"

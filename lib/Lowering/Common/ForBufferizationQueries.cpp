@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Lowering/Common/Passes.h"
+#include "gacc/Lowering/Common/ExternalModels.h"
 
 #include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"

@@ -1,9 +1,9 @@
 //===- Passes.h - lowering passes of both targets ---------------*- C++ -*-===//
 //
 // The lowering passes that gacc-lower-to-cpu and gacc-lower-to-cuda both run
-// (generated from Passes.td beside this file; library GaccLoweringCommon),
-// and the bufferization models of the lowering. gacc/Lowering/Passes.h
-// includes the passes of every target.
+// (generated from Passes.td beside this file; library GaccLoweringCommon).
+// The lowering's bufferization models are in ExternalModels.h beside it.
+// gacc/Lowering/Passes.h includes the passes of every target.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,24 +18,10 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 
-namespace mlir {
-class DialectRegistry;
-} // namespace mlir
-
 namespace mlir::gacc {
 
 #define GEN_PASS_DECL
 #include "gacc/Lowering/Common/Passes.h.inc"
-
-/// Makes `shard.all_reduce` bufferizable: in place on its operand's buffer,
-/// as a call to the runtime (`gaccrt_all_reduce`).
-void registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry);
-
-/// Makes one-shot bufferization's alias queries about `scf.for` results
-/// linear in the number of iteration arguments instead of quadratic (a
-/// workaround for upstream MLIR 22; same answers). Must be registered after
-/// the SCF dialect's bufferization models (registerAllExtensions).
-void registerLinearForBufferizationQueries(DialectRegistry &registry);
 
 #define GEN_PASS_REGISTRATION
 #include "gacc/Lowering/Common/Passes.h.inc"
