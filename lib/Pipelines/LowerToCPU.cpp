@@ -154,7 +154,7 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createExpandNarrowFloatsPass());
   // arith-expand-ops but its maximumf/minimumf as compare and select
   // (maximumf(+0, -0) must be +0).
-  pm.addPass(createExpandDivisionsPass());
+  pm.addPass(createExpandMathOpsPass());
   // scf-to-cf splits a block at every loop: short blocks keep it linear.
   pm.addPass(createSplitBlocksAtLoopsPass());
   pm.addPass(createSCFToControlFlowPass());

@@ -173,7 +173,7 @@ void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertNVVMToLLVMPass());
   // As on the CPU: maximumf/minimumf keep IEEE signed zeros.
-  pm.addPass(createExpandDivisionsPass());
+  pm.addPass(createExpandMathOpsPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   GpuNVVMAttachTargetOptions target;

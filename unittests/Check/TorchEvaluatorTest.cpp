@@ -11,7 +11,7 @@
 #include "gacc/Check/TorchEvaluator.h"
 
 #include "gacc/Dialect/Gacc/IR/RegisterDialects.h"
-#include "gacc/Dialect/Gacc/IR/StepSignature.h"
+#include "gacc/Dialect/Gacc/IR/StepRoles.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/IR/BuiltinOps.h"

@@ -10,7 +10,7 @@
 #ifndef GACC_ANALYSIS_BATCHANALYSIS_H
 #define GACC_ANALYSIS_BATCHANALYSIS_H
 
-#include "gacc/Dialect/Gacc/IR/StepSignature.h"
+#include "gacc/Dialect/Gacc/IR/StepRoles.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"

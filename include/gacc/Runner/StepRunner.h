@@ -13,7 +13,7 @@
 
 #include "gacc/Runner/StepIO.h"
 
-#include "gacc/Dialect/Gacc/IR/StepSignature.h"
+#include "gacc/Dialect/Gacc/IR/StepRoles.h"
 #include "gacc/Pipelines/PipelineOptions.h"
 
 #include <cstdint>

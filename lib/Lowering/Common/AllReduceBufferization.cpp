@@ -12,7 +12,7 @@
 
 #include "RuntimeCalls.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
-#include "gacc/Dialect/Gacc/IR/StepSignature.h"
+#include "gacc/Dialect/Gacc/IR/StepRoles.h"
 #include "gacc/Lowering/Common/ExternalModels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

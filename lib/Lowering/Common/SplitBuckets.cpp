@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RuntimeCalls.h"
-#include "gacc/Dialect/Gacc/IR/StepSignature.h"
+#include "gacc/Dialect/Gacc/IR/StepRoles.h"
 #include "gacc/Lowering/Common/Passes.h"
 #include "gacc/Support/VerifyPassResult.h"
 

@@ -323,9 +323,10 @@ def EraseGridsPass : Pass<"gacc-erase-grids", "ModuleOp"> {
   }];
 }
 
-def ExpandDivisionsPass : Pass<"gacc-expand-divisions"> {
-  let summary = "Expand arith's ceil/floor divisions (and the math ops LLVM "
-                "lacks) for the LLVM lowering";
+def ExpandMathOpsPass : Pass<"gacc-expand-math-ops"> {
+  let summary = "Expand the arith and math ops that the LLVM lowering lacks "
+                "(ceil/floor divisions, clampf, isinf, isnormal), keeping IEEE "
+                "maximum/minimum";
   let description = [{
     Both lowerings' `arith-expand-ops` without its expansion of
     `arith.maximumf`/`minimumf` into a compare and a select, which returns

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
-#include "gacc/Dialect/Gacc/IR/StepSignature.h"
+#include "gacc/Dialect/Gacc/IR/StepRoles.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/Builders.h"

@@ -1,7 +1,7 @@
 //===- Roles.h - the roles of a training step's values ----------*- C++ -*-===//
 //
 // The role of a step argument or result (DESIGN.md §1) and its name, defined
-// once for the dialect (StepSignature.h decodes roles from the IR) and for
+// once for the dialect (StepRoles.h decodes roles from the IR) and for
 // the LLVM-free runner half (StepIO.h: the signature text embedded in a
 // compiled step, the tools' reports). Plain C++17, no LLVM.
 //

@@ -1,4 +1,4 @@
-//===- StepSignature.h - the roles of a training step -----------*- C++ -*-===//
+//===- StepRoles.h - the roles of a training step ---------------*- C++ -*-===//
 //
 // The one decoder of the role attributes of DESIGN.md §1: which argument is a
 // parameter, a batch (and its sample dimension), state; which result is the
@@ -6,12 +6,14 @@
 // metric. The dialect verifier, the batch analysis and the runner all read
 // roles through these functions, and the training step of a module is found
 // the same way everywhere. Also the marker attributes of the dialect that
-// the passes leave on ops.
+// the passes leave on ops. (The signature of a compiled step, the struct
+// StepSignature with these roles, element types and shapes, is in
+// gacc/Runner/StepIO.h.)
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GACC_DIALECT_GACC_IR_STEPSIGNATURE_H
-#define GACC_DIALECT_GACC_IR_STEPSIGNATURE_H
+#ifndef GACC_DIALECT_GACC_IR_STEPROLES_H
+#define GACC_DIALECT_GACC_IR_STEPROLES_H
 
 #include "gacc/Dialect/Gacc/IR/Roles.h"
 
@@ -95,4 +97,4 @@ func::FuncOp findTrainingStep(ModuleOp module, StringRef entry);
 
 } // namespace mlir::gacc
 
-#endif // GACC_DIALECT_GACC_IR_STEPSIGNATURE_H
+#endif // GACC_DIALECT_GACC_IR_STEPROLES_H

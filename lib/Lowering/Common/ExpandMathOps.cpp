@@ -1,6 +1,6 @@
-//===- ExpandDivisions.cpp - ceil/floor divisions as arithmetic -----------===//
+//===- ExpandMathOps.cpp - math LLVM lacks, as arithmetic -------*- C++ -*-===//
 //
-// The gacc-expand-divisions pass of the CPU and CUDA lowerings: upstream's
+// The gacc-expand-math-ops pass of the CPU and CUDA lowerings: upstream's
 // ceil/floor division expansion, without arith-expand-ops' rewrite of
 // maximumf/minimumf into cmpf + select, which loses IEEE maximum's -0 < +0;
 // and math.clampf, isinf and isnormal, which no upstream conversion lowers to
@@ -17,10 +17,10 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
-#define DEBUG_TYPE "gacc-expand-divisions"
+#define DEBUG_TYPE "gacc-expand-math-ops"
 
 namespace mlir::gacc {
-#define GEN_PASS_DEF_EXPANDDIVISIONSPASS
+#define GEN_PASS_DEF_EXPANDMATHOPSPASS
 #include "gacc/Lowering/Common/Passes.h.inc"
 } // namespace mlir::gacc
 
@@ -77,8 +77,8 @@ struct ExpandClampF : OpRewritePattern<math::ClampFOp> {
   }
 };
 
-struct ExpandDivisionsPass
-    : public mlir::gacc::impl::ExpandDivisionsPassBase<ExpandDivisionsPass> {
+struct ExpandMathOpsPass
+    : public mlir::gacc::impl::ExpandMathOpsPassBase<ExpandMathOpsPass> {
   void runOnOperation() override {
     GACC_VERIFY_PASS_RESULT();
     RewritePatternSet patterns(&getContext());

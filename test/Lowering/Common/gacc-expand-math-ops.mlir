@@ -1,4 +1,4 @@
-// RUN: gacc-opt %s --gacc-expand-divisions --split-input-file | FileCheck %s
+// RUN: gacc-opt %s --gacc-expand-math-ops --split-input-file | FileCheck %s
 
 // ceildivsi and floordivsi become a truncating division corrected by one
 // when the remainder is non-zero and the signs agree (ceil) or differ

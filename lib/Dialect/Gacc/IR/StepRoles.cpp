@@ -1,10 +1,10 @@
-//===- StepSignature.cpp - the roles of a training step ---------*- C++ -*-===//
+//===- StepRoles.cpp - the roles of a training step -------------*- C++ -*-===//
 //
-// Decoding of the role attributes (see StepSignature.h).
+// Decoding of the role attributes (see StepRoles.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Dialect/Gacc/IR/StepSignature.h"
+#include "gacc/Dialect/Gacc/IR/StepRoles.h"
 
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 
