@@ -1,7 +1,7 @@
 //===- InitAll.cpp - register everything gacc provides ----------*- C++ -*-===//
 //
 // Registration entry points shared by gacc-opt and embedders (library
-// GaccInitAll, above GaccCore and GaccPipelines).
+// GaccInitAll, above GaccPipelines and the libraries it is built from).
 //
 //===----------------------------------------------------------------------===//
 

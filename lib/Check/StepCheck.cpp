@@ -11,7 +11,6 @@
 #include "gacc/Check/TorchEvaluator.h"
 
 #include "gacc/Analysis/BatchAnalysis.h"
-#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Dialect/Gacc/IR/RegisterDialects.h"
 #include "gacc/Transforms/MicroBatch.h"
 #include "gacc/Transforms/Utils.h"

@@ -1,7 +1,10 @@
 //===- AnalyzeStep.h - find the step and analyze it -------------*- C++ -*-===//
 //
-// Internal helper shared by gacc-verify-step and
-// gacc-test-print-batch-analysis.
+// Private to lib/Transforms: the common start of the passes that analyze the
+// training step (gacc-verify-step, gacc-micro-batch, gacc-runtime-batch-size
+// and the test passes gacc-test-print-batch-analysis and
+// gacc-test-build-step-for-batch-size): find the step, refuse one that is
+// already micro-batched, run the batch analysis.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +20,11 @@
 
 namespace mlir::gacc {
 
-/// Finds the step and runs the analysis; null on failure (diagnosed).
+/// Finds the step (`entry`, or the only function with gacc roles), refuses
+/// it when it is already micro-batched, folds `tensor.dim` of static
+/// dimensions when `foldDims`, and runs the batch analysis (micro-batch
+/// statistics allowed with `allowStatistics`). std::nullopt on failure,
+/// which is diagnosed.
 inline std::optional<std::pair<func::FuncOp, BatchAnalysis>>
 analyzeStep(ModuleOp module, StringRef entry, bool allowStatistics,
             bool foldDims = false) {

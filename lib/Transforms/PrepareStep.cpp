@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Analysis/BatchAnalysis.h"
-#include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Dialect/Gacc/IR/StepRoles.h"
 #include "gacc/Support/VerifyPassResult.h"
 #include "gacc/Transforms/Passes.h"

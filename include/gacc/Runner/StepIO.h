@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GACC_TOOLS_COMMON_STEPIO_H
-#define GACC_TOOLS_COMMON_STEPIO_H
+#ifndef GACC_RUNNER_STEPIO_H
+#define GACC_RUNNER_STEPIO_H
 
 #include "Npy.h"
 #include "gacc/Dialect/Gacc/IR/Roles.h"
@@ -236,4 +236,4 @@ std::string formatStepSummary(int64_t steps, int64_t warmup,
 
 } // namespace gacc
 
-#endif // GACC_TOOLS_COMMON_STEPIO_H
+#endif // GACC_RUNNER_STEPIO_H

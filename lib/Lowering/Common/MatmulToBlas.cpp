@@ -1,13 +1,14 @@
 //===- MatmulToBlas.cpp - linalg.matmul to gaccrt_sgemm ---------*- C++ -*-===//
 //
 // The gacc-matmul-to-blas pass: after bufferization, f32 linalg.matmul ops
-// become calls of the runtime's gaccrt_sgemm (OpenBLAS). An accumulating
-// matmul (the outs buffer holds the running accumulator) is beta = 1; a
-// matmul right after a zero fill of its output is beta = 0 and the fill goes
-// away, which is how the first micro-batch initializes an accumulator; in a
-// loop over equal micro-batches, a zero fill before the loop becomes
-// beta = 0 in the first iteration. An operand copied by a private 2-D
-// linalg.transpose is read transposed in place.
+// become calls of the runtime's gaccrt_sgemm (oneDNN, gaccrt's AVX-512
+// kernels or OpenBLAS, chosen by the runtime). An accumulating matmul (the
+// outs buffer holds the running accumulator) is beta = 1; a matmul right
+// after a zero fill of its output is beta = 0 and the fill goes away, which
+// is how the first micro-batch initializes an accumulator; in a loop over
+// equal micro-batches, a zero fill before the loop becomes beta = 0 in the
+// first iteration. An operand copied by a private 2-D linalg.transpose is
+// read transposed in place.
 //
 //===----------------------------------------------------------------------===//
 
