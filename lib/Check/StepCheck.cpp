@@ -32,9 +32,9 @@
 
 using namespace mlir;
 using namespace mlir::gacc;
-using ::gacc::DType;
-using ::gacc::NpyArray;
-using ::gacc::TensorInfo;
+using mlir::gacc::DType;
+using mlir::gacc::NpyArray;
+using mlir::gacc::TensorInfo;
 
 InputGraph::InputGraph() = default;
 InputGraph::~InputGraph() = default;
@@ -393,11 +393,11 @@ FailureOr<TailStep> mlir::gacc::prepareTailStep(
   TailStep tail;
   tail.samples = batchSize;
   tail.referenceInputs = inputs;
-  int countArg = ::gacc::getSampleCountArgument(args);
+  int countArg = mlir::gacc::getSampleCountArgument(args);
   if (countArg < 0)
     return tail;
   for (size_t r = 0; r < inputs.size(); ++r) {
-    int64_t value = ::gacc::getSampleCount(inputs[r], countArg);
+    int64_t value = mlir::gacc::getSampleCount(inputs[r], countArg);
     if (r > 0 && value != tail.samples) {
       error = "the ranks run different sample counts (" +
               std::to_string(tail.samples) + " and " + std::to_string(value) +
@@ -407,7 +407,7 @@ FailureOr<TailStep> mlir::gacc::prepareTailStep(
     tail.samples = value;
   }
   for (auto &rankInputs : tail.referenceInputs)
-    if (!::gacc::narrowBatchInputs(args, rankInputs, tail.samples, error))
+    if (!mlir::gacc::narrowBatchInputs(args, rankInputs, tail.samples, error))
       return failure();
   tail.isTail = tail.samples != batchSize;
   if (!tail.isTail)
@@ -503,8 +503,8 @@ bool mlir::gacc::runOnRanks(const std::string &gaccRun,
     std::string rankDir = (dir + "/in/rank" + std::to_string(r)).str();
     llvm::sys::fs::create_directories(rankDir);
     for (size_t i = 0; i < inputs[r].size(); ++i)
-      if (!::gacc::writeNpy(rankDir + "/arg" + std::to_string(i) + ".npy",
-                            inputs[r][i], error))
+      if (!mlir::gacc::writeNpy(rankDir + "/arg" + std::to_string(i) + ".npy",
+                                inputs[r][i], error))
         return false;
   }
   auto mpirun = llvm::sys::findProgramByName("mpirun");
@@ -541,7 +541,7 @@ bool mlir::gacc::runOnRanks(const std::string &gaccRun,
       std::string path = (dir + "/out/rank" + std::to_string(r) + "/result" +
                           std::to_string(j) + ".npy")
                              .str();
-      if (!::gacc::readNpy(path, out, error))
+      if (!mlir::gacc::readNpy(path, out, error))
         return false;
       outputs[r].push_back(std::move(out));
     }

@@ -21,7 +21,7 @@
 #include <limits>
 #include <sys/stat.h>
 
-using namespace gacc;
+using namespace mlir::gacc;
 
 namespace {
 
@@ -389,7 +389,7 @@ int64_t NpyArray::numElements() const {
   return count;
 }
 
-std::string gacc::dtypeName(DType dtype) {
+std::string mlir::gacc::dtypeName(DType dtype) {
   switch (dtype) {
   case DType::F32:
     return "float32";
@@ -413,7 +413,7 @@ std::string gacc::dtypeName(DType dtype) {
   return "unknown";
 }
 
-int64_t gacc::dtypeSize(DType dtype) {
+int64_t mlir::gacc::dtypeSize(DType dtype) {
   switch (dtype) {
   case DType::F64:
   case DType::I64:
@@ -432,12 +432,12 @@ int64_t gacc::dtypeSize(DType dtype) {
   return 1;
 }
 
-bool gacc::isFloatDType(DType dtype) {
+bool mlir::gacc::isFloatDType(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F64 || dtype == DType::BF16 ||
          dtype == DType::F16;
 }
 
-NpyArray gacc::makeArray(DType dtype, std::vector<int64_t> shape) {
+NpyArray mlir::gacc::makeArray(DType dtype, std::vector<int64_t> shape) {
   NpyArray array;
   array.dtype = dtype;
   array.shape = std::move(shape);
@@ -446,7 +446,8 @@ NpyArray gacc::makeArray(DType dtype, std::vector<int64_t> shape) {
   return array;
 }
 
-bool gacc::readNpy(const std::string &path, NpyArray &out, std::string &error) {
+bool mlir::gacc::readNpy(const std::string &path, NpyArray &out,
+                         std::string &error) {
   auto fail = [&](const std::string &message) {
     error = path + ": " + message;
     return false;
@@ -524,8 +525,8 @@ bool gacc::readNpy(const std::string &path, NpyArray &out, std::string &error) {
   return true;
 }
 
-bool gacc::writeNpy(const std::string &path, const NpyArray &array,
-                    std::string &error) {
+bool mlir::gacc::writeNpy(const std::string &path, const NpyArray &array,
+                          std::string &error) {
   auto fail = [&](const std::string &message) {
     error = path + ": " + message;
     return false;
@@ -583,7 +584,7 @@ bool gacc::writeNpy(const std::string &path, const NpyArray &array,
   return true;
 }
 
-NpyArray gacc::convertToDType(const NpyArray &array, DType dtype) {
+NpyArray mlir::gacc::convertToDType(const NpyArray &array, DType dtype) {
   if (array.dtype == dtype)
     return array;
   NpyArray result = makeArray(dtype, array.shape);

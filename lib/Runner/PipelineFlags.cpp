@@ -15,7 +15,7 @@
 
 namespace cl = llvm::cl;
 
-llvm::cl::OptionCategory &gacc::getToolFlagCategory() {
+llvm::cl::OptionCategory &mlir::gacc::getToolFlagCategory() {
   static cl::OptionCategory category("gacc tool options");
   return category;
 }
@@ -28,10 +28,10 @@ struct PipelineFlags {
                              TOOL_HIDDEN)                                      \
   cl::opt<TYPE> NAME{FLAG, cl::desc(DESCRIPTION), cl::init(DEFAULT),           \
                      TOOL_HIDDEN ? cl::Hidden : cl::NotHidden,                 \
-                     cl::cat(gacc::getToolFlagCategory())};
+                     cl::cat(mlir::gacc::getToolFlagCategory())};
 #define GACC_PIPELINE_LIST_OPTION(NAME, TYPE, FLAG, DESCRIPTION)               \
   cl::list<TYPE> NAME{FLAG, cl::desc(DESCRIPTION), cl::CommaSeparated,         \
-                      cl::cat(gacc::getToolFlagCategory())};
+                      cl::cat(mlir::gacc::getToolFlagCategory())};
 #include "gacc/Pipelines/PipelineOptions.def"
 };
 } // namespace
@@ -39,7 +39,7 @@ struct PipelineFlags {
 static PipelineFlags flags;
 static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
                                    cl::init("cpu"),
-                                   cl::cat(gacc::getToolFlagCategory()));
+                                   cl::cat(mlir::gacc::getToolFlagCategory()));
 
 // The lowering's knobs (not gacc-pipeline options).
 static cl::opt<bool> noBlas("no-blas",
@@ -47,52 +47,53 @@ static cl::opt<bool> noBlas("no-blas",
                                      "gaccrt_sgemm (oneDNN, gaccrt's AVX-512 "
                                      "kernels or OpenBLAS)"),
                             cl::init(false),
-                            cl::cat(gacc::getToolFlagCategory()));
+                            cl::cat(mlir::gacc::getToolFlagCategory()));
 static cl::opt<bool> noPairGemms(
     "no-pair-gemms",
     cl::desc("One GEMM call per micro-batch's weight gradient (no "
              "gaccrt_sgemm_pair of two micro-batches: less memory)"),
-    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+    cl::init(false), cl::cat(mlir::gacc::getToolFlagCategory()));
 static cl::opt<bool> noConcurrentCopies(
     "no-concurrent-copies",
     cl::desc("Run the two micro-batches of a GEMM pair one after the other "
              "(no gaccrt_parallel_copies: each GEMM and loop split over the "
              "threads)"),
-    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+    cl::init(false), cl::cat(mlir::gacc::getToolFlagCategory()));
 static cl::opt<bool> noLockstepCopies(
     "no-lockstep-copies",
     cl::desc("No lockstep form of a GEMM pair's two micro-batches for when "
              "they run in turn (no gaccrt_sgemm_rows_pair)"),
-    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+    cl::init(false), cl::cat(mlir::gacc::getToolFlagCategory()));
 static cl::opt<bool> noPairedCopies(
     "no-paired-copies",
     cl::desc("Copies of one micro-batch each, not of two in lockstep (no "
              "gaccrt_sgemm_quad)"),
-    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+    cl::init(false), cl::cat(mlir::gacc::getToolFlagCategory()));
 static cl::opt<bool>
     noOutlineCopies("no-outline-copies",
                     cl::desc("Compile each form of the copies on its own (no "
                              "gacc-outline-copies: more code, the same steps)"),
-                    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+                    cl::init(false),
+                    cl::cat(mlir::gacc::getToolFlagCategory()));
 static cl::opt<bool> pairAnySize(
     "pair-any-size",
     cl::desc("Pair weight gradients (and run the copies side by side) "
              "whatever the operands' sizes: for tests on small graphs"),
-    cl::init(false), cl::Hidden, cl::cat(gacc::getToolFlagCategory()));
+    cl::init(false), cl::Hidden, cl::cat(mlir::gacc::getToolFlagCategory()));
 static cl::opt<bool> serialLoops(
     "serial-loops",
     cl::desc("Run every loop on the calling thread (no gaccrt_parallel_for)"),
-    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
+    cl::init(false), cl::cat(mlir::gacc::getToolFlagCategory()));
 
 static cl::opt<int64_t> runBatchSize(
     "run-batch-size",
     cl::desc("With --runtime-batch-size: run a tail step on the first N "
              "samples of the generated inputs (0: the whole batch)"),
-    cl::init(0), cl::cat(gacc::getToolFlagCategory()));
+    cl::init(0), cl::cat(mlir::gacc::getToolFlagCategory()));
 
-int64_t gacc::getRunBatchSizeFlag() { return runBatchSize; }
+int64_t mlir::gacc::getRunBatchSizeFlag() { return runBatchSize; }
 
-gacc::StepOptions gacc::getStepOptionsFromFlags() {
+mlir::gacc::StepOptions mlir::gacc::getStepOptionsFromFlags() {
   StepOptions options;
 #define GACC_PIPELINE_OPTION(NAME, ...) options.NAME = flags.NAME;
 #define GACC_PIPELINE_LIST_OPTION(NAME, ...)                                   \
@@ -130,7 +131,7 @@ static std::string formatFlagValue(const std::vector<int64_t> &values) {
   return list;
 }
 
-std::vector<std::string> gacc::getPipelineFlagArguments() {
+std::vector<std::string> mlir::gacc::getPipelineFlagArguments() {
   // Every option that differs from its default, so that the other tool
   // selects the same options.
   StepOptions options = getStepOptionsFromFlags();

@@ -26,7 +26,7 @@
 
 namespace fs = std::filesystem;
 
-namespace gacc {
+namespace mlir::gacc {
 
 //===----------------------------------------------------------------------===//
 // Signature text
@@ -209,7 +209,7 @@ bool narrowBatchInputs(const std::vector<TensorInfo> &args,
 }
 
 int StepSignature::getSampleCountArgument() const {
-  return gacc::getSampleCountArgument(args);
+  return mlir::gacc::getSampleCountArgument(args);
 }
 
 int getSampleCountArgument(const std::vector<TensorInfo> &args) {
@@ -853,4 +853,4 @@ std::string formatStepSummary(int64_t steps, int64_t warmup,
   return s;
 }
 
-} // namespace gacc
+} // namespace mlir::gacc

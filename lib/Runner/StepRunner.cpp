@@ -52,7 +52,7 @@
 
 using namespace mlir;
 
-namespace gacc {
+namespace mlir::gacc {
 
 namespace {
 /// The functions lowered CUDA host code calls (gaccrt_cuda_symbols.def).
@@ -548,7 +548,7 @@ void CompiledStep::resetPeak() const { deviceResetPeak(cuda); }
 
 std::optional<gaccrt_cuda_counts> CompiledStep::takeDeviceCounts() const {
   gaccrt_cuda_counts counts;
-  if (!cuda || !::gacc::takeDeviceCounts(counts))
+  if (!cuda || !mlir::gacc::takeDeviceCounts(counts))
     return std::nullopt;
   return counts;
 }
@@ -630,4 +630,4 @@ int64_t releaseCompilerCode() {
   return released;
 }
 
-} // namespace gacc
+} // namespace mlir::gacc

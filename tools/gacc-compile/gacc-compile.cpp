@@ -42,7 +42,7 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
-using namespace gacc;
+using namespace mlir::gacc;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory &category = getToolFlagCategory();

@@ -36,7 +36,7 @@
 #include <unistd.h>
 #include <vector>
 
-using namespace gacc;
+using namespace mlir::gacc;
 
 namespace {
 struct Flags {

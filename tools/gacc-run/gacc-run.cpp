@@ -27,7 +27,7 @@
 #include <cmath>
 #include <cstdio>
 
-using namespace gacc;
+using namespace mlir::gacc;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory &category = getToolFlagCategory();

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace gacc {
+namespace mlir::gacc {
 
 /// Element types of tensors that cross the tools' file boundary. The types
 /// the runtime reduces have the runtime's dtype codes (gaccrt.h), so a DType
@@ -79,6 +79,6 @@ bool writeNpy(const std::string &path, const NpyArray &array,
 /// C++.
 NpyArray convertToDType(const NpyArray &array, DType dtype);
 
-} // namespace gacc
+} // namespace mlir::gacc
 
 #endif // GACC_RUNNER_NPY_H

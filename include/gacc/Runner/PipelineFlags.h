@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace gacc {
+namespace mlir::gacc {
 
 /// The category that holds the shared flags; tools put their own flags in it
 /// too so that --help lists them together.
@@ -33,6 +33,6 @@ int64_t getRunBatchSizeFlag();
 /// gacc-run under mpirun).
 std::vector<std::string> getPipelineFlagArguments();
 
-} // namespace gacc
+} // namespace mlir::gacc
 
 #endif // GACC_RUNNER_PIPELINEFLAGS_H

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GACC_TOOLS_COMMON_STEPIO_H
-#define GACC_TOOLS_COMMON_STEPIO_H
+#ifndef GACC_RUNNER_STEPIO_H
+#define GACC_RUNNER_STEPIO_H
 
 #include "Npy.h"
 #include "gacc/Dialect/Gacc/IR/Roles.h"
@@ -22,13 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace gacc {
-
-/// The role of a step argument or result and its name (Roles.h, shared with
-/// the dialect).
-using ::mlir::gacc::parseRoleName;
-using ::mlir::gacc::Role;
-using ::mlir::gacc::roleName;
+namespace mlir::gacc {
 
 /// One argument or result of the step.
 struct TensorInfo {
@@ -234,6 +228,6 @@ std::string formatStepSummary(int64_t steps, int64_t warmup,
                               int64_t bytesReduced,
                               const gaccrt_cuda_counts *counts = nullptr);
 
-} // namespace gacc
+} // namespace mlir::gacc
 
-#endif // GACC_TOOLS_COMMON_STEPIO_H
+#endif // GACC_RUNNER_STEPIO_H

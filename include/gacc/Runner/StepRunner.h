@@ -26,7 +26,7 @@ namespace mlir {
 class Operation;
 } // namespace mlir
 
-namespace gacc {
+namespace mlir::gacc {
 
 /// Options of a compiled step: the gacc-pipeline options (the members of
 /// GaccPipelineConfig, with their defaults) and the lowering knobs.
@@ -175,6 +175,6 @@ std::vector<NpyArray> makeRandomInputs(const CompiledStep &step, uint64_t seed,
 /// /proc/self/smaps is unavailable).
 int64_t releaseCompilerCode();
 
-} // namespace gacc
+} // namespace mlir::gacc
 
 #endif // GACC_RUNNER_STEPRUNNER_H
