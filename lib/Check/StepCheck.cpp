@@ -13,6 +13,7 @@
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/InitAll.h"
+#include "gacc/Transforms/LossScaleMode.h"
 #include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -210,11 +211,13 @@ FailureOr<GradScalerOutcome> mlir::gacc::applyGradScalerRecipe(
   unsigned numGraphResults = func.getNumResults();
   int ranks = inputs.size();
   GradScalerOutcome outcome;
-  bool dynamic = options.lossScale == "dynamic";
-  double scale = options.lossScaleInit;
+  std::optional<LossScaleMode> mode =
+      parseLossScaleMode(options.lossScale, options.lossScaleInit, error);
+  if (!mode)
+    return failure();
+  bool dynamic = mode->kind == LossScaleKind::Dynamic;
+  double scale = mode->scale;
   int64_t tracker = 0;
-  if (StringRef(options.lossScale).starts_with("static="))
-    StringRef(options.lossScale).drop_front(7).getAsDouble(scale);
   if (dynamic) {
     // After the graph's arguments: the sample count (runtime-batch-size),
     // then the scale and its growth tracker.

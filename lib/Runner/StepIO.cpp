@@ -28,6 +28,18 @@ namespace fs = std::filesystem;
 
 namespace mlir::gacc {
 
+const char *getDeviceName(Device device) {
+  return device == Device::CUDA ? "cuda" : "cpu";
+}
+
+std::optional<Device> parseDevice(const std::string &name) {
+  if (name == "cpu")
+    return Device::CPU;
+  if (name == "cuda")
+    return Device::CUDA;
+  return std::nullopt;
+}
+
 //===----------------------------------------------------------------------===//
 // Signature text
 //===----------------------------------------------------------------------===//
@@ -45,7 +57,7 @@ std::string serializeSignature(const StepSignature &signature) {
   std::ostringstream os;
   os << kSignatureMagic;
   os << "name " << signature.name << "\n";
-  os << "device " << signature.device << "\n";
+  os << "device " << getDeviceName(signature.device) << "\n";
   os << "batch " << signature.batchSize << "\n";
   os << "split " << signature.split << "\n";
   auto tensor = [&](const char *kind, const TensorInfo &info) {
@@ -108,7 +120,12 @@ bool parseSignature(const std::string &text, StepSignature &signature,
     if (key == "name") {
       signature.name = rest;
     } else if (key == "device") {
-      signature.device = rest;
+      std::optional<Device> device = parseDevice(rest);
+      if (!device) {
+        error = "the step signature names an unknown device '" + rest + "'";
+        return false;
+      }
+      signature.device = *device;
     } else if (key == "batch") {
       char *end = nullptr;
       signature.batchSize = std::strtoll(rest.c_str(), &end, 10);
@@ -153,10 +170,8 @@ bool parseSignature(const std::string &text, StepSignature &signature,
       return bad();
     }
   }
-  if (signature.name.empty() ||
-      (signature.device != "cpu" && signature.device != "cuda")) {
-    error = "the step signature names no step or an unknown device '" +
-            signature.device + "'";
+  if (signature.name.empty()) {
+    error = "the step signature names no step";
     return false;
   }
   return true;
@@ -325,7 +340,7 @@ bool loadStepLibrary(const std::string &path, StepLibrary &library,
     error = "'" + path + "': " + error;
     return false;
   }
-  library.cuda = signature.device == "cuda";
+  library.cuda = signature.device == Device::CUDA;
   if (library.cuda && !initCudaRuntime(error))
     return false;
   library.handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);

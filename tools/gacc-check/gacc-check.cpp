@@ -21,6 +21,7 @@
 #include "gacc/Check/StepCheck.h"
 #include "gacc/Runner/PipelineFlags.h"
 #include "gacc/Runner/StepRunner.h"
+#include "gacc/Transforms/LossScaleMode.h"
 
 #include "gacc/Transforms/MicroBatchSizes.h"
 
@@ -88,6 +89,7 @@ static std::string preview(const torch::Tensor &t) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  mlir::gacc::PipelineFlags pipelineFlags;
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -98,12 +100,12 @@ int main(int argc, char **argv) {
   torch::set_num_threads(1);
 
   // The compiled step (single rank: in process).
-  mlir::gacc::StepOptions options = mlir::gacc::getStepOptionsFromFlags();
-  options.traceRegions = false;
-  const std::string &device = options.device;
-  if (device != "cpu" && device != "cuda")
-    return fail("unknown --device='" + device + "' (expected cpu or cuda)");
+  mlir::gacc::StepOptions options;
   std::string error;
+  if (!pipelineFlags.getStepOptions(options, error))
+    return fail(error);
+  options.traceRegions = false;
+  const char *device = mlir::gacc::getDeviceName(options.device);
   std::unique_ptr<mlir::gacc::CompiledStep> step =
       mlir::gacc::CompiledStep::compile(inputFile, options, error);
   if (!step)
@@ -131,7 +133,7 @@ int main(int argc, char **argv) {
   }
   // A tail step (runtime-batch-size): the compiled step gets the padded
   // batch and the count, LibTorch only the real samples.
-  if (int64_t tailSamples = mlir::gacc::getRunBatchSizeFlag())
+  if (int64_t tailSamples = pipelineFlags.getRunBatchSize())
     for (auto &rankInputs : inputs)
       if (!mlir::gacc::runTailOfInputs(step->getSignature(), rankInputs,
                                        tailSamples, !inputDir.empty(), error))
@@ -156,8 +158,8 @@ int main(int argc, char **argv) {
     std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&fail);
     std::string gaccRun =
         (llvm::sys::path::parent_path(self) + "/gacc-run").str();
-    if (!runOnRanks(gaccRun, inputFile, mlir::gacc::getPipelineFlagArguments(),
-                    inputs, resultInfo.size(), compiled, error))
+    if (!runOnRanks(gaccRun, inputFile, pipelineFlags.getArguments(), inputs,
+                    resultInfo.size(), compiled, error))
       return fail(error);
   }
 
@@ -166,7 +168,10 @@ int main(int argc, char **argv) {
     return fail("LibTorch cannot evaluate the input graph");
 
   std::optional<GradScalerOutcome> scaler;
-  if (options.lossScale != "none") {
+  if (std::optional<mlir::gacc::LossScaleMode> mode =
+          mlir::gacc::parseLossScaleMode(options.lossScale,
+                                         options.lossScaleInit, error);
+      mode && mode->kind != mlir::gacc::LossScaleKind::None) {
     FailureOr<GradScalerOutcome> outcome = applyGradScalerRecipe(
         func, options, resultInfo, refInputs, *refs, error);
     if (failed(outcome))

@@ -155,7 +155,7 @@ static bool addEntryPoints(llvm::Module &module, llvm::Function *step,
   // Each memref is its allocated and aligned pointers, offset, sizes and
   // strides; the arguments' come first.
   int countArg = info.getSampleCountArgument();
-  if (countArg >= 0 && info.device == "cpu") {
+  if (countArg >= 0 && info.device == Device::CPU) {
     unsigned field = 0, fields = 0;
     for (auto [i, arg] : llvm::enumerate(info.args)) {
       if (static_cast<int>(i) == countArg)
@@ -199,10 +199,10 @@ static std::string getRuntimeDir(const char *argv0) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  PipelineFlags pipelineFlags;
   cl::HideUnrelatedOptions(category);
-  // A flag of the tools that run steps (PipelineFlags.h); this one runs
-  // nothing.
-  cl::getRegisteredOptions()["run-batch-size"]->setHiddenFlag(cl::ReallyHidden);
+  // A flag of the tools that run steps; this one runs nothing.
+  pipelineFlags.hideRunBatchSize();
   cl::ParseCommandLineOptions(
       argc, argv,
       "gacc-compile: compile a training step with gradient accumulation "
@@ -210,21 +210,20 @@ int main(int argc, char **argv) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
 
-  if (getRunBatchSizeFlag() != 0)
+  if (pipelineFlags.getRunBatchSize() != 0)
     return fail("--run-batch-size runs a tail step; gacc-compile runs "
                 "nothing (gacc-run and gacc-check take it)");
-  StepOptions options = getStepOptionsFromFlags();
+  StepOptions options;
+  std::string error;
+  if (!pipelineFlags.getStepOptions(options, error))
+    return fail(error);
   // Region trace events cost a call each; gacc-run only asks for them with
   // --trace. A compiled step keeps them: they are no-ops until a trace is
   // enabled.
   options.traceRegions = true;
-  if (options.device != "cpu" && options.device != "cuda")
-    return fail("unknown --device='" + options.device +
-                "' (expected cpu or cuda)");
   llvm::StringRef ext = llvm::sys::path::extension(outputFile);
   bool emitObject = ext == ".o", emitIR = ext == ".ll";
 
-  std::string error;
   std::unique_ptr<CompiledStep> step =
       CompiledStep::lower(inputFile, options, error);
   if (!step)
@@ -324,7 +323,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> command = {
       *program,     "-shared", "-o", outputFile, objectPath.str().str(),
       "-L" + rtDir, "-lgaccrt"};
-  if (options.device == "cuda")
+  if (options.device == Device::CUDA)
     command.push_back("-lgaccrt_cuda");
   command.insert(command.end(), {"-lm", "-Wl,--no-undefined"});
   std::vector<std::string> paths(rpaths.begin(), rpaths.end());

@@ -243,12 +243,13 @@ int main(int argc, char **argv) {
       lossIndex = j;
 
   if (print)
-    std::printf(
-        "gacc-run-aot: %s from %s (%s), batch %lld per rank, %s, %d "
-        "rank%s (%s), loaded in %.0f ms\n",
-        signature.name.c_str(), flags.library.c_str(), signature.device.c_str(),
-        static_cast<long long>(signature.batchSize), signature.split.c_str(),
-        world, world == 1 ? "" : "s", gaccrt_backend_name(), loadMs);
+    std::printf("gacc-run-aot: %s from %s (%s), batch %lld per rank, %s, %d "
+                "rank%s (%s), loaded in %.0f ms\n",
+                signature.name.c_str(), flags.library.c_str(),
+                getDeviceName(signature.device),
+                static_cast<long long>(signature.batchSize),
+                signature.split.c_str(), world, world == 1 ? "" : "s",
+                gaccrt_backend_name(), loadMs);
 
   auto invoke = [&](void **packed, size_t, std::string &) {
     entry(packed);

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,12 +44,20 @@ struct TensorInfo {
   double fill = 0;
 };
 
+/// Where a compiled step runs.
+enum class Device { CPU, CUDA };
+
+/// "cpu" or "cuda".
+const char *getDeviceName(Device device);
+
+/// The device named "cpu" or "cuda", or none.
+std::optional<Device> parseDevice(const std::string &name);
+
 /// What a runner needs to know about a compiled step.
 struct StepSignature {
   /// The step function's name.
   std::string name;
-  /// "cpu" or "cuda".
-  std::string device = "cpu";
+  Device device = Device::CPU;
   /// The number of samples of the rank's batch.
   int64_t batchSize = 0;
   /// How the batch is split: "4 micro-batches" or "micro-batch sizes 3,1".
