@@ -3,12 +3,16 @@
 // Compiles a training step with micro-batches=2 for the CPU through the
 // installed runner library, runs three steps on seeded random inputs (the
 // inputs of gacc-run --seed=0) with buffers that stay alive between steps and
-// prints each step's loss as gacc-run does. Fails when a loss is not finite.
+// prints each step's loss as gacc-run does. Fails when a loss is not finite,
+// or when the library registered a command-line flag of the tools (the
+// embedder's command line is its own).
 //
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Runner/StepRunner.h"
 #include "gaccrt/gaccrt.h"
+
+#include "llvm/Support/CommandLine.h"
 
 #include <cmath>
 #include <cstdio>
@@ -18,6 +22,12 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: gacc-runner-embed STEP.mlir\n");
     return 2;
   }
+  for (const char *flag : {"micro-batches", "device", "no-blas"})
+    if (llvm::cl::getRegisteredOptions().count(flag)) {
+      std::fprintf(stderr, "error: the runner library registers --%s\n",
+                   flag);
+      return 1;
+    }
   if (gaccrt_init() != 0)
     return 1;
   mlir::gacc::StepOptions options;
