@@ -146,6 +146,10 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   } else {
     pm.addPass(createConvertLinalgToLoopsPass());
   }
+  // Functions of bounded size for LLVM (its loop passes are quadratic in
+  // the size of the function around a loop).
+  if (options.outlineChunks)
+    pm.addPass(createOutlineChunksPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // math.ipowi (and fpowi) as loops in functions of their own: no LLVM
