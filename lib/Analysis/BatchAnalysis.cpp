@@ -10,6 +10,7 @@
 
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Support/IRUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -153,23 +154,6 @@ Combiner mlir::gacc::getCombiner(Operation *op) {
       .Case<arith::MaxNumFOp>([](auto) { return Combiner::MaxNumF; })
       .Case<arith::MinNumFOp>([](auto) { return Combiner::MinNumF; })
       .Default([](auto) { return Combiner::None; });
-}
-
-bool mlir::gacc::isComputedFrom(Value value, Operation *scope,
-                                function_ref<bool(Value)> isSource) {
-  SmallVector<Value> work{value};
-  DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    if (!seen.insert(v).second)
-      continue;
-    if (isSource(v))
-      return true;
-    Operation *def = v.getDefiningOp();
-    if (def && scope->isProperAncestor(def))
-      llvm::append_range(work, def->getOperands());
-  }
-  return false;
 }
 
 /// Whether `value` (in a reduction body) is computed from one of the body's

@@ -14,6 +14,7 @@
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/InitAll.h"
 #include "gacc/Transforms/LossScaleMode.h"
+#include "gacc/Transforms/MicroBatch.h"
 #include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

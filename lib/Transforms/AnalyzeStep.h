@@ -9,6 +9,7 @@
 #define GACC_LIB_TRANSFORMS_ANALYZESTEP_H
 
 #include "gacc/Analysis/BatchAnalysis.h"
+#include "gacc/Support/IRUtils.h"
 #include "gacc/Transforms/Utils.h"
 
 #include <optional>

@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Analysis/BatchAnalysis.h"
+#include "gacc/Support/VerifyPassResult.h"
 #include "gacc/Transforms/Passes.h"
-#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -18,7 +18,6 @@
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Transforms/LossScaleMode.h"
 #include "gacc/Transforms/Passes.h"
-#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -10,9 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gacc/Transforms/MicroBatch.h"
 #include "AnalyzeStep.h"
 #include "gacc/Analysis/BatchAnalysis.h"
-#include "gacc/Transforms/MicroBatchSizes.h"
+#include "gacc/Support/IRUtils.h"
+#include "gacc/Support/VerifyPassResult.h"
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/RegionForms.h"
 #include "gacc/Transforms/Utils.h"

@@ -11,6 +11,7 @@
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
+#include "gacc/Support/VerifyPassResult.h"
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/Utils.h"
 

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Transforms/RegionForms.h"
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

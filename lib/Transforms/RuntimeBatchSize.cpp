@@ -16,6 +16,7 @@
 #include "AnalyzeStep.h"
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Support/VerifyPassResult.h"
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/Utils.h"
 

@@ -13,6 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gacc/Support/IRUtils.h"
+#include "gacc/Support/VerifyPassResult.h"
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/Utils.h"
 

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gacc/Support/VerifyPassResult.h"
 #include "gacc/Transforms/Passes.h"
-#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 

@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gacc/Support/VerifyPassResult.h"
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/RegionForms.h"
-#include "gacc/Transforms/Utils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

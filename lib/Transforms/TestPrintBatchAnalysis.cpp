@@ -9,8 +9,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "AnalyzeStep.h"
+#include "gacc/Support/VerifyPassResult.h"
+#include "gacc/Transforms/MicroBatch.h"
 #include "gacc/Transforms/Passes.h"
-#include "gacc/Transforms/Utils.h"
 
 #define DEBUG_TYPE "gacc-test-print-batch-analysis"
 

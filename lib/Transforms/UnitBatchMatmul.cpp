@@ -10,7 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/IRUtils.h"
+#include "gacc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AnalyzeStep.h"
+#include "gacc/Support/VerifyPassResult.h"
 #include "gacc/Transforms/Passes.h"
 
 #define DEBUG_TYPE "gacc-verify-step"

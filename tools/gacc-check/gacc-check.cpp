@@ -23,7 +23,7 @@
 #include "gacc/Runner/StepRunner.h"
 #include "gacc/Transforms/LossScaleMode.h"
 
-#include "gacc/Transforms/MicroBatchSizes.h"
+#include "gacc/Transforms/MicroBatch.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"

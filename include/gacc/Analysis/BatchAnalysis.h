@@ -38,7 +38,6 @@ enum class BatchClass {
   MicroBatchStatistic,
 };
 
-/// How the partials of two micro-batches combine.
 /// How the partial results of a reduction combine: the body's combining op
 /// (MaxF: arith.maximumf, NaN-propagating; MaxNumF: arith.maxnumf, which
 /// ignores a NaN operand; likewise for min).
@@ -47,12 +46,6 @@ enum class Combiner { None, AddF, AddI, MaxF, MinF, MaxNumF, MinNumF };
 /// Returns the combiner that `op` (a reduction body's combining op, or an op
 /// marked `gacc.combine`) applies, or None.
 Combiner getCombiner(Operation *op);
-
-/// Whether `value` is computed, through ops nested in `scope`, from a value
-/// for which `isSource` holds (values defined outside `scope` and block
-/// arguments end the walk).
-bool isComputedFrom(Value value, Operation *scope,
-                    function_ref<bool(Value)> isSource);
 
 /// Returns a short lowercase name for `kind` ("per-sample", ...).
 StringRef stringifyBatchClass(BatchClass kind);

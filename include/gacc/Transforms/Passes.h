@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -25,6 +26,12 @@ namespace mlir::gacc {
 
 #define GEN_PASS_DECL
 #include "gacc/Transforms/Passes.h.inc"
+
+/// Adds the patterns that turn TOSA's GEMMs (`linalg.batch_matmul` of a
+/// single batch, on [1, M, K] x [1, K, N] views) into `linalg.matmul` and its
+/// transposes ([0, 2, 1] of [1, a, b]) into 2-D ones, with the reshape folds
+/// that make the views disappear (gacc-prepare-step runs them).
+void populateUnitBatchMatmulPatterns(RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "gacc/Transforms/Passes.h.inc"

@@ -1,7 +1,10 @@
 //===- Utils.h - helpers shared by the gacc passes --------------*- C++ -*-===//
 //
-// Small IR helpers used by several gacc passes: recognizing fills, building
-// the ops that combine partials, flattening tensors into buckets, cleanup.
+// Helpers of the gradient-accumulation transforms that know what a training
+// step is: combining partials, sample counts, flattening tensors into
+// buckets, refusing a step that is already micro-batched. IR helpers that
+// know nothing of gacc are in gacc/Support/IRUtils.h, the verification of a
+// pass's result in gacc/Support/VerifyPassResult.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,19 +15,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/Dominance.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/MapVector.h"
-#include "llvm/Support/Threading.h"
 
-#include <functional>
+#include <optional>
 
 namespace mlir::gacc {
-
-/// Returns true when `value` is a `linalg.fill` of the constant `scalar`.
-bool isFillOf(Value value, TypedAttr scalar);
 
 /// Creates the elementwise op that combines two partials with `combiner`,
 /// marked `gacc.combine`.
@@ -50,23 +44,8 @@ bool hasDynamicSampleDimension(func::FuncOp func);
 /// appending it as `tensor<i64>` if the function has none.
 BlockArgument getOrAddSampleCountArgument(func::FuncOp func);
 
-/// Replaces `tensor.dim` of static dimensions with constants.
-void foldStaticDims(func::FuncOp func);
-
-/// Erases ops of `block` (not nested ones) that are trivially dead, through
-/// `rewriter` when given (so that its listener sees the erasures).
-void eraseDeadOps(Block &block, RewriterBase *rewriter = nullptr);
-
 /// Reshapes a ranked tensor into a 1-D tensor of the same elements.
 Value flattenTensor(OpBuilder &builder, Location loc, Value value);
-
-/// The `linalg.transpose` [1, 0] of a 2-D tensor.
-Value transposeMatrix(OpBuilder &builder, Location loc, Value matrix);
-
-/// Returns the value that `view` is a view of, through any chain of
-/// single-result view-like ops (`memref.subview`, `memref.view`,
-/// `memref.cast`, reshapes, ...).
-Value getViewRoot(Value view);
 
 /// Reshapes a 1-D tensor into `type` (the inverse of flattenTensor).
 Value unflattenTensor(OpBuilder &builder, Location loc, Value flat,
@@ -80,202 +59,10 @@ Value extractFlatSlice(OpBuilder &builder, Location loc, Value source,
 Value insertFlatSlice(OpBuilder &builder, Location loc, Value source,
                       Value dest, int64_t offset);
 
-/// Patterns that turn TOSA's GEMMs (`linalg.batch_matmul` of a single batch,
-/// on [1, M, K] x [1, K, N] views) into `linalg.matmul` and its transposes
-/// ([0, 2, 1] of [1, a, b]) into 2-D ones, with the reshape folds that make
-/// the views disappear (lib/Transforms/UnitBatchMatmul.cpp).
-void populateUnitBatchMatmulPatterns(RewritePatternSet &patterns);
-
-/// Builds, next to `func`, the same step written for `size` samples (the
-/// "eager" view of one micro-batch): batch arguments and per-sample values
-/// have `size` samples, and the sample-count constants B and 1/B become size
-/// and 1/size, as a user's step for that batch would normalize. Used by
-/// gacc-check for the eager "loss ÷ m" recipe.
-FailureOr<func::FuncOp> buildStepForBatchSize(func::FuncOp func,
-                                              const BatchAnalysis &analysis,
-                                              int64_t size, StringRef name);
-
 /// Fails with an error at the first `gacc.micro_batch` op of `func` when the
 /// step has already been split into micro-batch regions (gacc-pipeline run
 /// twice), instead of letting the batch analysis reject the region op.
 LogicalResult verifyNotMicroBatched(func::FuncOp func);
-
-//===----------------------------------------------------------------------===//
-// Local verification: the pieces of mlir::verify that ChangedOps and
-// verifyByRegionForm (RegionForms.h) apply to the ops they check.
-//===----------------------------------------------------------------------===//
-
-/// Checks that `user` may use `value` as mlir::verify requires: `value` is
-/// defined inside the closest isolated-from-above ancestor of `user` and, when
-/// `user` is in a block reachable from its region's entry, properly dominates
-/// it. A failure is reported as `emitError()` followed by what is wrong.
-LogicalResult verifyUse(Operation *user, Value value, DominanceInfo &dominance,
-                        llvm::function_ref<InFlightDiagnostic()> emitError);
-
-/// verifyUse for each operand of `op` ("operand #N ...").
-LogicalResult verifyOperandUses(Operation *op, DominanceInfo &dominance);
-
-/// mlir::verify(op, /*verifyRecursively=*/false), except for a module or a
-/// function, whose region invariants walk everything it holds (its
-/// isolation; a symbol table's symbol uses): of those, only a symbol
-/// table's unique names are checked, plus, with `symbolUses`, its symbol uses
-/// (a walk). The callers check isolation (verifyUse) and symbol uses
-/// (verifySymbolUsesIn) on the ops they verify.
-LogicalResult verifyOpShallowly(Operation *op, bool symbolUses = false);
-
-/// Verifies the symbol uses of `op` (and, with `nested`, of the ops it
-/// holds) that implement SymbolUserOpInterface.
-LogicalResult verifySymbolUsesIn(Operation *op, bool nested,
-                                 SymbolTableCollection &symbolTables);
-
-/// Checks that the blocks of `op`'s regions end in a terminator where one is
-/// required.
-LogicalResult verifyTerminators(Operation *op);
-
-/// The ops a pass created, modified, or erased ops from, as reported by the
-/// rewriter it was given to as listener. With it, PassResultVerifier checks
-/// only what changed instead of the whole payload: on a step with m explicit
-/// micro-batch regions, a pass that rewires a few ops per region would
-/// otherwise pay for verifying every op of every region (five seconds at 400
-/// layers and m = 256, more than the pass itself).
-///
-/// What is checked (see verify): every created op with all it contains; every
-/// modified op without its regions (one whose operands were only replaced by
-/// values of the same types, see ChangeTrackingRewriter, not even that); the
-/// operands of all of these are visible to them (verifyUse) and their symbol
-/// uses valid; the users of their results (a result type may have changed)
-/// and their ancestors up to the root, each without its regions
-/// (verifyOpShallowly; a symbol table whose direct children changed with its
-/// symbol uses); the blocks ops were erased from still end in a terminator.
-/// That is what the full verifier would check of these ops, as long as an op's
-/// validity depends only on itself, its regions, its operands' and results'
-/// types and its ancestors, which is the contract of MLIR op verifiers.
-///
-/// Every change must go through the rewriter: an op erased behind its back
-/// would leave a dangling entry.
-class ChangedOps : public RewriterBase::Listener {
-public:
-  void notifyOperationInserted(Operation *op,
-                               OpBuilder::InsertPoint previous) override;
-  void notifyOperationModified(Operation *op) override;
-  void notifyOperationErased(Operation *op) override;
-
-  /// Verifies the changed ops (as described above) inside `root`, reporting
-  /// the verifier's diagnostics.
-  LogicalResult verify(Operation *root) const;
-
-private:
-  /// Ordered by strength: a created op is verified with its regions, a
-  /// modified one without them, one that ops were erased from only for its
-  /// terminators and region invariants. Erased ops stay as tombstones (their
-  /// address may be reused by a later op, which then takes the entry).
-  enum class Change { Erased, ErasedFrom, Rewired, Modified, Created };
-  void record(Operation *op, Change change);
-  llvm::MapVector<Operation *, Change> changes;
-  /// Set by ChangeTrackingRewriter around a modification that only replaced
-  /// operands by values of the same types.
-  bool nextIsRewire = false;
-  friend class ChangeTrackingRewriter;
-};
-
-/// An IRRewriter that reports its changes to a ChangedOps, telling apart
-/// modifications that only replace operands by values of the same types
-/// (the op's name, operand, result and block argument types, attributes and
-/// properties unchanged). Such an op is checked for dominance and isolation
-/// only: MLIR op verifiers check types, attributes and structure, not which
-/// op defines an operand (affine ops, whose verifiers do look at where a
-/// dimension comes from, are not rewritten by gacc's passes). Rewiring the
-/// accumulator chains of m regions touches one op per gradient and region.
-class ChangeTrackingRewriter : public IRRewriter {
-public:
-  explicit ChangeTrackingRewriter(MLIRContext *context, ChangedOps &changes)
-      : IRRewriter(context, &changes), changes(changes) {}
-  void startOpModification(Operation *op) override;
-  void finalizeOpModification(Operation *op) override;
-  void cancelOpModification(Operation *op) override;
-
-private:
-  struct Signature {
-    OperationName name;
-    SmallVector<Type> types; // operands, results, block arguments
-    DictionaryAttr attributes;
-    llvm::hash_code properties;
-    bool operator==(const Signature &other) const {
-      return name == other.name && types == other.types &&
-             attributes == other.attributes && properties == other.properties;
-    }
-  };
-  static Signature getSignature(Operation *op);
-  ChangedOps &changes;
-  DenseMap<Operation *, Signature> pending;
-};
-
-/// Declared first in a gacc pass's runOnOperation: when the pass returns
-/// without having reported an error, verifies the IR it produced and turns a
-/// verifier failure into "internal error: pass 'gacc-x' produced invalid IR;
-/// please report it ..." at the failing op's location, with the verifier's
-/// message as a note, and fails the pass through `signalFailure`. So a gacc
-/// bug never reaches the user as a raw upstream verifier message (the pass
-/// manager's own verifier then sees valid IR or a failed pass).
-///
-/// `markVerified`, when given, runs once the IR verified. Passes give
-///   [this] {
-///     getAnalysisManager().invalidate({});
-///     markAllAnalysesPreserved();
-///   }
-/// which drops every cached analysis itself (the pass changed the IR) and
-/// tells the pass manager that nothing changed, so that its verifier does
-/// not check the same IR a second time: verifying a step with m explicit
-/// regions costs more than most passes that run on it.
-class PassResultVerifier {
-public:
-  PassResultVerifier(
-      Operation *op, StringRef passArgument,
-      std::function<void()> signalFailure,
-      std::function<void()> markVerified = nullptr,
-      std::function<LogicalResult(Operation *)> verifier = nullptr);
-  ~PassResultVerifier();
-  PassResultVerifier(const PassResultVerifier &) = delete;
-  PassResultVerifier &operator=(const PassResultVerifier &) = delete;
-
-private:
-  Operation *op;
-  std::string passArgument;
-  std::function<void()> signalFailure;
-  std::function<void()> markVerified;
-  /// Verifies the result in place of mlir::verify when set.
-  std::function<LogicalResult(Operation *)> verifier;
-  uint64_t thread;
-  bool sawError = false;
-  std::optional<ScopedDiagnosticHandler> errorWatch;
-};
-
-/// In a gacc pass's runOnOperation: verifies the pass's result once with a
-/// PassResultVerifier, with `verifyFn` (LogicalResult(Operation *), or
-/// nullptr for mlir::verify); when it verifies, the pass drops its cached
-/// analyses and marks all preserved, so the pass manager does not verify the
-/// same IR a second time (upstream's verifier was two thirds of the compile
-/// time of deep graphs).
-#define GACC_VERIFY_PASS_RESULT_WITH(verifyFn)                                 \
-  ::mlir::gacc::PassResultVerifier gaccPassResultVerifier(                     \
-      getOperation(), getArgument(), [this] { signalPassFailure(); },          \
-      [this] {                                                                 \
-        getAnalysisManager().invalidate({});                                   \
-        markAllAnalysesPreserved();                                            \
-      },                                                                       \
-      verifyFn)
-
-/// GACC_VERIFY_PASS_RESULT_WITH the whole verifier.
-#define GACC_VERIFY_PASS_RESULT() GACC_VERIFY_PASS_RESULT_WITH(nullptr)
-
-/// GACC_VERIFY_PASS_RESULT_WITH for a pass that makes all its changes
-/// through rewriters listening to `changedOps` (a ChangedOps declared before
-/// it): verifies only those changes.
-#define GACC_VERIFY_PASS_CHANGES(changedOps)                                   \
-  GACC_VERIFY_PASS_RESULT_WITH(                                                \
-      [&changes = (changedOps)](::mlir::Operation *root) {                     \
-        return changes.verify(root);                                           \
-      })
 
 } // namespace mlir::gacc
 

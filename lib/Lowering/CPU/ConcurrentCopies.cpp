@@ -12,7 +12,7 @@
 #include "ConcurrentCopies.h"
 #include "Common/RuntimeCalls.h"
 
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/IRUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Lowering/Passes.h"
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"

@@ -11,7 +11,8 @@
 #include "GpuHostCode.h"
 
 #include "gacc/Lowering/Passes.h"
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/IRUtils.h"
+#include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

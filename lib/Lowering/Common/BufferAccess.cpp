@@ -2,7 +2,7 @@
 
 #include "BufferAccess.h"
 #include "RuntimeCalls.h"
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/IRUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

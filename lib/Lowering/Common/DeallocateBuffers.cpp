@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Lowering/Passes.h"
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -14,7 +14,8 @@
 #include "BufferAccess.h"
 #include "RuntimeCalls.h"
 #include "gacc/Lowering/Passes.h"
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/IRUtils.h"
+#include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -16,7 +16,8 @@
 #include "RuntimeCalls.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Lowering/Passes.h"
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/IRUtils.h"
+#include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -13,7 +13,7 @@
 #include "RuntimeCalls.h"
 #include "gacc/Dialect/Gacc/IR/StepSignature.h"
 #include "gacc/Lowering/Passes.h"
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/VerifyPassResult.h"
 
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Lowering/Passes.h"
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Lowering/Passes.h"
-#include "gacc/Transforms/Utils.h"
+#include "gacc/Support/VerifyPassResult.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
