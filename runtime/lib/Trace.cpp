@@ -283,7 +283,9 @@ int gaccrt_trace_write(void) {
   // All or nothing: a failed write leaves a previous trace untouched.
   std::string error;
   if (!mlir::gacc::writeFileAtomically(path, out, error)) {
-    printError("cannot write the trace: " + error);
+    // error is "<path>: <why>".
+    printError("cannot write the trace file '" + path +
+               "': " + error.substr(std::min(error.size(), path.size() + 2)));
     return 1;
   }
   return 0;
