@@ -13,6 +13,7 @@
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/InitAll.h"
+#include "gacc/Runner/AtomicFile.h"
 #include "gacc/Transforms/LossScaleMode.h"
 #include "gacc/Transforms/MicroBatch.h"
 #include "gacc/Transforms/Utils.h"
@@ -23,6 +24,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
 
@@ -503,13 +505,12 @@ bool mlir::gacc::runOnRanks(const std::string &gaccRun,
     error = "cannot create a temporary folder";
     return false;
   }
+  // The folder goes on every path, also when a write or the run fails.
+  llvm::scope_exit removeDir([&] { llvm::sys::fs::remove_directories(dir); });
   for (size_t r = 0; r < inputs.size(); ++r) {
     std::string rankDir = (dir + "/in/rank" + std::to_string(r)).str();
-    llvm::sys::fs::create_directories(rankDir);
-    for (size_t i = 0; i < inputs[r].size(); ++i)
-      if (!mlir::gacc::writeNpy(rankDir + "/arg" + std::to_string(i) + ".npy",
-                                inputs[r][i], error))
-        return false;
+    if (!mlir::gacc::writeNpySet(rankDir, "arg", inputs[r], error))
+      return false;
   }
   auto mpirun = llvm::sys::findProgramByName("mpirun");
   if (!mpirun) {
@@ -539,7 +540,10 @@ bool mlir::gacc::runOnRanks(const std::string &gaccRun,
     return false;
   }
   outputs.assign(inputs.size(), {});
-  for (size_t r = 0; r < inputs.size(); ++r)
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    if (!mlir::gacc::checkResultSet(
+            (dir + "/out/rank" + std::to_string(r)).str(), error))
+      return false;
     for (size_t j = 0; j < numResults; ++j) {
       NpyArray out;
       std::string path = (dir + "/out/rank" + std::to_string(r) + "/result" +
@@ -549,6 +553,6 @@ bool mlir::gacc::runOnRanks(const std::string &gaccRun,
         return false;
       outputs[r].push_back(std::move(out));
     }
-  llvm::sys::fs::remove_directories(dir);
+  }
   return true;
 }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "StepIO.h"
+#include "AtomicFile.h"
 
 #include "gaccrt/gaccrt.h"
 
@@ -369,7 +370,14 @@ bool loadStepLibrary(const std::string &path, StepLibrary &library,
 }
 
 bool prepareStepInputs(const std::vector<TensorInfo> &args,
-                       std::vector<NpyArray> &inputs, std::string &error) {
+                       std::vector<NpyArray> &inputs, std::string &error,
+                       const std::vector<std::string> *files) {
+  // Names the file an argument was read from, if any.
+  auto inFile = [&](size_t i) {
+    return files && i < files->size() && !(*files)[i].empty()
+               ? " in '" + (*files)[i] + "'"
+               : std::string();
+  };
   if (inputs.size() != args.size()) {
     error = "expected " + std::to_string(args.size()) + " inputs, got " +
             std::to_string(inputs.size());
@@ -384,7 +392,7 @@ bool prepareStepInputs(const std::vector<TensorInfo> &args,
       error = "argument #" + std::to_string(i) + " (" + roleName(arg.role) +
               ") expects shape " + formatShape(arg.shape) + " of " +
               dtypeName(arg.dtype) + ", got shape " + formatShape(in.shape) +
-              " of " + dtypeName(in.dtype);
+              " of " + dtypeName(in.dtype) + inFile(i);
       return false;
     }
     if (in.dtype == arg.dtype)
@@ -394,7 +402,7 @@ bool prepareStepInputs(const std::vector<TensorInfo> &args,
     if (!bothFloat && !bothInt) {
       error = "argument #" + std::to_string(i) + " (" + roleName(arg.role) +
               ") expects " + dtypeName(arg.dtype) + " data, got " +
-              dtypeName(in.dtype);
+              dtypeName(in.dtype) + inFile(i);
       return false;
     }
     in = convertToDType(in, arg.dtype);
@@ -455,7 +463,12 @@ bool readStepInputs(const std::vector<TensorInfo> &args,
     }
     dir += "/rank" + std::to_string(rank);
   }
+  // A set gacc wrote is read only whole (AtomicFile.h).
+  if (!checkResultSet(inputDir, error) ||
+      (dir != inputDir && !checkResultSet(dir, error)))
+    return false;
   inputs.clear();
+  std::vector<std::string> files(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     std::string path = dir + "/arg" + std::to_string(i) + ".npy";
     std::string shared = inputDir + "/arg" + std::to_string(i) + ".npy";
@@ -476,8 +489,9 @@ bool readStepInputs(const std::vector<TensorInfo> &args,
     if (!readNpy(path, array, error))
       return false;
     inputs.push_back(std::move(array));
+    files[i] = path;
   }
-  return prepareStepInputs(args, inputs, error);
+  return prepareStepInputs(args, inputs, error, &files);
 }
 
 std::vector<NpyArray> makeRandomInputs(const std::vector<TensorInfo> &args,

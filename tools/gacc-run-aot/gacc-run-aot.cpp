@@ -225,16 +225,9 @@ int main(int argc, char **argv) {
     inputs = makeRandomInputs(signature.args, flags.seed, rank);
   }
 
-  if (!flags.saveInputs.empty() && rank == 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(flags.saveInputs, ec);
-    if (ec)
-      return fail("cannot create '" + flags.saveInputs + "': " + ec.message());
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (!writeNpy(flags.saveInputs + "/arg" + std::to_string(i) + ".npy",
-                    inputs[i], error))
-        return fail(error);
-  }
+  if (!flags.saveInputs.empty() && rank == 0 &&
+      !writeNpySet(flags.saveInputs, "arg", inputs, error))
+    return fail(error);
 
   const std::vector<TensorInfo> &results = signature.results;
   int lossIndex = -1;
@@ -293,15 +286,8 @@ int main(int argc, char **argv) {
     std::string dir = flags.outputDir;
     if (world > 1)
       dir += "/rank" + std::to_string(rank);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-      return fail("cannot create '" + dir + "': " + ec.message());
-    for (size_t j = 0; j < outputs.size(); ++j) {
-      std::string file = dir + "/result" + std::to_string(j) + ".npy";
-      if (!writeNpy(file, outputs[j], error))
-        return fail(error);
-    }
+    if (!writeNpySet(dir, "result", outputs, error))
+      return fail(error);
   }
 
   if (flags.printResults && rank == 0)

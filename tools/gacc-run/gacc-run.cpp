@@ -216,13 +216,8 @@ int main(int argc, char **argv) {
     std::string dir = outputDir;
     if (world > 1)
       dir += "/rank" + std::to_string(rank);
-    if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-      return fail("cannot create '" + dir + "': " + ec.message());
-    for (size_t j = 0; j < outputs.size(); ++j) {
-      std::string path = dir + "/result" + std::to_string(j) + ".npy";
-      if (!writeNpy(path, outputs[j], error))
-        return fail(error);
-    }
+    if (!writeNpySet(dir, "result", outputs, error))
+      return fail(error);
   }
 
   if (printResults && rank == 0)
