@@ -11,7 +11,11 @@ classes, SGD in the step, an average all-reduce per gradient), runs
   gacc-opt MLP --gacc-pipeline=micro-batches=M --gacc-lower-to-cpu
 
 once per point (--lower cuda: --gacc-lower-to-cuda instead, kernels through
-NVVM to PTX; needs the CUDA toolkit's libdevice, no GPU) and prints wall
+NVVM to PTX; needs the CUDA toolkit's libdevice, no GPU). --tool run times
+everything until the first step can run instead (gacc-run --steps=1, LLVM's
+optimization and code generation included; the seconds column is its
+"compiled in"), --tool compile the ahead-of-time compiler (gacc-compile to an
+object file). It prints wall
 seconds, CPU seconds (user + system) and
 the peak resident set of the gacc-opt process (from wait4's rusage); on a
 shared machine the CPU seconds are the number to compare. Two sweeps: depth at a fixed m
@@ -33,6 +37,7 @@ build).
 import argparse
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -42,12 +47,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def measure(gacc_opt, graph, m, timeout, lower):
-    """Returns (seconds, CPU seconds, peak RSS in MiB, ok) for one lowering."""
-    cmd = [gacc_opt, graph, f"--gacc-pipeline=micro-batches={m}",
-           f"--gacc-lower-to-{lower}", "-o", os.devnull]
+def command(tool, bin_dir, graph, m, lower, tmp):
+    """The command line that compiles `graph` with `tool`."""
+    if tool == "run":
+        return [os.path.join(bin_dir, "gacc-run"), graph,
+                f"--micro-batches={m}", "--steps=1"]
+    if tool == "compile":
+        return [os.path.join(bin_dir, "gacc-compile"), graph,
+                f"--micro-batches={m}", "-o", os.path.join(tmp, "step.o")]
+    return [os.path.join(bin_dir, "gacc-opt"), graph,
+            f"--gacc-pipeline=micro-batches={m}", f"--gacc-lower-to-{lower}",
+            "-o", os.devnull]
+
+
+def measure(cmd, timeout):
+    """Returns (seconds, CPU seconds, peak RSS in MiB, ok) for one command;
+    for gacc-run the seconds are its "compiled in"."""
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     deadline = start + timeout
     while True:
@@ -63,10 +80,14 @@ def measure(gacc_opt, graph, m, timeout, lower):
         time.sleep(0.01)
     seconds = time.monotonic() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
+    out = proc.stdout.read().decode(errors="replace")
     err = proc.stderr.read().decode(errors="replace")
     if proc.returncode != 0:
-        sys.stderr.write(f"gacc-opt failed ({proc.returncode}) on {graph} "
-                         f"m={m}:\n{err[-2000:]}\n")
+        sys.stderr.write(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
+                         f"{err[-2000:]}\n")
+    compiled = re.search(r"compiled in (\d+) ms", out)
+    if compiled:
+        seconds = int(compiled.group(1)) / 1000
     return (seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
             proc.returncode == 0)
 
@@ -121,6 +142,10 @@ def main():
                    help="seconds per point (default 120)")
     p.add_argument("--lower", choices=["cpu", "cuda"], default="cpu",
                    help="the lowering to time (default cpu)")
+    p.add_argument("--tool", choices=["opt", "run", "compile"],
+                   default="opt",
+                   help="gacc-opt (the MLIR part, default), gacc-run (until "
+                   "the first step can run) or gacc-compile (to an object)")
     p.add_argument("--graph", choices=["mlp", "random"], default="mlp",
                    help="deep MLPs (default) or deep random steps of "
                    "gen_step.py (depth sweep only, m = 2)")
@@ -129,10 +154,14 @@ def main():
     args = p.parse_args()
 
     build = os.environ.get("GACC_BUILD_DIR", os.path.join(ROOT, "build"))
-    gacc_opt = os.path.join(build, "bin", "gacc-opt")
-    if not os.access(gacc_opt, os.X_OK):
-        sys.exit(f"error: {gacc_opt} not found; build gacc-opt first "
-                 "(ninja -C build gacc-opt) or set GACC_BUILD_DIR")
+    bin_dir = os.path.join(build, "bin")
+    tool = {"opt": "gacc-opt", "run": "gacc-run",
+            "compile": "gacc-compile"}[args.tool]
+    if not os.access(os.path.join(bin_dir, tool), os.X_OK):
+        sys.exit(f"error: {bin_dir}/{tool} not found; build it first "
+                 f"(ninja -C build {tool}) or set GACC_BUILD_DIR")
+    if args.tool != "opt" and args.lower != "cpu":
+        sys.exit("error: --tool run/compile times the CPU lowering only")
     if args.full:
         depths = [10, 25, 50, 100, 200, 400]
         ms = [1, 2, 4, 8, 16, 32, 64, 128, 256]
@@ -154,8 +183,11 @@ def main():
               f"--gacc-lower-to-{args.lower}; random steps of gen_step.py "
               f"(seed 6, batch 6), {os.cpu_count()} CPUs")
     else:
-        print(f"gacc-opt --gacc-pipeline=micro-batches=M "
-              f"--gacc-lower-to-{args.lower}; "
+        what = {"opt": f"gacc-opt --gacc-pipeline=micro-batches=M "
+                       f"--gacc-lower-to-{args.lower}",
+                "run": "gacc-run --micro-batches=M --steps=1 (compiled in)",
+                "compile": "gacc-compile --micro-batches=M -o step.o"}
+        print(f"{what[args.tool]}; "
               f"MLP width {args.width}, batch max({args.batch}, M), "
               f"{os.cpu_count()} CPUs")
     print()
@@ -169,8 +201,9 @@ def main():
             batch = 6 if random_graph else max(args.batch, m)
             graph = (generate_random(tmp, depth) if random_graph else
                      generate(tmp, depth, args.width, batch))
-            seconds, cpu, rss, ok = measure(gacc_opt, graph, m, args.timeout,
-                                         args.lower)
+            seconds, cpu, rss, ok = measure(
+                command(args.tool, bin_dir, graph, m, args.lower, tmp),
+                args.timeout)
             mark = "" if ok else (" (timeout)" if seconds >= args.timeout
                                   else " (failed)")
             print(f"| {depth} | {m} | {batch} | {seconds:.2f}{mark} | "

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-using namespace gacc;
+using namespace mlir::gacc;
 
 namespace {
 const char kUsage[] =

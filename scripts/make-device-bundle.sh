@@ -144,13 +144,14 @@ rm "$OUT/bench/mlp.mlir"
 PYTHONPATH="$BUILD/python:$ROOT/examples/torch" $PY - "$OUT/bench/gpt.mlir" <<'PY'
 import sys
 import torch
+import gacc.io
 import gacc.torch
 from train_gpt import GPT, batch_of, loss_fn
 torch.manual_seed(0)
 model = GPT(256, 32, 128, 4)
 batch = batch_of(torch.Generator().manual_seed(0), 32, 32, 256)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-open(sys.argv[1], "w").write(gacc.torch.export_step(model, loss_fn, batch, optimizer=opt))
+gacc.io.write_file_atomically(sys.argv[1], gacc.torch.export_step(model, loss_fn, batch, optimizer=opt))
 PY
 echo "gpt_vocab=256 gpt_seq=32 gpt_dim=128 gpt_heads=4 gpt_batch=32" >> "$OUT/bench/config.txt"
 for m in ${BENCH_MS//,/ }; do

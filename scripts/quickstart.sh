@@ -6,7 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+# Only what the quick start runs: gacc-opt, gacc-run with its runtime, and
+# gacc.torch with gacc-compile. scripts/test.sh builds the rest (gacc-check,
+# unit tests, CUDA runtime, benchmarks).
+scripts/build.sh gacc-opt gacc-run gacc-compile gacc-python
 EXAMPLE=examples/linear_regression.mlir
 OPTIONS=${GACC_OPTIONS:-micro-batch-sizes=3,1}
 echo

@@ -89,7 +89,20 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 gacc_python = os.environ.get("GACC_PYTHON", "/usr/bin/python3")
 config.substitutions.append(("%torch_python", "env PYTHONPATH=%s %s" % (
     os.path.join(config.gacc_obj_root, "python"), gacc_python)))
+# The package without torch (gacc.io), on lit's interpreter.
+config.substitutions.append(("%gacc_python", "env PYTHONPATH=%s %s" % (
+    os.path.join(config.gacc_obj_root, "python"), sys.executable)))
 import subprocess
+import tempfile
+# A full disk for real (test/Robustness): root may mount a small tmpfs.
+if hasattr(os, "geteuid") and os.geteuid() == 0:
+    probe = tempfile.mkdtemp(prefix="gacc-lit-tmpfs-")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
+                       probe], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL).returncode == 0:
+        subprocess.run(["umount", probe])
+        config.available_features.add("tmpfs-mount")
+    os.rmdir(probe)
 if subprocess.run([gacc_python, "-c", "import torch"],
                   stdout=subprocess.DEVNULL,
                   stderr=subprocess.DEVNULL).returncode == 0:

@@ -12,6 +12,8 @@
 
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/RegisterDialects.h"
+#include "gacc/Runner/AtomicFile.h"
+#include "gacc/Transforms/LossScaleMode.h"
 #include "gacc/Transforms/MicroBatch.h"
 #include "gacc/Transforms/Utils.h"
 
@@ -21,6 +23,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
 
@@ -32,9 +35,9 @@
 
 using namespace mlir;
 using namespace mlir::gacc;
-using ::gacc::DType;
-using ::gacc::NpyArray;
-using ::gacc::TensorInfo;
+using mlir::gacc::DType;
+using mlir::gacc::NpyArray;
+using mlir::gacc::TensorInfo;
 
 InputGraph::InputGraph() = default;
 InputGraph::~InputGraph() = default;
@@ -210,11 +213,13 @@ FailureOr<GradScalerOutcome> mlir::gacc::applyGradScalerRecipe(
   unsigned numGraphResults = func.getNumResults();
   int ranks = inputs.size();
   GradScalerOutcome outcome;
-  bool dynamic = options.lossScale == "dynamic";
-  double scale = options.lossScaleInit;
+  std::optional<LossScaleMode> mode =
+      parseLossScaleMode(options.lossScale, options.lossScaleInit, error);
+  if (!mode)
+    return failure();
+  bool dynamic = mode->kind == LossScaleKind::Dynamic;
+  double scale = mode->scale;
   int64_t tracker = 0;
-  if (StringRef(options.lossScale).starts_with("static="))
-    StringRef(options.lossScale).drop_front(7).getAsDouble(scale);
   if (dynamic) {
     // After the graph's arguments: the sample count (runtime-batch-size),
     // then the scale and its growth tracker.
@@ -393,11 +398,11 @@ FailureOr<TailStep> mlir::gacc::prepareTailStep(
   TailStep tail;
   tail.samples = batchSize;
   tail.referenceInputs = inputs;
-  int countArg = ::gacc::getSampleCountArgument(args);
+  int countArg = mlir::gacc::getSampleCountArgument(args);
   if (countArg < 0)
     return tail;
   for (size_t r = 0; r < inputs.size(); ++r) {
-    int64_t value = ::gacc::getSampleCount(inputs[r], countArg);
+    int64_t value = mlir::gacc::getSampleCount(inputs[r], countArg);
     if (r > 0 && value != tail.samples) {
       error = "the ranks run different sample counts (" +
               std::to_string(tail.samples) + " and " + std::to_string(value) +
@@ -407,7 +412,7 @@ FailureOr<TailStep> mlir::gacc::prepareTailStep(
     tail.samples = value;
   }
   for (auto &rankInputs : tail.referenceInputs)
-    if (!::gacc::narrowBatchInputs(args, rankInputs, tail.samples, error))
+    if (!mlir::gacc::narrowBatchInputs(args, rankInputs, tail.samples, error))
       return failure();
   tail.isTail = tail.samples != batchSize;
   if (!tail.isTail)
@@ -499,13 +504,12 @@ bool mlir::gacc::runOnRanks(const std::string &gaccRun,
     error = "cannot create a temporary folder";
     return false;
   }
+  // The folder goes on every path, also when a write or the run fails.
+  llvm::scope_exit removeDir([&] { llvm::sys::fs::remove_directories(dir); });
   for (size_t r = 0; r < inputs.size(); ++r) {
     std::string rankDir = (dir + "/in/rank" + std::to_string(r)).str();
-    llvm::sys::fs::create_directories(rankDir);
-    for (size_t i = 0; i < inputs[r].size(); ++i)
-      if (!::gacc::writeNpy(rankDir + "/arg" + std::to_string(i) + ".npy",
-                            inputs[r][i], error))
-        return false;
+    if (!mlir::gacc::writeNpySet(rankDir, "arg", inputs[r], error))
+      return false;
   }
   auto mpirun = llvm::sys::findProgramByName("mpirun");
   if (!mpirun) {
@@ -535,16 +539,19 @@ bool mlir::gacc::runOnRanks(const std::string &gaccRun,
     return false;
   }
   outputs.assign(inputs.size(), {});
-  for (size_t r = 0; r < inputs.size(); ++r)
+  for (size_t r = 0; r < inputs.size(); ++r) {
+    if (!mlir::gacc::checkResultSet(
+            (dir + "/out/rank" + std::to_string(r)).str(), error))
+      return false;
     for (size_t j = 0; j < numResults; ++j) {
       NpyArray out;
       std::string path = (dir + "/out/rank" + std::to_string(r) + "/result" +
                           std::to_string(j) + ".npy")
                              .str();
-      if (!::gacc::readNpy(path, out, error))
+      if (!mlir::gacc::readNpy(path, out, error))
         return false;
       outputs[r].push_back(std::move(out));
     }
-  llvm::sys::fs::remove_directories(dir);
+  }
   return true;
 }

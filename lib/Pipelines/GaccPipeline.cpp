@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Pipelines/Pipelines.h"
+#include "gacc/Transforms/LossScaleMode.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -85,7 +86,11 @@ void mlir::gacc::buildGaccPipeline(OpPassManager &pm,
   pm.addPass(createFuseAccumulationPass(getFuseAccumulationOptions(config)));
   // Loss scaling sees the graph's own collectives (which values reach
   // which all-reduce), not the buckets that share them.
-  if (config.lossScale != "none")
+  // An option the parser refuses adds the pass, which reports it.
+  std::string error;
+  std::optional<LossScaleMode> lossScale =
+      parseLossScaleMode(config.lossScale, config.lossScaleInit, error);
+  if (!lossScale || lossScale->kind != LossScaleKind::None)
     pm.addPass(createLossScalePass(getLossScaleOptions(config)));
   pm.addPass(createSinkAllReducePass(getSinkAllReduceOptions(config)));
 }

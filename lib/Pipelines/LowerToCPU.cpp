@@ -101,8 +101,15 @@ void mlir::gacc::buildBufferizedStepPipeline(
     pm.addPass(createOverlapAllReducePass());
 }
 
+LowerToCPUConfig LowerToCPUOptions::getConfig() const {
+  LowerToCPUConfig config;
+#define GACC_LOWER_TO_CPU_OPTION(NAME, ...) config.NAME = NAME;
+#include "gacc/Pipelines/LoweringOptions.def"
+  return config;
+}
+
 void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
-                                         const LowerToCPUOptions &options) {
+                                         const LowerToCPUConfig &options) {
   buildBufferizedStepPipeline(pm, options.traceRegions,
                               /*reportIndexErrors=*/true,
                               options.outlineMicroBatches,
@@ -139,6 +146,10 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   } else {
     pm.addPass(createConvertLinalgToLoopsPass());
   }
+  // Functions of bounded size for LLVM (its loop passes are quadratic in
+  // the size of the function around a loop).
+  if (options.outlineChunks)
+    pm.addPass(createOutlineChunksPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // math.ipowi (and fpowi) as loops in functions of their own: no LLVM
@@ -170,5 +181,7 @@ void mlir::gacc::registerLowerToCPUPipeline() {
       "gacc-lower-to-cpu",
       "Lower a gradient-accumulated step to the LLVM dialect for the host "
       "(bufferized, BLAS GEMMs, runtime collectives)",
-      buildLowerToCPUPipeline);
+      [](OpPassManager &pm, const LowerToCPUOptions &options) {
+        buildLowerToCPUPipeline(pm, options.getConfig());
+      });
 }

@@ -44,8 +44,17 @@
 using namespace mlir;
 using namespace mlir::gacc;
 
+LowerToCUDAConfig LowerToCUDAOptions::getConfig() const {
+  LowerToCUDAConfig config;
+#define GACC_LOWER_TO_CUDA_OPTION(NAME, ...) config.NAME = NAME;
+#define GACC_LOWER_TO_CUDA_LIST_OPTION(NAME, ...)                              \
+  config.NAME.assign(NAME.begin(), NAME.end());
+#include "gacc/Pipelines/LoweringOptions.def"
+  return config;
+}
+
 /// The CUDA toolkit: the option, else $CUDA_HOME, else /usr/local/cuda.
-static std::string getCudaPath(const LowerToCUDAOptions &options) {
+static std::string getCudaPath(const LowerToCUDAConfig &options) {
   if (!options.cudaPath.empty())
     return options.cudaPath;
   if (const char *home = std::getenv("CUDA_HOME"))
@@ -54,12 +63,12 @@ static std::string getCudaPath(const LowerToCUDAOptions &options) {
 }
 
 /// The libdevice bitcode of the toolkit.
-static std::string getLibdevicePath(const LowerToCUDAOptions &options) {
+static std::string getLibdevicePath(const LowerToCUDAConfig &options) {
   return getCudaPath(options) + "/nvvm/libdevice/libdevice.10.bc";
 }
 
 LogicalResult mlir::gacc::verifyLowerToCUDAOptions(
-    const LowerToCUDAOptions &options,
+    const LowerToCUDAConfig &options,
     function_ref<void(const Twine &)> emitError) {
   // sm_<major><minor> with an optional feature suffix (sm_90a, sm_100f).
   static const llvm::Regex chip("^sm_([0-9]+)[af]?$");
@@ -116,7 +125,7 @@ LogicalResult mlir::gacc::verifyLowerToCUDAOptions(
 }
 
 void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
-                                          const LowerToCUDAOptions &options) {
+                                          const LowerToCUDAConfig &options) {
   // Gather indices are clamped on the GPU, not reported (kernels cannot
   // call the host runtime).
   // Regions of one size that follow each other share one loop body, as on
@@ -233,9 +242,10 @@ void mlir::gacc::registerLowerToCUDAPipeline() {
       "PTX kernels, NCCL collectives, host code in LLVM",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
-        LowerToCUDAOptions options;
-        if (failed(options.parseFromString(text)))
+        LowerToCUDAOptions parsed;
+        if (failed(parsed.parseFromString(text)))
           return failure();
+        LowerToCUDAConfig options = parsed.getConfig();
         bool ok = succeeded(
             verifyLowerToCUDAOptions(options, [&](const Twine &message) {
               (void)errorHandler(message);

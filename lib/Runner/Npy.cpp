@@ -10,6 +10,8 @@
 
 #include "gacc/Runner/Npy.h"
 
+#include "gacc/Runner/AtomicFile.h"
+
 #include "gaccrt/half.h"
 
 #include <cctype>
@@ -21,7 +23,7 @@
 #include <limits>
 #include <sys/stat.h>
 
-using namespace gacc;
+using namespace mlir::gacc;
 
 namespace {
 
@@ -389,7 +391,7 @@ int64_t NpyArray::numElements() const {
   return count;
 }
 
-std::string gacc::dtypeName(DType dtype) {
+std::string mlir::gacc::dtypeName(DType dtype) {
   switch (dtype) {
   case DType::F32:
     return "float32";
@@ -413,7 +415,7 @@ std::string gacc::dtypeName(DType dtype) {
   return "unknown";
 }
 
-int64_t gacc::dtypeSize(DType dtype) {
+int64_t mlir::gacc::dtypeSize(DType dtype) {
   switch (dtype) {
   case DType::F64:
   case DType::I64:
@@ -432,12 +434,12 @@ int64_t gacc::dtypeSize(DType dtype) {
   return 1;
 }
 
-bool gacc::isFloatDType(DType dtype) {
+bool mlir::gacc::isFloatDType(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F64 || dtype == DType::BF16 ||
          dtype == DType::F16;
 }
 
-NpyArray gacc::makeArray(DType dtype, std::vector<int64_t> shape) {
+NpyArray mlir::gacc::makeArray(DType dtype, std::vector<int64_t> shape) {
   NpyArray array;
   array.dtype = dtype;
   array.shape = std::move(shape);
@@ -446,7 +448,8 @@ NpyArray gacc::makeArray(DType dtype, std::vector<int64_t> shape) {
   return array;
 }
 
-bool gacc::readNpy(const std::string &path, NpyArray &out, std::string &error) {
+bool mlir::gacc::readNpy(const std::string &path, NpyArray &out,
+                         std::string &error) {
   auto fail = [&](const std::string &message) {
     error = path + ": " + message;
     return false;
@@ -524,10 +527,10 @@ bool gacc::readNpy(const std::string &path, NpyArray &out, std::string &error) {
   return true;
 }
 
-bool gacc::writeNpy(const std::string &path, const NpyArray &array,
-                    std::string &error) {
+bool mlir::gacc::encodeNpy(const NpyArray &array, std::string &bytes,
+                           std::string &error) {
   auto fail = [&](const std::string &message) {
-    error = path + ": " + message;
+    error = message;
     return false;
   };
   int64_t count = checkedElementCount(array.shape, dtypeSize(array.dtype));
@@ -570,20 +573,41 @@ bool gacc::writeNpy(const std::string &path, const NpyArray &array,
   for (size_t i = 0; i < lengthBytes; ++i)
     prefix += static_cast<char>((header.size() >> (8 * i)) & 0xff);
 
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file)
-    return fail("cannot create the file: " + std::string(std::strerror(errno)));
-  file.write(prefix.data(), static_cast<std::streamsize>(prefix.size()));
-  file.write(header.data(), static_cast<std::streamsize>(header.size()));
-  file.write(source->data.data(),
-             static_cast<std::streamsize>(source->data.size()));
-  file.close();
-  if (!file)
-    return fail("cannot write the file");
+  bytes.clear();
+  bytes.reserve(prefix.size() + header.size() + source->data.size());
+  bytes += prefix;
+  bytes += header;
+  bytes.append(source->data.data(), source->data.size());
   return true;
 }
 
-NpyArray gacc::convertToDType(const NpyArray &array, DType dtype) {
+bool mlir::gacc::writeNpy(const std::string &path, const NpyArray &array,
+                          std::string &error) {
+  std::string bytes;
+  if (!encodeNpy(array, bytes, error)) {
+    error = path + ": " + error;
+    return false;
+  }
+  return writeFileAtomically(path, bytes, error);
+}
+
+bool mlir::gacc::writeNpySet(const std::string &dir, const std::string &stem,
+                             const std::vector<NpyArray> &arrays,
+                             std::string &error) {
+  ResultSetWriter writer(dir);
+  for (size_t j = 0; j < arrays.size(); ++j) {
+    std::string name = stem + std::to_string(j) + ".npy", bytes;
+    if (!encodeNpy(arrays[j], bytes, error)) {
+      error = dir + "/" + name + ": " + error;
+      return false;
+    }
+    if (!writer.add(name, bytes, error))
+      return false;
+  }
+  return writer.commit(error);
+}
+
+NpyArray mlir::gacc::convertToDType(const NpyArray &array, DType dtype) {
   if (array.dtype == dtype)
     return array;
   NpyArray result = makeArray(dtype, array.shape);

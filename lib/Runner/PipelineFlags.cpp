@@ -1,11 +1,9 @@
-//===- PipelineFlags.cpp - gacc-pipeline options as tool flags --*- C++ -*-===//
+//===- PipelineFlags.cpp - pipeline options as tool flags -------*- C++ -*-===//
 //
-// Defines the flags of PipelineFlags.h once for gacc-run, gacc-check and
-// gacc-compile: one flag per gacc-pipeline option, generated from
-// PipelineOptions.def, plus --device and the lowering's knobs (--no-blas,
-// --no-pair-gemms, --no-concurrent-copies, --no-lockstep-copies,
-// --no-paired-copies, --no-outline-copies, --pair-any-size,
-// --serial-loops).
+// The flags of PipelineFlags.h, generated from PipelineOptions.def (one per
+// gacc-pipeline option) and LoweringOptions.def (the CPU lowering's tool
+// flags: --no-blas, --no-pair-gemms, ..., --serial-loops), plus --device and
+// --run-batch-size.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,101 +11,71 @@
 
 #include <cstdio>
 
+using namespace mlir::gacc;
 namespace cl = llvm::cl;
 
-llvm::cl::OptionCategory &gacc::getToolFlagCategory() {
+llvm::cl::OptionCategory &mlir::gacc::getToolFlagCategory() {
   static cl::OptionCategory category("gacc tool options");
   return category;
 }
 
-namespace {
-/// The flags, one per gacc-pipeline option, registered with llvm::cl when
-/// the tool starts.
-struct PipelineFlags {
+struct PipelineFlags::Flags {
 #define GACC_PIPELINE_OPTION(NAME, TYPE, FLAG, DEFAULT, DESCRIPTION,           \
                              TOOL_HIDDEN)                                      \
   cl::opt<TYPE> NAME{FLAG, cl::desc(DESCRIPTION), cl::init(DEFAULT),           \
                      TOOL_HIDDEN ? cl::Hidden : cl::NotHidden,                 \
-                     cl::cat(gacc::getToolFlagCategory())};
+                     cl::cat(getToolFlagCategory())};
 #define GACC_PIPELINE_LIST_OPTION(NAME, TYPE, FLAG, DESCRIPTION)               \
   cl::list<TYPE> NAME{FLAG, cl::desc(DESCRIPTION), cl::CommaSeparated,         \
-                      cl::cat(gacc::getToolFlagCategory())};
+                      cl::cat(getToolFlagCategory())};
 #include "gacc/Pipelines/PipelineOptions.def"
+
+  /// One bool per tool flag of the CPU lowering, named after its option.
+  struct LoweringFlags {
+#define GACC_LOWER_TO_CPU_TOOL_FLAG(NAME, TOOL_FLAG, NEGATED, HIDDEN,          \
+                                    DESCRIPTION)                               \
+  cl::opt<bool> NAME{TOOL_FLAG, cl::desc(DESCRIPTION), cl::init(false),        \
+                     HIDDEN ? cl::Hidden : cl::NotHidden,                      \
+                     cl::cat(getToolFlagCategory())};
+#include "gacc/Pipelines/LoweringOptions.def"
+  } lowering;
+
+  cl::opt<std::string> device{"device", cl::desc("cpu or cuda"),
+                              cl::init("cpu"), cl::cat(getToolFlagCategory())};
+  cl::opt<int64_t> runBatchSize{
+      "run-batch-size",
+      cl::desc("With --runtime-batch-size: run a tail step on the first N "
+               "samples of the generated inputs (0: the whole batch)"),
+      cl::init(0), cl::cat(getToolFlagCategory())};
 };
-} // namespace
 
-static PipelineFlags flags;
-static cl::opt<std::string> device("device", cl::desc("cpu or cuda"),
-                                   cl::init("cpu"),
-                                   cl::cat(gacc::getToolFlagCategory()));
+PipelineFlags::PipelineFlags() : flags(std::make_unique<Flags>()) {}
+PipelineFlags::~PipelineFlags() = default;
 
-// The lowering's knobs (not gacc-pipeline options).
-static cl::opt<bool> noBlas("no-blas",
-                            cl::desc("Lower matmuls to loops, not "
-                                     "gaccrt_sgemm (oneDNN, gaccrt's AVX-512 "
-                                     "kernels or OpenBLAS)"),
-                            cl::init(false),
-                            cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<bool> noPairGemms(
-    "no-pair-gemms",
-    cl::desc("One GEMM call per micro-batch's weight gradient (no "
-             "gaccrt_sgemm_pair of two micro-batches: less memory)"),
-    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<bool> noConcurrentCopies(
-    "no-concurrent-copies",
-    cl::desc("Run the two micro-batches of a GEMM pair one after the other "
-             "(no gaccrt_parallel_copies: each GEMM and loop split over the "
-             "threads)"),
-    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<bool> noLockstepCopies(
-    "no-lockstep-copies",
-    cl::desc("No lockstep form of a GEMM pair's two micro-batches for when "
-             "they run in turn (no gaccrt_sgemm_rows_pair)"),
-    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<bool> noPairedCopies(
-    "no-paired-copies",
-    cl::desc("Copies of one micro-batch each, not of two in lockstep (no "
-             "gaccrt_sgemm_quad)"),
-    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<bool>
-    noOutlineCopies("no-outline-copies",
-                    cl::desc("Compile each form of the copies on its own (no "
-                             "gacc-outline-copies: more code, the same steps)"),
-                    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<bool> pairAnySize(
-    "pair-any-size",
-    cl::desc("Pair weight gradients (and run the copies side by side) "
-             "whatever the operands' sizes: for tests on small graphs"),
-    cl::init(false), cl::Hidden, cl::cat(gacc::getToolFlagCategory()));
-static cl::opt<bool> serialLoops(
-    "serial-loops",
-    cl::desc("Run every loop on the calling thread (no gaccrt_parallel_for)"),
-    cl::init(false), cl::cat(gacc::getToolFlagCategory()));
-
-static cl::opt<int64_t> runBatchSize(
-    "run-batch-size",
-    cl::desc("With --runtime-batch-size: run a tail step on the first N "
-             "samples of the generated inputs (0: the whole batch)"),
-    cl::init(0), cl::cat(gacc::getToolFlagCategory()));
-
-int64_t gacc::getRunBatchSizeFlag() { return runBatchSize; }
-
-gacc::StepOptions gacc::getStepOptionsFromFlags() {
-  StepOptions options;
-#define GACC_PIPELINE_OPTION(NAME, ...) options.NAME = flags.NAME;
+bool PipelineFlags::getStepOptions(StepOptions &options,
+                                   std::string &error) const {
+  options = StepOptions();
+#define GACC_PIPELINE_OPTION(NAME, ...) options.NAME = flags->NAME;
 #define GACC_PIPELINE_LIST_OPTION(NAME, ...)                                   \
-  options.NAME.assign(flags.NAME.begin(), flags.NAME.end());
+  options.NAME.assign(flags->NAME.begin(), flags->NAME.end());
 #include "gacc/Pipelines/PipelineOptions.def"
-  options.device = device;
-  options.blas = !noBlas;
-  options.pairGemms = !noPairGemms;
-  options.concurrentCopies = !noConcurrentCopies;
-  options.pairAnySize = pairAnySize;
-  options.lockstepCopies = !noLockstepCopies;
-  options.pairedCopies = !noPairedCopies;
-  options.outlineCopies = !noOutlineCopies;
-  options.parallelLoops = !serialLoops;
-  return options;
+#define GACC_LOWER_TO_CPU_TOOL_FLAG(NAME, TOOL_FLAG, NEGATED, ...)             \
+  if (flags->lowering.NAME)                                                    \
+    options.NAME = !NEGATED;
+#include "gacc/Pipelines/LoweringOptions.def"
+  std::optional<Device> device = parseDevice(flags->device);
+  if (!device) {
+    error = "unknown --device='" + flags->device + "' (expected cpu or cuda)";
+    return false;
+  }
+  options.device = *device;
+  return true;
+}
+
+int64_t PipelineFlags::getRunBatchSize() const { return flags->runBatchSize; }
+
+void PipelineFlags::hideRunBatchSize() {
+  flags->runBatchSize.setHiddenFlag(cl::ReallyHidden);
 }
 
 // The text of a flag value that llvm::cl parses back to the same value.
@@ -130,26 +98,25 @@ static std::string formatFlagValue(const std::vector<int64_t> &values) {
   return list;
 }
 
-std::vector<std::string> gacc::getPipelineFlagArguments() {
+std::vector<std::string> PipelineFlags::getArguments() const {
   // Every option that differs from its default, so that the other tool
   // selects the same options.
-  StepOptions options = getStepOptionsFromFlags();
-  const mlir::gacc::GaccPipelineConfig defaults;
+  const GaccPipelineConfig defaults;
   std::vector<std::string> args;
 #define GACC_PIPELINE_OPTION(NAME, TYPE, FLAG, ...)                            \
-  if (options.NAME != defaults.NAME)                                           \
+  if (TYPE(flags->NAME) != defaults.NAME)                                      \
     args.push_back(std::string("--") + FLAG + "=" +                            \
-                   formatFlagValue(options.NAME));
+                   formatFlagValue(TYPE(flags->NAME)));
 #define GACC_PIPELINE_LIST_OPTION(NAME, TYPE, FLAG, ...)                       \
-  if (options.NAME != defaults.NAME)                                           \
+  if (!flags->NAME.empty())                                                    \
     args.push_back(std::string("--") + FLAG + "=" +                            \
-                   formatFlagValue(options.NAME));
+                   formatFlagValue(std::vector<TYPE>(flags->NAME.begin(),      \
+                                                     flags->NAME.end())));
 #include "gacc/Pipelines/PipelineOptions.def"
-  args.push_back("--device=" + options.device);
-  for (const cl::opt<bool> *flag :
-       {&noBlas, &noPairGemms, &noConcurrentCopies, &noLockstepCopies,
-        &noPairedCopies, &noOutlineCopies, &pairAnySize, &serialLoops})
-    if (*flag)
-      args.push_back(("--" + flag->ArgStr + "=true").str());
+  args.push_back("--device=" + flags->device);
+#define GACC_LOWER_TO_CPU_TOOL_FLAG(NAME, TOOL_FLAG, ...)                      \
+  if (flags->lowering.NAME)                                                    \
+    args.push_back(std::string("--") + TOOL_FLAG + "=true");
+#include "gacc/Pipelines/LoweringOptions.def"
   return args;
 }

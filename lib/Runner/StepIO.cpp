@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "StepIO.h"
+#include "AtomicFile.h"
 
 #include "gaccrt/gaccrt.h"
 
@@ -26,7 +27,19 @@
 
 namespace fs = std::filesystem;
 
-namespace gacc {
+namespace mlir::gacc {
+
+const char *getDeviceName(Device device) {
+  return device == Device::CUDA ? "cuda" : "cpu";
+}
+
+std::optional<Device> parseDevice(const std::string &name) {
+  if (name == "cpu")
+    return Device::CPU;
+  if (name == "cuda")
+    return Device::CUDA;
+  return std::nullopt;
+}
 
 //===----------------------------------------------------------------------===//
 // Signature text
@@ -45,7 +58,7 @@ std::string serializeSignature(const StepSignature &signature) {
   std::ostringstream os;
   os << kSignatureMagic;
   os << "name " << signature.name << "\n";
-  os << "device " << signature.device << "\n";
+  os << "device " << getDeviceName(signature.device) << "\n";
   os << "batch " << signature.batchSize << "\n";
   os << "split " << signature.split << "\n";
   auto tensor = [&](const char *kind, const TensorInfo &info) {
@@ -108,7 +121,12 @@ bool parseSignature(const std::string &text, StepSignature &signature,
     if (key == "name") {
       signature.name = rest;
     } else if (key == "device") {
-      signature.device = rest;
+      std::optional<Device> device = parseDevice(rest);
+      if (!device) {
+        error = "the step signature names an unknown device '" + rest + "'";
+        return false;
+      }
+      signature.device = *device;
     } else if (key == "batch") {
       char *end = nullptr;
       signature.batchSize = std::strtoll(rest.c_str(), &end, 10);
@@ -153,10 +171,8 @@ bool parseSignature(const std::string &text, StepSignature &signature,
       return bad();
     }
   }
-  if (signature.name.empty() ||
-      (signature.device != "cpu" && signature.device != "cuda")) {
-    error = "the step signature names no step or an unknown device '" +
-            signature.device + "'";
+  if (signature.name.empty()) {
+    error = "the step signature names no step";
     return false;
   }
   return true;
@@ -209,7 +225,7 @@ bool narrowBatchInputs(const std::vector<TensorInfo> &args,
 }
 
 int StepSignature::getSampleCountArgument() const {
-  return gacc::getSampleCountArgument(args);
+  return mlir::gacc::getSampleCountArgument(args);
 }
 
 int getSampleCountArgument(const std::vector<TensorInfo> &args) {
@@ -325,7 +341,7 @@ bool loadStepLibrary(const std::string &path, StepLibrary &library,
     error = "'" + path + "': " + error;
     return false;
   }
-  library.cuda = signature.device == "cuda";
+  library.cuda = signature.device == Device::CUDA;
   if (library.cuda && !initCudaRuntime(error))
     return false;
   library.handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -354,7 +370,14 @@ bool loadStepLibrary(const std::string &path, StepLibrary &library,
 }
 
 bool prepareStepInputs(const std::vector<TensorInfo> &args,
-                       std::vector<NpyArray> &inputs, std::string &error) {
+                       std::vector<NpyArray> &inputs, std::string &error,
+                       const std::vector<std::string> *files) {
+  // Names the file an argument was read from, if any.
+  auto inFile = [&](size_t i) {
+    return files && i < files->size() && !(*files)[i].empty()
+               ? " in '" + (*files)[i] + "'"
+               : std::string();
+  };
   if (inputs.size() != args.size()) {
     error = "expected " + std::to_string(args.size()) + " inputs, got " +
             std::to_string(inputs.size());
@@ -369,7 +392,7 @@ bool prepareStepInputs(const std::vector<TensorInfo> &args,
       error = "argument #" + std::to_string(i) + " (" + roleName(arg.role) +
               ") expects shape " + formatShape(arg.shape) + " of " +
               dtypeName(arg.dtype) + ", got shape " + formatShape(in.shape) +
-              " of " + dtypeName(in.dtype);
+              " of " + dtypeName(in.dtype) + inFile(i);
       return false;
     }
     if (in.dtype == arg.dtype)
@@ -379,7 +402,7 @@ bool prepareStepInputs(const std::vector<TensorInfo> &args,
     if (!bothFloat && !bothInt) {
       error = "argument #" + std::to_string(i) + " (" + roleName(arg.role) +
               ") expects " + dtypeName(arg.dtype) + " data, got " +
-              dtypeName(in.dtype);
+              dtypeName(in.dtype) + inFile(i);
       return false;
     }
     in = convertToDType(in, arg.dtype);
@@ -440,7 +463,12 @@ bool readStepInputs(const std::vector<TensorInfo> &args,
     }
     dir += "/rank" + std::to_string(rank);
   }
+  // A set gacc wrote is read only whole (AtomicFile.h).
+  if (!checkResultSet(inputDir, error) ||
+      (dir != inputDir && !checkResultSet(dir, error)))
+    return false;
   inputs.clear();
+  std::vector<std::string> files(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     std::string path = dir + "/arg" + std::to_string(i) + ".npy";
     std::string shared = inputDir + "/arg" + std::to_string(i) + ".npy";
@@ -461,8 +489,9 @@ bool readStepInputs(const std::vector<TensorInfo> &args,
     if (!readNpy(path, array, error))
       return false;
     inputs.push_back(std::move(array));
+    files[i] = path;
   }
-  return prepareStepInputs(args, inputs, error);
+  return prepareStepInputs(args, inputs, error, &files);
 }
 
 std::vector<NpyArray> makeRandomInputs(const std::vector<TensorInfo> &args,
@@ -853,4 +882,4 @@ std::string formatStepSummary(int64_t steps, int64_t warmup,
   return s;
 }
 
-} // namespace gacc
+} // namespace mlir::gacc

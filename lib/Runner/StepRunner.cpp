@@ -15,6 +15,7 @@
 #include "gacc/InitAll.h"
 #include "gacc/Lowering/Passes.h"
 #include "gacc/Pipelines/Pipelines.h"
+#include "gacc/Transforms/LossScaleMode.h"
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/Utils.h"
 #include "gaccrt/gaccrt.h"
@@ -52,7 +53,7 @@
 
 using namespace mlir;
 
-namespace gacc {
+namespace mlir::gacc {
 
 namespace {
 /// The functions lowered CUDA host code calls (gaccrt_cuda_symbols.def).
@@ -325,7 +326,10 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   PassManager pm(&context, ModuleOp::getOperationName(),
                  OpPassManager::Nesting::Implicit);
   mlir::gacc::buildGaccPipeline(pm, options);
-  if (options.lossScale == "dynamic") {
+  std::string lossScaleError;
+  std::optional<LossScaleMode> lossScale = parseLossScaleMode(
+      options.lossScale, options.lossScaleInit, lossScaleError);
+  if (lossScale && lossScale->kind == LossScaleKind::Dynamic) {
     // gacc-loss-scale appends the scale (f32) and its growth tracker (i64)
     // as state arguments and their updates as state_out results.
     int64_t first = step->signature.args.size();
@@ -343,31 +347,18 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
       step->signature.results.push_back(result);
     }
   }
-  if (options.device == "cuda") {
+  if (options.device == Device::CUDA) {
 #ifdef GACC_HAVE_CUDA
     step->cuda = true;
-    mlir::gacc::LowerToCUDAOptions lowering;
+    LowerToCUDAConfig lowering;
     lowering.traceRegions = options.traceRegions;
-    mlir::gacc::buildLowerToCUDAPipeline(pm, lowering);
+    buildLowerToCUDAPipeline(pm, lowering);
 #else
     error = "--device=cuda is not available: gacc was built without CUDA";
     return nullptr;
 #endif
-  } else if (options.device == "cpu") {
-    mlir::gacc::LowerToCPUOptions lowering;
-    lowering.blas = options.blas;
-    lowering.pairGemms = options.pairGemms;
-    lowering.concurrentCopies = options.concurrentCopies;
-    lowering.pairAnySize = options.pairAnySize;
-    lowering.lockstepCopies = options.lockstepCopies;
-    lowering.pairedCopies = options.pairedCopies;
-    lowering.outlineCopies = options.outlineCopies;
-    lowering.parallelLoops = options.parallelLoops;
-    lowering.traceRegions = options.traceRegions;
-    mlir::gacc::buildLowerToCPUPipeline(pm, lowering);
   } else {
-    error = "unknown device '" + options.device + "' (expected cpu or cuda)";
-    return nullptr;
+    buildLowerToCPUPipeline(pm, options);
   }
   if (failed(pm.run(module))) {
     error = "compiling '" + path + "' failed";
@@ -394,7 +385,7 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
   }();
   (void)initialized;
   // Fail before the (slow) compilation when there is no device.
-  if (options.device == "cuda") {
+  if (options.device == Device::CUDA) {
 #ifdef GACC_HAVE_CUDA
     if (!initCudaRuntime(error))
       return nullptr;
@@ -549,7 +540,7 @@ void CompiledStep::resetPeak() const { deviceResetPeak(cuda); }
 
 std::optional<gaccrt_cuda_counts> CompiledStep::takeDeviceCounts() const {
   gaccrt_cuda_counts counts;
-  if (!cuda || !::gacc::takeDeviceCounts(counts))
+  if (!cuda || !mlir::gacc::takeDeviceCounts(counts))
     return std::nullopt;
   return counts;
 }
@@ -631,4 +622,4 @@ int64_t releaseCompilerCode() {
   return released;
 }
 
-} // namespace gacc
+} // namespace mlir::gacc

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Analysis/BatchAnalysis.h"
+#include "gacc/Transforms/LossScaleMode.h"
 #include "gacc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -611,32 +612,52 @@ LogicalResult LossScalePass::runOnFunction(func::FuncOp func, bool dynamic,
   return success();
 }
 
-void LossScalePass::runOnOperation() {
-  StringRef mode = lossScale;
-  bool dynamic = false;
-  double init = lossScaleInit;
+std::optional<LossScaleMode>
+mlir::gacc::parseLossScaleMode(const std::string &text, double init,
+                               std::string &error) {
+  StringRef mode = text;
+  LossScaleMode parsed;
+  parsed.scale = init;
   if (mode == "none")
-    return;
+    return parsed;
   if (mode == "dynamic") {
-    dynamic = true;
+    parsed.kind = LossScaleKind::Dynamic;
   } else if (mode == "static") {
+    parsed.kind = LossScaleKind::Static;
   } else if (mode.consume_front("static=")) {
-    if (mode.getAsDouble(init)) {
-      getOperation().emitError()
-          << "expected a number in loss-scale=static=S, got '" << mode << "'";
-      return signalPassFailure();
+    parsed.kind = LossScaleKind::Static;
+    if (mode.getAsDouble(parsed.scale)) {
+      error =
+          "expected a number in loss-scale=static=S, got '" + mode.str() + "'";
+      return std::nullopt;
     }
   } else {
-    getOperation().emitError()
-        << "unknown loss-scale='" << lossScale
-        << "' (expected none, static, static=S or dynamic)";
+    error = "unknown loss-scale='" + text +
+            "' (expected none, static, static=S or dynamic)";
+    return std::nullopt;
+  }
+  if (!(parsed.scale > 0) || !std::isfinite(parsed.scale)) {
+    std::string value;
+    llvm::raw_string_ostream os(value);
+    os << parsed.scale;
+    error = "expected a positive finite loss scale, got " + value;
+    return std::nullopt;
+  }
+  return parsed;
+}
+
+void LossScalePass::runOnOperation() {
+  std::string error;
+  std::optional<LossScaleMode> mode =
+      parseLossScaleMode(lossScale, lossScaleInit, error);
+  if (!mode) {
+    getOperation().emitError() << error;
     return signalPassFailure();
   }
-  if (!(init > 0) || !std::isfinite(init)) {
-    getOperation().emitError()
-        << "expected a positive finite loss scale, got " << init;
-    return signalPassFailure();
-  }
+  if (mode->kind == LossScaleKind::None)
+    return;
+  bool dynamic = mode->kind == LossScaleKind::Dynamic;
+  double init = mode->scale;
   if (dynamic && (!(growthFactor > 1.0) || !std::isfinite(growthFactor) ||
                   !(backoffFactor > 0.0) || !(backoffFactor < 1.0) ||
                   growthInterval < 1)) {

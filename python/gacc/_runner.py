@@ -17,7 +17,7 @@ import tempfile
 
 import torch
 
-from . import _config
+from . import _config, io
 from ._fx import UnsupportedError
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64,
@@ -118,8 +118,7 @@ class CompiledStep:
         info = _export(self.model, self.loss_fn, batch, self.optimizer,
                        data_parallel=self.data_parallel)
         src = os.path.join(self.workdir, "step%d.mlir" % n)
-        with open(src, "w") as f:
-            f.write(info.text)
+        io.write_file_atomically(src, info.text)
         flags = []
         if self.micro_batch_sizes is not None and n == self.batch_size:
             flags.append("--micro-batch-sizes=%s" % ",".join(

@@ -5,9 +5,9 @@
 // timed on every library that can run it and keeps the fastest; "onednn" is
 // a fixed shape rule between oneDNN and OpenBLAS; "avx512" and "openblas"
 // run everything they can on that library. A library that has no kernel for
-// the CPU or the layout declines and OpenBLAS runs the GEMM. Blas.cpp owns
-// the choice; OnednnGemm.cpp loads oneDNN and calls it; Avx512Gemm.cpp has
-// the kernels.
+// the CPU or the layout declines and OpenBLAS runs the GEMM. GemmLibrary.cpp
+// and GemmTuning.cpp own the choice (BlasInternal.h); OnednnGemm.cpp loads
+// oneDNN and calls it; Avx512Gemm.cpp has the kernels.
 //
 //===----------------------------------------------------------------------===//
 

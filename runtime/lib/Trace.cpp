@@ -16,6 +16,8 @@
 
 #include "Internal.h"
 
+#include "gacc/Runner/AtomicFile.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -278,17 +280,12 @@ int gaccrt_trace_write(void) {
   }
   out += "\n],\"displayTimeUnit\":\"ms\"}\n";
 
-  FILE *file = std::fopen(path.c_str(), "w");
-  if (!file) {
+  // All or nothing: a failed write leaves a previous trace untouched.
+  std::string error;
+  if (!mlir::gacc::writeFileAtomically(path, out, error)) {
+    // error is "<path>: <why>".
     printError("cannot write the trace file '" + path +
-               "': " + std::strerror(errno));
-    return 1;
-  }
-  size_t written = std::fwrite(out.data(), 1, out.size(), file);
-  int closed = std::fclose(file);
-  if (written != out.size() || closed != 0) {
-    printError("cannot write the trace file '" + path +
-               "': " + std::strerror(errno));
+               "': " + error.substr(std::min(error.size(), path.size() + 2)));
     return 1;
   }
   return 0;

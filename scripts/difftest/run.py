@@ -139,6 +139,8 @@ def run_compiled(runner, step, indir, outdir, timeout):
     results = {}
     for root, _, files in os.walk(outdir):
         for name in files:
+            if not name.endswith(".npy"):
+                continue  # the set's MANIFEST
             full = os.path.join(root, name)
             results[os.path.relpath(full, outdir)] = load_npy(full)
     return results

@@ -21,6 +21,7 @@
 #include "gacc/Check/StepCheck.h"
 #include "gacc/Runner/PipelineFlags.h"
 #include "gacc/Runner/StepRunner.h"
+#include "gacc/Transforms/LossScaleMode.h"
 
 #include "gacc/Transforms/MicroBatch.h"
 
@@ -36,10 +37,10 @@
 using namespace mlir;
 using namespace mlir::gacc;
 namespace cl = llvm::cl;
-using ::gacc::NpyArray;
-using ::gacc::Role;
+using mlir::gacc::NpyArray;
+using mlir::gacc::Role;
 
-static cl::OptionCategory &category = ::gacc::getToolFlagCategory();
+static cl::OptionCategory &category = mlir::gacc::getToolFlagCategory();
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<step.mlir>"),
                                       cl::Required, cl::cat(category));
 static cl::opt<int> ranks("ranks",
@@ -88,6 +89,7 @@ static std::string preview(const torch::Tensor &t) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  mlir::gacc::PipelineFlags pipelineFlags;
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -98,14 +100,14 @@ int main(int argc, char **argv) {
   torch::set_num_threads(1);
 
   // The compiled step (single rank: in process).
-  ::gacc::StepOptions options = ::gacc::getStepOptionsFromFlags();
-  options.traceRegions = false;
-  const std::string &device = options.device;
-  if (device != "cpu" && device != "cuda")
-    return fail("unknown --device='" + device + "' (expected cpu or cuda)");
+  mlir::gacc::StepOptions options;
   std::string error;
-  std::unique_ptr<::gacc::CompiledStep> step =
-      ::gacc::CompiledStep::compile(inputFile, options, error);
+  if (!pipelineFlags.getStepOptions(options, error))
+    return fail(error);
+  options.traceRegions = false;
+  const char *device = mlir::gacc::getDeviceName(options.device);
+  std::unique_ptr<mlir::gacc::CompiledStep> step =
+      mlir::gacc::CompiledStep::compile(inputFile, options, error);
   if (!step)
     return fail(error);
   const auto &argInfo = step->getArgs();
@@ -122,18 +124,19 @@ int main(int argc, char **argv) {
   RankInputs inputs(ranks);
   for (int r = 0; r < ranks; ++r) {
     if (inputDir.empty()) {
-      inputs[r] = ::gacc::makeRandomInputs(*step, seed, r);
+      inputs[r] = mlir::gacc::makeRandomInputs(*step, seed, r);
       continue;
     }
-    if (!::gacc::readStepInputs(*step, inputDir, r, ranks, inputs[r], error))
+    if (!mlir::gacc::readStepInputs(*step, inputDir, r, ranks, inputs[r],
+                                    error))
       return fail(error);
   }
   // A tail step (runtime-batch-size): the compiled step gets the padded
   // batch and the count, LibTorch only the real samples.
-  if (int64_t tailSamples = ::gacc::getRunBatchSizeFlag())
+  if (int64_t tailSamples = pipelineFlags.getRunBatchSize())
     for (auto &rankInputs : inputs)
-      if (!::gacc::runTailOfInputs(step->getSignature(), rankInputs,
-                                   tailSamples, !inputDir.empty(), error))
+      if (!mlir::gacc::runTailOfInputs(step->getSignature(), rankInputs,
+                                       tailSamples, !inputDir.empty(), error))
         return fail(error);
   std::string stepName = func.getSymName().str();
   int64_t batch = step->getBatchSize();
@@ -155,8 +158,8 @@ int main(int argc, char **argv) {
     std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&fail);
     std::string gaccRun =
         (llvm::sys::path::parent_path(self) + "/gacc-run").str();
-    if (!runOnRanks(gaccRun, inputFile, ::gacc::getPipelineFlagArguments(),
-                    inputs, resultInfo.size(), compiled, error))
+    if (!runOnRanks(gaccRun, inputFile, pipelineFlags.getArguments(), inputs,
+                    resultInfo.size(), compiled, error))
       return fail(error);
   }
 
@@ -165,7 +168,10 @@ int main(int argc, char **argv) {
     return fail("LibTorch cannot evaluate the input graph");
 
   std::optional<GradScalerOutcome> scaler;
-  if (options.lossScale != "none") {
+  if (std::optional<mlir::gacc::LossScaleMode> mode =
+          mlir::gacc::parseLossScaleMode(options.lossScale,
+                                         options.lossScaleInit, error);
+      mode && mode->kind != mlir::gacc::LossScaleKind::None) {
     FailureOr<GradScalerOutcome> outcome = applyGradScalerRecipe(
         func, options, resultInfo, refInputs, *refs, error);
     if (failed(outcome))
@@ -224,7 +230,7 @@ int main(int argc, char **argv) {
     // noise is unbounded.
     SmallVector<double> gradMagnitude;
     for (size_t j = 0; j < resultInfo.size(); ++j)
-      if (resultInfo[j].role == ::gacc::Role::Grad)
+      if (resultInfo[j].role == mlir::gacc::Role::Grad)
         gradMagnitude.push_back(largestFinite(refs->f64[r][j]));
     double largestGrad = 0;
     for (double magnitude : gradMagnitude)
@@ -232,7 +238,7 @@ int main(int argc, char **argv) {
     for (double magnitude : gradMagnitude)
       noiseGradient |= largestGrad > 0 && magnitude <= 1e-6 * largestGrad;
     auto scaled = [&](NormwiseError error, size_t j) {
-      if (resultInfo[j].role == ::gacc::Role::Grad)
+      if (resultInfo[j].role == mlir::gacc::Role::Grad)
         error.rel = error.abs / std::max(largestGrad, 1e-30);
       return error;
     };
@@ -246,8 +252,8 @@ int main(int argc, char **argv) {
         anyFail |= !pass;
         llvm::outs() << llvm::format(
             "%-4d %-10s %-5d %11s %11s %11s %11s %11s %10s  %s\n",
-            static_cast<int>(j), ::gacc::roleName(resultInfo[j].role), r, "-",
-            "-", "-", "-", "-", "-",
+            static_cast<int>(j), mlir::gacc::roleName(resultInfo[j].role), r,
+            "-", "-", "-", "-", "-", "-",
             pass ? "PASS (non-finite, step skipped)"
                  : "FAIL (finite, expected an overflow)");
         continue;
@@ -261,7 +267,7 @@ int main(int argc, char **argv) {
           scaled(compareWithReference(refs->f32Perturbed[r][j], ref), j);
       if (perturbedErr.rel > graphErr.rel)
         graphErr = perturbedErr;
-      if (r == 0 && resultInfo[j].role == ::gacc::Role::Grad)
+      if (r == 0 && resultInfo[j].role == mlir::gacc::Role::Grad)
         gradRoundingError = std::max(gradRoundingError, graphErr.rel);
       double tolerance =
           toleranceFactor *
@@ -269,8 +275,8 @@ int main(int argc, char **argv) {
       bool pass = gaccErr.rel <= tolerance;
       anyFail |= !pass;
       onlyOptimizerFailed &= pass ||
-                             resultInfo[j].role == ::gacc::Role::ParamOut ||
-                             resultInfo[j].role == ::gacc::Role::StateOut;
+                             resultInfo[j].role == mlir::gacc::Role::ParamOut ||
+                             resultInfo[j].role == mlir::gacc::Role::StateOut;
       // NaN where the reference is NaN is agreement, and said so.
       std::string status =
           !pass            ? "FAIL"

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PipelineFlags.h"
+#include "gacc/Runner/AtomicFile.h"
 #include "gacc/Runner/StepRunner.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -32,17 +33,17 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 
-using namespace gacc;
+using namespace mlir::gacc;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory &category = getToolFlagCategory();
@@ -155,7 +156,7 @@ static bool addEntryPoints(llvm::Module &module, llvm::Function *step,
   // Each memref is its allocated and aligned pointers, offset, sizes and
   // strides; the arguments' come first.
   int countArg = info.getSampleCountArgument();
-  if (countArg >= 0 && info.device == "cpu") {
+  if (countArg >= 0 && info.device == Device::CPU) {
     unsigned field = 0, fields = 0;
     for (auto [i, arg] : llvm::enumerate(info.args)) {
       if (static_cast<int>(i) == countArg)
@@ -199,10 +200,10 @@ static std::string getRuntimeDir(const char *argv0) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  PipelineFlags pipelineFlags;
   cl::HideUnrelatedOptions(category);
-  // A flag of the tools that run steps (PipelineFlags.h); this one runs
-  // nothing.
-  cl::getRegisteredOptions()["run-batch-size"]->setHiddenFlag(cl::ReallyHidden);
+  // A flag of the tools that run steps; this one runs nothing.
+  pipelineFlags.hideRunBatchSize();
   cl::ParseCommandLineOptions(
       argc, argv,
       "gacc-compile: compile a training step with gradient accumulation "
@@ -210,21 +211,20 @@ int main(int argc, char **argv) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
 
-  if (getRunBatchSizeFlag() != 0)
+  if (pipelineFlags.getRunBatchSize() != 0)
     return fail("--run-batch-size runs a tail step; gacc-compile runs "
                 "nothing (gacc-run and gacc-check take it)");
-  StepOptions options = getStepOptionsFromFlags();
+  StepOptions options;
+  std::string error;
+  if (!pipelineFlags.getStepOptions(options, error))
+    return fail(error);
   // Region trace events cost a call each; gacc-run only asks for them with
   // --trace. A compiled step keeps them: they are no-ops until a trace is
   // enabled.
   options.traceRegions = true;
-  if (options.device != "cpu" && options.device != "cuda")
-    return fail("unknown --device='" + options.device +
-                "' (expected cpu or cuda)");
   llvm::StringRef ext = llvm::sys::path::extension(outputFile);
   bool emitObject = ext == ".o", emitIR = ext == ".ll";
 
-  std::string error;
   std::unique_ptr<CompiledStep> step =
       CompiledStep::lower(inputFile, options, error);
   if (!step)
@@ -278,39 +278,45 @@ int main(int argc, char **argv) {
   if (llvm::verifyModule(*module, &llvm::errs()))
     return fail("the step's LLVM IR does not verify");
 
+  // Every output goes through writeFileAtomically: a failure leaves a
+  // previous file untouched.
   if (emitIR) {
-    std::error_code ec;
-    llvm::ToolOutputFile out(outputFile, ec, llvm::sys::fs::OF_Text);
-    if (ec)
-      return fail("cannot write '" + outputFile + "': " + ec.message());
-    module->print(out.os(), nullptr);
-    out.keep();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, nullptr);
+    if (!writeFileAtomically(outputFile, text, error))
+      return fail("cannot write " + error);
     return 0;
   }
 
-  // The object: the output itself, or a temporary file to link.
-  llvm::SmallString<256> objectPath;
-  if (emitObject) {
-    objectPath = outputFile;
-  } else if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-                 "gacc-step", "o", objectPath)) {
-    return fail("cannot create a temporary object file: " + ec.message());
-  }
-  llvm::FileRemover removeObject(objectPath, !emitObject);
+  llvm::SmallVector<char, 0> object;
   {
-    std::error_code ec;
-    llvm::ToolOutputFile out(objectPath, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return fail("cannot write '" + objectPath + "': " + ec.message());
+    llvm::raw_svector_ostream os(object);
     llvm::legacy::PassManager codegen;
-    if (machine->addPassesToEmitFile(codegen, out.os(), nullptr,
+    if (machine->addPassesToEmitFile(codegen, os, nullptr,
                                      llvm::CodeGenFileType::ObjectFile))
       return fail("the target machine cannot emit an object file");
     codegen.run(*module);
-    out.keep();
   }
-  if (emitObject)
+  if (emitObject) {
+    if (!writeFileAtomically(outputFile, object.data(), object.size(), error))
+      return fail("cannot write " + error);
     return 0;
+  }
+  // The linker reads the object from and writes the library to temporary
+  // files; the library then goes into place whole.
+  llvm::SmallString<256> objectPath, libraryPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("gacc-step", "o", objectPath))
+    return fail("cannot create a temporary object file: " + ec.message());
+  llvm::FileRemover removeObject(objectPath);
+  if (!writeFileAtomically(objectPath.str().str(), object.data(), object.size(),
+                           error))
+    return fail("cannot write " + error);
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("gacc-step", "so", libraryPath))
+    return fail("cannot create a temporary library file: " + ec.message());
+  llvm::FileRemover removeLibrary(libraryPath);
 
   auto program = llvm::sys::findProgramByName(linker);
   if (!program)
@@ -321,10 +327,14 @@ int main(int argc, char **argv) {
   llvm::sys::path::append(runtimeLib, "libgaccrt.so");
   if (!llvm::sys::fs::exists(runtimeLib))
     return fail("no libgaccrt.so in '" + rtDir + "' (set --runtime-dir)");
-  std::vector<std::string> command = {
-      *program,     "-shared", "-o", outputFile, objectPath.str().str(),
-      "-L" + rtDir, "-lgaccrt"};
-  if (options.device == "cuda")
+  std::vector<std::string> command = {*program,
+                                      "-shared",
+                                      "-o",
+                                      libraryPath.str().str(),
+                                      objectPath.str().str(),
+                                      "-L" + rtDir,
+                                      "-lgaccrt"};
+  if (options.device == Device::CUDA)
     command.push_back("-lgaccrt_cuda");
   command.insert(command.end(), {"-lm", "-Wl,--no-undefined"});
   std::vector<std::string> paths(rpaths.begin(), rpaths.end());
@@ -342,5 +352,13 @@ int main(int argc, char **argv) {
         "linking '" + outputFile + "' failed (" +
         (linkError.empty() ? "exit code " + std::to_string(rc) : linkError) +
         "): " + llvm::join(command, " "));
+  auto library = llvm::MemoryBuffer::getFile(libraryPath, /*IsText=*/false,
+                                             /*RequiresNullTerminator=*/false);
+  if (!library)
+    return fail("cannot read the linked library '" + libraryPath +
+                "': " + library.getError().message());
+  if (!writeFileAtomically(outputFile, (*library)->getBufferStart(),
+                           (*library)->getBufferSize(), error, 0777))
+    return fail("cannot write " + error);
   return 0;
 }

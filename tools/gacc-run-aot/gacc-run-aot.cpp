@@ -36,7 +36,7 @@
 #include <unistd.h>
 #include <vector>
 
-using namespace gacc;
+using namespace mlir::gacc;
 
 namespace {
 struct Flags {
@@ -225,16 +225,9 @@ int main(int argc, char **argv) {
     inputs = makeRandomInputs(signature.args, flags.seed, rank);
   }
 
-  if (!flags.saveInputs.empty() && rank == 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(flags.saveInputs, ec);
-    if (ec)
-      return fail("cannot create '" + flags.saveInputs + "': " + ec.message());
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (!writeNpy(flags.saveInputs + "/arg" + std::to_string(i) + ".npy",
-                    inputs[i], error))
-        return fail(error);
-  }
+  if (!flags.saveInputs.empty() && rank == 0 &&
+      !writeNpySet(flags.saveInputs, "arg", inputs, error))
+    return fail(error);
 
   const std::vector<TensorInfo> &results = signature.results;
   int lossIndex = -1;
@@ -243,12 +236,13 @@ int main(int argc, char **argv) {
       lossIndex = j;
 
   if (print)
-    std::printf(
-        "gacc-run-aot: %s from %s (%s), batch %lld per rank, %s, %d "
-        "rank%s (%s), loaded in %.0f ms\n",
-        signature.name.c_str(), flags.library.c_str(), signature.device.c_str(),
-        static_cast<long long>(signature.batchSize), signature.split.c_str(),
-        world, world == 1 ? "" : "s", gaccrt_backend_name(), loadMs);
+    std::printf("gacc-run-aot: %s from %s (%s), batch %lld per rank, %s, %d "
+                "rank%s (%s), loaded in %.0f ms\n",
+                signature.name.c_str(), flags.library.c_str(),
+                getDeviceName(signature.device),
+                static_cast<long long>(signature.batchSize),
+                signature.split.c_str(), world, world == 1 ? "" : "s",
+                gaccrt_backend_name(), loadMs);
 
   auto invoke = [&](void **packed, size_t, std::string &) {
     entry(packed);
@@ -292,15 +286,8 @@ int main(int argc, char **argv) {
     std::string dir = flags.outputDir;
     if (world > 1)
       dir += "/rank" + std::to_string(rank);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-      return fail("cannot create '" + dir + "': " + ec.message());
-    for (size_t j = 0; j < outputs.size(); ++j) {
-      std::string file = dir + "/result" + std::to_string(j) + ".npy";
-      if (!writeNpy(file, outputs[j], error))
-        return fail(error);
-    }
+    if (!writeNpySet(dir, "result", outputs, error))
+      return fail(error);
   }
 
   if (flags.printResults && rank == 0)

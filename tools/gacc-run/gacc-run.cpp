@@ -27,7 +27,7 @@
 #include <cmath>
 #include <cstdio>
 
-using namespace gacc;
+using namespace mlir::gacc;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory &category = getToolFlagCategory();
@@ -87,6 +87,7 @@ static double scalarValue(const NpyArray &array) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  PipelineFlags pipelineFlags;
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -103,9 +104,10 @@ int main(int argc, char **argv) {
   int rank = gaccrt_rank(), world = gaccrt_world_size();
   bool print = !quiet && rank == 0;
 
-  if (std::string device = getStepOptionsFromFlags().device;
-      device != "cpu" && device != "cuda")
-    return fail("unknown --device='" + device + "' (expected cpu or cuda)");
+  StepOptions options;
+  std::string error;
+  if (!pipelineFlags.getStepOptions(options, error))
+    return fail(error);
   if (steps < 1)
     return fail("--steps must be at least 1");
   if (warmup < 0 || warmup >= steps)
@@ -122,14 +124,12 @@ int main(int argc, char **argv) {
     gaccrt_trace_enable(traceFile.c_str());
   }
 
-  StepOptions options = getStepOptionsFromFlags();
   options.traceRegions = !traceFile.empty();
   // The compiler's code is not needed while the steps run: its pages leave
   // the resident set before the step's buffers are allocated.
   options.releaseCompilerCode = true;
 
   double compileStart = gaccrt_now_us();
-  std::string error;
   std::unique_ptr<CompiledStep> step =
       CompiledStep::compile(inputFile, options, error);
   if (!step)
@@ -144,7 +144,7 @@ int main(int argc, char **argv) {
   } else {
     inputs = makeRandomInputs(*step, seed, rank);
   }
-  if (int64_t tail = getRunBatchSizeFlag())
+  if (int64_t tail = pipelineFlags.getRunBatchSize())
     if (!runTailOfInputs(step->getSignature(), inputs, tail, !inputDir.empty(),
                          error))
       return fail(error);
@@ -216,13 +216,8 @@ int main(int argc, char **argv) {
     std::string dir = outputDir;
     if (world > 1)
       dir += "/rank" + std::to_string(rank);
-    if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-      return fail("cannot create '" + dir + "': " + ec.message());
-    for (size_t j = 0; j < outputs.size(); ++j) {
-      std::string path = dir + "/result" + std::to_string(j) + ".npy";
-      if (!writeNpy(path, outputs[j], error))
-        return fail(error);
-    }
+    if (!writeNpySet(dir, "result", outputs, error))
+      return fail(error);
   }
 
   if (printResults && rank == 0)

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-using namespace gacc;
+using namespace mlir::gacc;
 
 namespace {
 

@@ -33,7 +33,7 @@
 namespace mlir::gacc {
 
 /// The inputs of a step, one list of arrays per rank.
-using RankInputs = std::vector<std::vector<::gacc::NpyArray>>;
+using RankInputs = std::vector<std::vector<mlir::gacc::NpyArray>>;
 /// Torch tensors, one list per rank.
 using RankTensors = SmallVector<SmallVector<torch::Tensor>>;
 
@@ -61,10 +61,10 @@ private:
 };
 
 /// The torch dtype of a NumPy dtype.
-torch::ScalarType getTorchDType(::gacc::DType dtype);
+torch::ScalarType getTorchDType(mlir::gacc::DType dtype);
 
 /// A copy of `array` as a torch tensor.
-torch::Tensor toTensor(const ::gacc::NpyArray &array);
+torch::Tensor toTensor(const mlir::gacc::NpyArray &array);
 
 /// `tensor` detached, contiguous, in float64.
 torch::Tensor toDouble(const torch::Tensor &tensor);
@@ -92,7 +92,7 @@ NormwiseError compareWithReference(const torch::Tensor &value,
 double largestFinite(const torch::Tensor &t);
 
 /// The smallest relative step of an element type (0 for integers).
-double getRelativeEpsilon(::gacc::DType dtype);
+double getRelativeEpsilon(mlir::gacc::DType dtype);
 
 /// The references of the original graph on the full batch (every rank's
 /// shard, collectives across ranks): every floating-point value in float64,
@@ -138,7 +138,7 @@ struct GradScalerOutcome {
 /// when autograd cannot run through the loss.
 FailureOr<GradScalerOutcome>
 applyGradScalerRecipe(func::FuncOp func, const GaccPipelineConfig &options,
-                      const std::vector<::gacc::TensorInfo> &results,
+                      const std::vector<mlir::gacc::TensorInfo> &results,
                       const RankInputs &inputs, StepReferences &references,
                       std::string &error);
 
@@ -153,11 +153,12 @@ struct EagerRecipe {
   /// are undefined tensors).
   std::vector<std::vector<torch::Tensor>> results;
 };
-EagerRecipe evaluateEagerRecipe(func::FuncOp func, ArrayRef<int64_t> sizes,
-                                bool allowMicroBatchStatistics,
-                                const std::vector<::gacc::TensorInfo> &args,
-                                const std::vector<::gacc::TensorInfo> &results,
-                                const RankInputs &inputs);
+EagerRecipe
+evaluateEagerRecipe(func::FuncOp func, ArrayRef<int64_t> sizes,
+                    bool allowMicroBatchStatistics,
+                    const std::vector<mlir::gacc::TensorInfo> &args,
+                    const std::vector<mlir::gacc::TensorInfo> &results,
+                    const RankInputs &inputs);
 
 /// The input graph's gacc.grad results against LibTorch autograd of its
 /// loss, in float64 on rank 0's inputs.
@@ -196,10 +197,9 @@ struct TailStep {
 /// count argument). For a tail, `func` becomes the graph for that many
 /// samples: as written when its sample dimension is dynamic, else rebuilt
 /// next to it (buildStepForBatchSize: sample counts B and 1/B, shapes).
-FailureOr<TailStep> prepareTailStep(func::FuncOp &func,
-                                    const std::vector<::gacc::TensorInfo> &args,
-                                    int64_t batchSize, const RankInputs &inputs,
-                                    std::string &error);
+FailureOr<TailStep> prepareTailStep(
+    func::FuncOp &func, const std::vector<mlir::gacc::TensorInfo> &args,
+    int64_t batchSize, const RankInputs &inputs, std::string &error);
 
 /// `gradRoundingError`: the largest float32 error of the graph's own
 /// gacc.grad results on rank 0 (normwise, relative to the largest
@@ -208,8 +208,8 @@ FailureOr<TailStep> prepareTailStep(func::FuncOp &func,
 /// amplifies their rounding as it amplifies its inputs'), so the backward
 /// is wrong above that or 1e-6, whichever is larger.
 BackwardCheck checkBackward(func::FuncOp func,
-                            const std::vector<::gacc::TensorInfo> &args,
-                            const std::vector<::gacc::TensorInfo> &results,
+                            const std::vector<mlir::gacc::TensorInfo> &args,
+                            const std::vector<mlir::gacc::TensorInfo> &results,
                             const RankInputs &inputs,
                             double gradRoundingError = 0);
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace gacc {
+namespace mlir::gacc {
 
 /// Element types of tensors that cross the tools' file boundary. The types
 /// the runtime reduces have the runtime's dtype codes (gaccrt.h), so a DType
@@ -66,11 +66,22 @@ NpyArray makeArray(DType dtype, std::vector<int64_t> shape);
 /// endian or unsupported dtype, malformed header, truncated data).
 bool readNpy(const std::string &path, NpyArray &out, std::string &error);
 
-/// Writes `array` to `path` (format 1.0, or 2.0 when the header needs it).
-/// BF16 arrays are written as float32. Returns false with `error` set on
-/// failure.
+/// The bytes of `array` as a .npy file (format 1.0, or 2.0 when the header
+/// needs it). BF16 arrays are encoded as float32. Returns false with `error`
+/// set when the data does not fit the shape.
+bool encodeNpy(const NpyArray &array, std::string &bytes, std::string &error);
+
+/// Writes encodeNpy's bytes to `path` with writeFileAtomically (a failure
+/// leaves a previous file untouched). Returns false with `error` set to a
+/// message that starts with the path.
 bool writeNpy(const std::string &path, const NpyArray &array,
               std::string &error);
+
+/// Writes `arrays` as the files `<stem><j>.npy` of a result set in `dir`
+/// (ResultSetWriter: created if missing, whole or not at all, committed by
+/// a MANIFEST). Returns false with `error` naming the file and the cause.
+bool writeNpySet(const std::string &dir, const std::string &stem,
+                 const std::vector<NpyArray> &arrays, std::string &error);
 
 /// Converts element by element to `dtype` (same shape). Floats round to
 /// nearest even (to bf16/f16 through f32); floats to integers truncate toward
@@ -79,6 +90,6 @@ bool writeNpy(const std::string &path, const NpyArray &array,
 /// C++.
 NpyArray convertToDType(const NpyArray &array, DType dtype);
 
-} // namespace gacc
+} // namespace mlir::gacc
 
 #endif // GACC_RUNNER_NPY_H

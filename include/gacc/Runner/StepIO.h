@@ -19,16 +19,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
-namespace gacc {
-
-/// The role of a step argument or result and its name (Roles.h, shared with
-/// the dialect).
-using ::mlir::gacc::parseRoleName;
-using ::mlir::gacc::Role;
-using ::mlir::gacc::roleName;
+namespace mlir::gacc {
 
 /// One argument or result of the step.
 struct TensorInfo {
@@ -49,12 +44,20 @@ struct TensorInfo {
   double fill = 0;
 };
 
+/// Where a compiled step runs.
+enum class Device { CPU, CUDA };
+
+/// "cpu" or "cuda".
+const char *getDeviceName(Device device);
+
+/// The device named "cpu" or "cuda", or none.
+std::optional<Device> parseDevice(const std::string &name);
+
 /// What a runner needs to know about a compiled step.
 struct StepSignature {
   /// The step function's name.
   std::string name;
-  /// "cpu" or "cuda".
-  std::string device = "cpu";
+  Device device = Device::CPU;
   /// The number of samples of the rank's batch.
   int64_t batchSize = 0;
   /// How the batch is split: "4 micro-batches" or "micro-batch sizes 3,1".
@@ -118,8 +121,12 @@ bool loadStepLibrary(const std::string &path, StepLibrary &library,
 /// argument) also takes batch arguments with fewer samples B' (a tail
 /// step): they are padded with zeros to the compiled batch, and the sample
 /// count argument is set to B' (to the full batch otherwise).
+///
+/// `files`, when given, names the file each input was read from (empty for
+/// one that was not), and a shape or dtype error names it.
 bool prepareStepInputs(const std::vector<TensorInfo> &args,
-                       std::vector<NpyArray> &inputs, std::string &error);
+                       std::vector<NpyArray> &inputs, std::string &error,
+                       const std::vector<std::string> *files = nullptr);
 
 /// Keeps the first `samples` samples of each batch argument of `inputs`
 /// (gacc-run's and gacc-check's --run-batch-size with generated inputs).
@@ -142,8 +149,10 @@ NpyArray narrowArray(const NpyArray &array, int64_t dim, int64_t samples);
 /// Reads the inputs of `rank` (of `world` ranks) from `dir`: `arg<i>.npy`,
 /// or `rank<r>/arg<i>.npy` when per-rank folders exist (there must be
 /// exactly `world`; a file missing from a rank folder falls back to the
-/// shared one), checked and converted by prepareStepInputs. Returns false
-/// with a message naming the file or argument.
+/// shared one), checked and converted by prepareStepInputs. A folder with a
+/// MANIFEST (a set gacc wrote) must match it, and one with only
+/// MANIFEST.pending (an interrupted write) is refused (checkResultSet).
+/// Returns false with a message naming the file or argument.
 bool readStepInputs(const std::vector<TensorInfo> &args, const std::string &dir,
                     int rank, int world, std::vector<NpyArray> &inputs,
                     std::string &error);
@@ -234,6 +243,6 @@ std::string formatStepSummary(int64_t steps, int64_t warmup,
                               int64_t bytesReduced,
                               const gaccrt_cuda_counts *counts = nullptr);
 
-} // namespace gacc
+} // namespace mlir::gacc
 
 #endif // GACC_RUNNER_STEPIO_H

@@ -26,35 +26,13 @@ namespace mlir {
 class Operation;
 } // namespace mlir
 
-namespace gacc {
+namespace mlir::gacc {
 
-/// Options of a compiled step: the gacc-pipeline options (the members of
-/// GaccPipelineConfig, with their defaults) and the lowering knobs.
-struct StepOptions : mlir::gacc::GaccPipelineConfig {
-  bool blas = true;
-  /// Two micro-batches' weight gradients per GEMM pass over the accumulator
-  /// (gacc-pair-accumulating-gemms).
-  bool pairGemms = true;
-  /// With pairGemms: the two micro-batches of a pair side by side
-  /// (gaccrt_parallel_copies).
-  bool concurrentCopies = true;
-  /// With pairGemms: pair whatever the operands' sizes (for tests on small
-  /// graphs; gacc-pair-accumulating-gemms{any-size}).
-  bool pairAnySize = false;
-  /// With concurrentCopies: the copies' lockstep form for when they run in
-  /// turn (gacc-pair-accumulating-gemms{lockstep-copies}).
-  bool lockstepCopies = true;
-  /// With lockstepCopies: two copies of two micro-batches each
-  /// (gacc-pair-accumulating-gemms{paired-copies}).
-  bool pairedCopies = true;
-  /// With concurrentCopies: one function for the copies' like forms
-  /// (gacc-outline-copies).
-  bool outlineCopies = true;
-  /// The outermost parallel loops on the runtime's GEMM threads.
-  bool parallelLoops = true;
-  bool traceRegions = true;
-  /// "cpu" or "cuda".
-  std::string device = "cpu";
+/// Options of a compiled step: the gacc-pipeline options and the CPU
+/// lowering's (the members of GaccPipelineConfig and LowerToCPUConfig, with
+/// their defaults), and the device.
+struct StepOptions : GaccPipelineConfig, LowerToCPUConfig {
+  Device device = Device::CPU;
   /// compile(): the compiler's code leaves the resident set
   /// (releaseCompilerCode) once MLIR has translated the step to LLVM IR and
   /// again after LLVM's code generation, so that neither part's code adds to
@@ -175,6 +153,6 @@ std::vector<NpyArray> makeRandomInputs(const CompiledStep &step, uint64_t seed,
 /// /proc/self/smaps is unavailable).
 int64_t releaseCompilerCode();
 
-} // namespace gacc
+} // namespace mlir::gacc
 
 #endif // GACC_RUNNER_STEPRUNNER_H

@@ -12,6 +12,12 @@
 
 include "mlir/Pass/PassBase.td"
 
+// The option of every pass that finds the training step: the function's
+// name, or (empty) the only function carrying gacc roles.
+def GaccEntryOption : Option<"entry", "entry", "std::string",
+                             /*default=*/"\"\"",
+                             "Name of the training-step function">;
+
 def VerifyStepPass : Pass<"gacc-verify-step", "ModuleOp"> {
   let summary = "Check the training-step contract and run the batch analysis";
   let description = [{
@@ -22,8 +28,7 @@ def VerifyStepPass : Pass<"gacc-verify-step", "ModuleOp"> {
     collectives on partials and batch statistics that depend on parameters.
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
-           "Name of the training-step function">,
+    GaccEntryOption,
     Option<"allowMicroBatchStatistics", "allow-micro-batch-statistics", "bool",
            /*default=*/"false",
            "Accept parameter-dependent batch statistics with a warning and "
@@ -47,8 +52,7 @@ def PrepareStepPass : Pass<"gacc-prepare-step", "ModuleOp"> {
     `gacc.sample_count` argument (added if missing); shape uses keep B.
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
-           "Name of the training-step function">,
+    GaccEntryOption,
     Option<"batchSize", "batch-size", "int64_t",
            /*default=*/"::mlir::gacc::kDefaultBatchSize",
            "Number of samples of a batch argument whose sample dimension is "
@@ -83,8 +87,7 @@ def RuntimeBatchSizePass : Pass<"gacc-runtime-batch-size", "ModuleOp"> {
     keep their compile-time sizes, and a tail's samples fill them in order.
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
-           "Name of the training-step function">,
+    GaccEntryOption,
   ];
   let dependentDialects = ["::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
@@ -103,8 +106,7 @@ def MicroBatchPass : Pass<"gacc-micro-batch", "ModuleOp"> {
     values. Sample counts used as values keep the global batch size.
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
-           "Name of the training-step function">,
+    GaccEntryOption,
     Option<"microBatches", "micro-batches", "int64_t",
            /*default=*/"::mlir::gacc::kDefaultMicroBatches",
            "Number of micro-batches m">,
@@ -195,8 +197,7 @@ def LossScalePass : Pass<"gacc-loss-scale", "ModuleOp"> {
     of the signature.
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
-           "Name of the training-step function">,
+    GaccEntryOption,
     Option<"lossScale", "loss-scale", "std::string",
            /*default=*/"::mlir::gacc::kDefaultLossScale",
            "none, static (loss-scale-init), static=S, or dynamic">,
@@ -234,8 +235,7 @@ def TestPrintBatchAnalysisPass
     : Pass<"gacc-test-print-batch-analysis", "ModuleOp"> {
   let summary = "Test only: print the batch-analysis class of each op";
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
-           "Name of the training-step function">,
+    GaccEntryOption,
     Option<"allowMicroBatchStatistics", "allow-micro-batch-statistics", "bool",
            /*default=*/"false", "As gacc-verify-step">,
   ];
@@ -251,8 +251,7 @@ def TestBuildStepForBatchSizePass
     the eager recipe: per-sample values retyped, sample counts rescaled.
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
-           "Name of the training-step function">,
+    GaccEntryOption,
     Option<"size", "size", "int64_t", /*default=*/"1",
            "Number of samples of the rebuilt step">,
   ];

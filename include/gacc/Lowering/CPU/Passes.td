@@ -292,6 +292,37 @@ def SplitBlocksAtLoopsPass : Pass<"gacc-split-blocks-at-loops", "ModuleOp"> {
   let dependentDialects = ["::mlir::cf::ControlFlowDialect"];
 }
 
+def OutlineChunksPass : Pass<"gacc-outline-chunks", "ModuleOp"> {
+  let summary = "Cut functions with many loops into chunks of bounded size";
+  let description = [{
+    On the host, after the loops are formed (and the outermost parallel
+    ones outlined to the runtime), before the lowering to the LLVM dialect.
+    A block with more than `max-loops` loops or `max-ops` operations (a
+    function's body, the body of the loop over a step's micro-batch regions)
+    is cut into chunks of consecutive operations with at most that many
+    each, and each chunk becomes a private `noinline` function
+    `@<f>_chunk` (internal linkage) called in its place; an operation with
+    regions that is larger than that alone has its own blocks cut instead. LLVM's loop passes cost time
+    proportional to the size of the function around each loop, so one
+    function for a deep step compiles in time quadratic in its depth;
+    chunks make it linear.
+
+    Cheap pure operations (constants, views and casts of buffers, integer
+    and index arithmetic) stay in place and are cloned into each chunk that
+    uses them, so that a chunk addresses buffers from the same base
+    pointers with the same constant offsets; other values the chunk uses
+    are arguments, and its values used later are results. Stack allocations
+    stay in the caller; a chunk that would return one is not outlined.
+  }];
+  let options = [
+    Option<"maxLoops", "max-loops", "int64_t", /*default=*/"16",
+           "Most loops (structured loops, nested ones counted) per chunk">,
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"400",
+           "Most operations (nested ones counted) per chunk">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def ConvertStepToLLVMPass : Pass<"gacc-convert-step-to-llvm", "ModuleOp"> {
   let summary = "Convert a lowered step's arith, memref, func, cf and index "
                 "ops to the LLVM dialect in one conversion";

@@ -1,0 +1,382 @@
+//===- GemmTuning.cpp - which library runs each GEMM ----------------------===//
+//
+// One row-major GEMM of gaccrt_sgemm on a library (rowMajorSgemm): "openblas"
+// and "avx512" run every GEMM they can on theirs, "onednn" follows a fixed
+// shape rule (prefersOnednn), and "auto" times each GEMM shape on every library
+// that can run it in its first calls and keeps the fastest (kernels where they
+// run are the incumbent, see kTakeOverRatio). A library that declines a GEMM
+// leaves it to OpenBLAS. Uses GemmLibrary.cpp; Blas.cpp and GemmPairs.cpp use
+// it (BlasInternal.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "gaccrt/gaccrt.h"
+
+#include "BlasInternal.h"
+#include "Gemm.h"
+#include "Internal.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+using namespace gaccrt;
+
+namespace {
+
+CBLAS_TRANSPOSE toBlas(bool transposed) {
+  return transposed ? CblasTrans : CblasNoTrans;
+}
+
+/// The shape rule ("onednn", the GEMMs too small for "auto" to time, and
+/// its incumbent without the kernels): whether oneDNN
+/// is the faster library for C = op(A) * op(B) with n columns and inner
+/// size k, as measured in a training step on a Zen 4 CPU (AVX-512 on
+/// 256-bit units; bench/README.md): its brgemm kernels win 1.1-1.3x when op(A)
+/// is A itself (the forward and the backward-data GEMMs, b x N x K) and about
+/// 1.05x for the weight-gradient GEMMs (op(A) = A^T) of large micro-batches
+/// (k >= 512), but lose for those of smaller ones (k <= 256: oneDNN
+/// transposes the activation in every call) and when C has few columns (the
+/// logits layer). Only with one GEMM thread: with more, OpenMP's threads
+/// (oneDNN) and OpenBLAS's spin against each other between calls and the
+/// step gets 1.2-2x slower than with OpenBLAS alone. Without brgemm (no
+/// AVX-512) onednnSgemm declines and OpenBLAS runs everything. Other CPUs
+/// differ (on Zen 5 oneDNN also wins the small weight gradients, by
+/// 1.4-1.6x), which is why "auto" times each shape.
+bool prefersOnednn(const Operand &a, int64_t n, int64_t k) {
+  return n >= 64 && (!a.transposed || k >= 512) && gemmThreads() == 1;
+}
+
+} // namespace
+
+GemmArgs gaccrt::gemmArgs(const Operand &a, const Operand &b, int64_t m,
+                          int64_t n, int64_t k, float alpha, float beta,
+                          float *c, int64_t cRowStride) {
+  GemmArgs args;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.alpha = alpha;
+  args.beta = beta;
+  args.a = a.data;
+  args.aRowStride = a.transposed ? 1 : a.ld;
+  args.aColStride = a.transposed ? a.ld : 1;
+  args.b = b.data;
+  args.bRowStride = b.transposed ? 1 : b.ld;
+  args.bColStride = b.transposed ? b.ld : 1;
+  args.c = c;
+  args.cRowStride = cRowStride;
+  args.cColStride = 1;
+  args.threads = gemmThreads();
+  return args;
+}
+
+namespace {
+
+/// Runs the GEMM through `sgemm` (onednnSgemm: oneDNN, declining without a
+/// brgemm kernel; avx512Sgemm: gaccrt's kernels, declining without
+/// AVX-512F), traced as `name`; false (nothing written) when it declines.
+bool runThrough(bool (*sgemm)(const GemmArgs &), const char *name,
+                const Operand &a, const Operand &b, int64_t m, int64_t n,
+                int64_t k, float alpha, float beta, float *c,
+                int64_t cRowStride) {
+  if (!sgemm(gemmArgs(a, b, m, n, k, alpha, beta, c, cRowStride)))
+    return false;
+  lastLibrary = name;
+  return true;
+}
+
+bool runOnednn(const Operand &a, const Operand &b, int64_t m, int64_t n,
+               int64_t k, float alpha, float beta, float *c,
+               int64_t cRowStride) {
+  return runThrough(onednnSgemm, "onednn", a, b, m, n, k, alpha, beta, c,
+                    cRowStride);
+}
+
+void runOpenblas(const Operand &a, const Operand &b, int64_t m, int64_t n,
+                 int64_t k, float alpha, float beta, float *c,
+                 int64_t cRowStride) {
+  lastLibrary = "openblas";
+  cblas_sgemm(CblasRowMajor, toBlas(a.transposed), toBlas(b.transposed), int(m),
+              int(n), int(k), alpha, a.data, int(a.ld), b.data, int(b.ld), beta,
+              c, int(cRowStride));
+}
+
+/// The libraries of "auto", in the order their calls alternate.
+enum Candidate { kOnednn, kOpenblas, kAvx512, kCandidates };
+
+const char *candidateName(int candidate) {
+  static const char *const names[] = {"onednn", "openblas", "avx512"};
+  return names[candidate];
+}
+
+/// Runs the GEMM on `candidate`; false (nothing written) when it declines.
+bool runCandidate(int candidate, const Operand &a, const Operand &b, int64_t m,
+                  int64_t n, int64_t k, float alpha, float beta, float *c,
+                  int64_t cRowStride) {
+  switch (candidate) {
+  case kOnednn:
+    return runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride);
+  case kAvx512:
+    return runThrough(avx512Sgemm, "avx512", a, b, m, n, k, alpha, beta, c,
+                      cRowStride);
+  default:
+    runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return true;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// "auto": per-shape tuning
+//===----------------------------------------------------------------------===//
+
+/// A GEMM as the libraries see it: sizes, transposes, leading dimensions
+/// and whether C is read (beta != 0, oneDNN's sum post-op).
+struct GemmKey {
+  int64_t m, n, k, lda, ldb, ldc;
+  bool transA, transB, readsC;
+  bool operator==(const GemmKey &other) const {
+    return m == other.m && n == other.n && k == other.k && lda == other.lda &&
+           ldb == other.ldb && ldc == other.ldc && transA == other.transA &&
+           transB == other.transB && readsC == other.readsC;
+  }
+};
+
+struct GemmKeyHash {
+  size_t operator()(const GemmKey &key) const {
+    size_t h = 0;
+    for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc,
+                      int64_t(key.transA) | int64_t(key.transB) << 1 |
+                          int64_t(key.readsC) << 2})
+      h = h * 1000003u ^ std::hash<int64_t>()(v);
+    return h;
+  }
+};
+
+/// Untimed warm-up calls per library before the timed ones: oneDNN creates
+/// its primitive in its first call, and a shape's first calls are slowed
+/// down by the first touches of a step's buffers (a 512x512x32 weight
+/// gradient took 635, 336, 372, 250 us in its first four calls, 160-180 us
+/// from the sixth on).
+constexpr int kWarmupCallsPerLibrary = 2;
+/// Timed calls per library before a shape's choice is made.
+constexpr int kTimedCallsPerLibrary = 4;
+/// A library other than the incumbent (gaccrt's kernels where they run,
+/// else the shape rule's library) must be at least this much faster (ratio
+/// of the fastest timed calls) to take the shape over: near-ties keep the
+/// incumbent, so that the choice does not flip with a machine's noise.
+constexpr double kTakeOverRatio = 0.9;
+/// Smaller GEMMs (in multiply-adds) follow the rule: below about a
+/// microsecond, timing them is noise. The logits layer's GEMMs (10 outputs)
+/// are above it: at b = 32 OpenBLAS and oneDNN ran them at 36-65 GFLOP/s
+/// inside a 3x512 step, the kernels at 45-106 (158 against 124 us per
+/// m = 8 step).
+constexpr int64_t kMinTunedMacs = int64_t(1) << 16;
+
+struct GemmTuning {
+  int calls = 0;
+  /// The libraries timed for this shape (Candidate), in call order.
+  int libraries[kCandidates] = {};
+  int count = 0;
+  double us[kCandidates][kTimedCallsPerLibrary] = {};
+  int timed[kCandidates] = {};
+  /// The libraries that declined the shape (1 << Candidate).
+  unsigned dropped = 0;
+  /// Set once decided.
+  bool decided = false;
+  int chosen = kOpenblas;
+};
+
+/// Per thread, as oneDNN's primitives: no locking on the GEMM path.
+thread_local std::unordered_map<GemmKey, GemmTuning, GemmKeyHash> tunings;
+
+/// The fastest call: the early calls of a step are slowed down by first
+/// touches and other work on the machine, never sped up.
+double fastest(const double *values, int count) {
+  return *std::min_element(values, values + count);
+}
+
+/// The fastest of the `count` libraries (Candidate) with the fastest calls
+/// `best` (indexed by Candidate), unless it is not kTakeOverRatio faster
+/// than `incumbent`.
+int chooseLibrary(const double *best, const int *libraries, int count,
+                  int incumbent) {
+  int winner = incumbent;
+  for (int i = 0; i < count; ++i)
+    if (best[libraries[i]] < best[winner])
+      winner = libraries[i];
+  if (winner != incumbent && !(best[winner] < kTakeOverRatio * best[incumbent]))
+    winner = incumbent;
+  return winner;
+}
+
+/// Decides `tuning` from its timed calls (see pendingDecision): the fastest
+/// library, unless it is not kTakeOverRatio faster than `incumbent`.
+void decide(GemmTuning &tuning, int incumbent) {
+  double best[kCandidates] = {};
+  for (int i = 0; i < tuning.count; ++i) {
+    int library = tuning.libraries[i];
+    best[library] = fastest(tuning.us[library], tuning.timed[library]);
+  }
+  int winner = chooseLibrary(best, tuning.libraries, tuning.count, incumbent);
+  tuning.decided = true;
+  tuning.chosen = winner;
+  if (!traceEnabled())
+    return;
+  pendingDecision.clear();
+  for (int i = 0; i < tuning.count; ++i)
+    pendingDecision += std::string("\"") + candidateName(tuning.libraries[i]) +
+                       "_us\": " + std::to_string(best[tuning.libraries[i]]) +
+                       ", ";
+  pendingDecision += std::string("\"incumbent\": \"") +
+                     candidateName(incumbent) + "\", \"library\": \"" +
+                     candidateName(winner) + "\"";
+}
+
+/// Starts (or restarts) tuning a shape with the libraries that can run,
+/// less those in the bit set `dropped` (1 << Candidate).
+void startTuning(GemmTuning &tuning, unsigned dropped) {
+  tuning = GemmTuning();
+  tuning.dropped = dropped;
+  bool available[kCandidates] = {onednnAvailable(), true, avx512Available()};
+  for (int library = 0; library < kCandidates; ++library)
+    if (available[library] && !(dropped & (1u << library)))
+      tuning.libraries[tuning.count++] = library;
+  if (tuning.count == 1) {
+    tuning.decided = true;
+    tuning.chosen = kOpenblas;
+  }
+}
+
+/// "auto": with n libraries (oneDNN where it loads, OpenBLAS, the AVX-512
+/// kernels on an AVX-512 CPU, in that order), the shape's first
+/// n * kWarmupCallsPerLibrary calls cycle through them untimed and the next
+/// n * kTimedCallsPerLibrary are timed, round t starting at library t mod n
+/// (with two: ABBAABBA; no library always gets the same position in a step
+/// that repeats the shape); then the fastest (see kTakeOverRatio; the
+/// kernels are the incumbent where they run) runs every later call of the shape
+/// on this thread. A library that declines in a warm-up call (oneDNN without
+/// brgemm for the layout) is dropped and tuning restarts without it.
+void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
+                int64_t k, float alpha, float beta, float *c,
+                int64_t cRowStride) {
+  GemmKey key{
+      m,           n, k, a.ld, b.ld, cRowStride, a.transposed, b.transposed,
+      beta != 0.0f};
+  auto [entry, inserted] = tunings.try_emplace(key);
+  GemmTuning &tuning = entry->second;
+  if (inserted)
+    startTuning(tuning, /*dropped=*/0);
+  if (tuning.decided) {
+    if (!runCandidate(tuning.chosen, a, b, m, n, k, alpha, beta, c, cRowStride))
+      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  int count = tuning.count;
+  int call = tuning.calls++;
+  if (call < count * kWarmupCallsPerLibrary) {
+    int library = tuning.libraries[call % count];
+    if (!runCandidate(library, a, b, m, n, k, alpha, beta, c, cRowStride)) {
+      // No kernel for this layout: tune without the library.
+      startTuning(tuning, tuning.dropped | 1u << library);
+      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    }
+    return;
+  }
+  int t = call - count * kWarmupCallsPerLibrary;
+  int library = tuning.libraries[(t % count + t / count) % count];
+  double start = gaccrt_now_us();
+  // The library ran this shape in its warm-up calls, so it does not decline
+  // here; should it, OpenBLAS computes the result all the same.
+  if (!runCandidate(library, a, b, m, n, k, alpha, beta, c, cRowStride))
+    runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+  tuning.us[library][tuning.timed[library]++] = gaccrt_now_us() - start;
+  if (t + 1 == count * kTimedCallsPerLibrary) {
+    // The kernels, written for the shapes of micro-batches, where they run
+    // (the shape rule's oneDNN kept a 32x512x512 forward GEMM whose
+    // kernels' fastest call was 8 % faster; in the rest of the step it then
+    // ran at 139 GFLOP/s against 182 for the kernels); else the rule's
+    // library.
+    bool kernels = std::find(tuning.libraries, tuning.libraries + tuning.count,
+                             int(kAvx512)) != tuning.libraries + tuning.count;
+    bool ruleOnednn = prefersOnednn(a, n, k) && tuning.libraries[0] == kOnednn;
+    decide(tuning, kernels ? kAvx512 : ruleOnednn ? kOnednn : kOpenblas);
+  }
+}
+
+} // namespace
+
+thread_local std::string gaccrt::pendingDecision;
+
+void gaccrt::rowMajorSgemm(const Operand &a, const Operand &b, int64_t m,
+                           int64_t n, int64_t k, float alpha, float beta,
+                           float *c, int64_t cRowStride) {
+  // With several GEMM threads oneDNN takes no part and libdnnl.so.2 is
+  // never loaded: its OpenMP threads and OpenBLAS's would spin against each
+  // other between calls. The AVX-512 kernels split their GEMMs over
+  // gaccrt's own workers (GemmThreads.cpp).
+  Library chosen = library();
+  if (chosen == Library::Openblas ||
+      (chosen == Library::Onednn && gemmThreads() != 1)) {
+    runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  if (chosen == Library::Avx512) {
+    if (!runThrough(avx512Sgemm, "avx512", a, b, m, n, k, alpha, beta, c,
+                    cRowStride))
+      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  // "auto" with several GEMM threads: the kernels for every GEMM, untimed.
+  // OpenBLAS's pthread workers, like oneDNN's OpenMP threads, spin between
+  // calls, so mixing it with the kernels' workers slows both down and
+  // biases the timing against whichever runs next: per-shape tuning picked
+  // OpenBLAS for some shapes of the 3x512 m = 8 step on 2 threads, which
+  // then took 12.1-12.8 ms, as with OpenBLAS alone, against 5.7-5.8 ms with
+  // the kernels alone (a 64x10x1024 logits GEMM took 775 us on two OpenBLAS
+  // threads).
+  if (chosen == Library::Auto && gemmThreads() != 1) {
+    if (!runThrough(avx512Sgemm, "avx512", a, b, m, n, k, alpha, beta, c,
+                    cRowStride))
+      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  if (chosen == Library::Auto && m * n * k >= kMinTunedMacs) {
+    tunedSgemm(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  if (prefersOnednn(a, n, k) &&
+      runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride))
+    return;
+  runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+}
+
+bool gaccrt::runsOnKernels(const Operand &a, const Operand &b, int64_t m,
+                           int64_t n, int64_t k, float beta,
+                           int64_t cRowStride) {
+  Library chosen = library();
+  if (chosen == Library::Avx512)
+    return true;
+  if (chosen != Library::Auto)
+    return false;
+  if (gemmThreads() != 1)
+    return true;
+  if (m * n * k < kMinTunedMacs)
+    return false;
+  auto it = tunings.find(GemmKey{m, n, k, a.ld, b.ld, cRowStride, a.transposed,
+                                 b.transposed, beta != 0.0f});
+  return it != tunings.end() && it->second.decided &&
+         it->second.chosen == kAvx512;
+}
+
+int32_t gaccrt_internal_choose_gemm_library(const double *fastest_us,
+                                            int32_t timed, int32_t incumbent) {
+  int libraries[kCandidates];
+  int count = 0;
+  for (int library = 0; library < kCandidates; ++library)
+    if (timed & (1 << library))
+      libraries[count++] = library;
+  return chooseLibrary(fastest_us, libraries, count, incumbent);
+}
