@@ -110,3 +110,14 @@ if subprocess.run([gacc_python, "-c", "import torch"],
 else:
     lit_config.note("%s cannot import torch: the gacc.torch tests are "
                     "skipped" % gacc_python)
+# The host CPU's vector extensions (LLVM optimizes a JIT-compiled step for
+# them): "avx2" and "avx512f" from /proc/cpuinfo's flags.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = next((line.split(":", 1)[1].split() for line in cpuinfo
+                      if line.startswith("flags")), [])
+except OSError:
+    flags = []
+for flag in ("avx2", "avx512f"):
+    if flag in flags:
+        config.available_features.add(flag)

@@ -15,6 +15,8 @@
 #include "gacc/InitAll.h"
 #include "gacc/Lowering/Passes.h"
 #include "gacc/Pipelines/Pipelines.h"
+#include "gacc/Runner/AtomicFile.h"
+#include "gacc/Runner/OptimizeStep.h"
 #include "gacc/Transforms/LossScaleMode.h"
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/Utils.h"
@@ -26,7 +28,6 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -417,14 +418,35 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
     return nullptr;
   }
   step->impl->targetMachine = std::move(*targetMachine);
+  // ExecutionEngineOptions::transformer is a function_ref: the callable it
+  // refers to must outlive ExecutionEngine::create, which calls it (a
+  // temporary std::function here left a dangling reference, and LLVM then
+  // optimized for no target). create aborts on an error of the transformer,
+  // so a failed write of the IR is reported after it.
+  llvm::TargetMachine &machine = *step->impl->targetMachine;
+  const std::string &irFile = options.optimizedIrFile;
+  std::string irError;
+  auto optimize = [&](llvm::Module *llvmModule) -> llvm::Error {
+    optimizeStepModule(*llvmModule, machine);
+    if (irFile.empty())
+      return llvm::Error::success();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvmModule->print(os, nullptr);
+    if (!writeFileAtomically(irFile, text, irError))
+      irError = "cannot write the LLVM IR: " + irError;
+    return llvm::Error::success();
+  };
   ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = makeOptimizingTransformer(
-      /*optLevel=*/3, /*sizeLevel=*/0,
-      /*targetMachine=*/step->impl->targetMachine.get());
+  engineOptions.transformer = optimize;
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   auto engine = ExecutionEngine::create(module, engineOptions);
   if (!engine) {
     error = "JIT compilation failed: " + llvm::toString(engine.takeError());
+    return nullptr;
+  }
+  if (!irError.empty()) {
+    error = irError;
     return nullptr;
   }
   step->impl->engine = std::move(*engine);

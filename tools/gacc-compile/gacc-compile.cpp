@@ -14,9 +14,9 @@
 
 #include "PipelineFlags.h"
 #include "gacc/Runner/AtomicFile.h"
+#include "gacc/Runner/OptimizeStep.h"
 #include "gacc/Runner/StepRunner.h"
 
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
@@ -270,11 +270,7 @@ int main(int argc, char **argv) {
   if (!addEntryPoints(*module, entry, step->getSignature(),
                       serializeSignature(step->getSignature()), error))
     return fail(error);
-  if (auto err = ::mlir::makeOptimizingTransformer(/*optLevel=*/3,
-                                                   /*sizeLevel=*/0,
-                                                   machine.get())(module.get()))
-    return fail("optimizing the step failed: " +
-                llvm::toString(std::move(err)));
+  optimizeStepModule(*module, *machine);
   if (llvm::verifyModule(*module, &llvm::errs()))
     return fail("the step's LLVM IR does not verify");
 

@@ -50,6 +50,11 @@ static cl::opt<uint64_t> seed("seed", cl::desc("Seed of random inputs"),
 static cl::opt<std::string> traceFile("trace",
                                       cl::desc("Write a Chrome trace (JSON)"),
                                       cl::init(""), cl::cat(category));
+static cl::opt<std::string> dumpLlvmIr(
+    "dump-llvm-ir",
+    cl::desc("Write the step's LLVM IR, as optimized for this CPU before its "
+             "code generation, to FILE"),
+    cl::value_desc("FILE"), cl::init(""), cl::cat(category));
 static cl::opt<double> collectiveTimeout(
     "collective-timeout",
     cl::desc("Fail (naming the call and the rank) when a collective has not "
@@ -128,6 +133,7 @@ int main(int argc, char **argv) {
   // The compiler's code is not needed while the steps run: its pages leave
   // the resident set before the step's buffers are allocated.
   options.releaseCompilerCode = true;
+  options.optimizedIrFile = dumpLlvmIr;
 
   double compileStart = gaccrt_now_us();
   std::unique_ptr<CompiledStep> step =

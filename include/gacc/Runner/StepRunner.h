@@ -38,6 +38,10 @@ struct StepOptions : GaccPipelineConfig, LowerToCPUConfig {
   /// again after LLVM's code generation, so that neither part's code adds to
   /// the other's, nor to the running steps' memory (gacc-run).
   bool releaseCompilerCode = false;
+  /// compile(): when set, the step's LLVM IR after optimizeStepModule (what
+  /// code generation gets) is written to this file (gacc-run's
+  /// --dump-llvm-ir).
+  std::string optimizedIrFile;
 };
 
 /// A step compiled for the host.
