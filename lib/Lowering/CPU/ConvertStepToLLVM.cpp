@@ -17,6 +17,7 @@
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -31,6 +32,40 @@ namespace mlir::gacc {
 using namespace mlir;
 using namespace mlir::gacc;
 
+/// Replaces `arith.maxnumf` / `arith.minnumf` without `nnan` by compares
+/// and selects with their semantics (a NaN operand yields the other): LLVM
+/// 22's loop vectorizer miscompiles a reduction through `llvm.maxnum` /
+/// `llvm.minnum` without fast-math flags whose trip count is not a
+/// multiple of its vector factor (it skips the scalar remainder when the
+/// vector part saw no NaN; llvm/llvm-project#209159). With compares and
+/// selects the reduction is not vectorized.
+static void expandNumMinMax(ModuleOp module) {
+  module.walk([](Operation *op) {
+    bool isMax = isa<arith::MaxNumFOp>(op);
+    if (!isMax && !isa<arith::MinNumFOp>(op))
+      return;
+    auto fastMath = cast<arith::ArithFastMathInterface>(op);
+    if (arith::bitEnumContainsAll(fastMath.getFastMathFlagsAttr().getValue(),
+                                  arith::FastMathFlags::nnan))
+      return;
+    OpBuilder builder(op);
+    Location loc = op->getLoc();
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    // maxnum(a, b) = isnan(a) ? b : (a > b or isnan(b)) ? a : b.
+    Value lhsIsNaN = arith::CmpFOp::create(builder, loc,
+                                           arith::CmpFPredicate::UNO, lhs, lhs);
+    Value pickLhs = arith::CmpFOp::create(builder, loc,
+                                          isMax ? arith::CmpFPredicate::UGT
+                                                : arith::CmpFPredicate::ULT,
+                                          lhs, rhs);
+    Value ordered = arith::SelectOp::create(builder, loc, pickLhs, lhs, rhs);
+    Value result =
+        arith::SelectOp::create(builder, loc, lhsIsNaN, rhs, ordered);
+    op->getResult(0).replaceAllUsesWith(result);
+    op->erase();
+  });
+}
+
 namespace {
 struct ConvertStepToLLVMPass
     : public gacc::impl::ConvertStepToLLVMPassBase<ConvertStepToLLVMPass> {
@@ -38,6 +73,7 @@ struct ConvertStepToLLVMPass
     GACC_VERIFY_PASS_RESULT();
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    expandNumMinMax(module);
     const auto &dataLayoutAnalysis = getAnalysis<DataLayoutAnalysis>();
     LowerToLLVMOptions options(ctx, dataLayoutAnalysis.getAtOrAbove(module));
     options.useGenericFunctions = true;

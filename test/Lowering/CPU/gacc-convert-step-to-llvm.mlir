@@ -49,3 +49,31 @@ func.func @unconverted(%x: memref<4xf32>, %v: f32) {
   linalg.fill ins(%v : f32) outs(%x : memref<4xf32>)
   return
 }
+
+// -----
+
+// maxnumf / minnumf without nnan: compares and selects with their NaN
+// semantics, not llvm.intr.maxnum / minnum (LLVM 22's vectorizer drops the
+// remainder of such a reduction); with nnan the intrinsic stays.
+
+// CHECK-LABEL: llvm.func @num_min_max
+// CHECK-SAME:    (%[[A:.*]]: f32, %[[B:.*]]: f32)
+// CHECK:         %[[ANAN:.*]] = llvm.fcmp "uno" %[[A]], %[[A]] : f32
+// CHECK:         %[[GT:.*]] = llvm.fcmp "ugt" %[[A]], %[[B]] : f32
+// CHECK:         %[[MAXAB:.*]] = llvm.select %[[GT]], %[[A]], %[[B]]
+// CHECK:         %[[MAX:.*]] = llvm.select %[[ANAN]], %[[B]], %[[MAXAB]]
+// CHECK:         %[[ANAN2:.*]] = llvm.fcmp "uno" %[[A]], %[[A]] : f32
+// CHECK:         %[[LT:.*]] = llvm.fcmp "ult" %[[A]], %[[B]] : f32
+// CHECK:         %[[MINAB:.*]] = llvm.select %[[LT]], %[[A]], %[[B]]
+// CHECK:         %[[MIN:.*]] = llvm.select %[[ANAN2]], %[[B]], %[[MINAB]]
+// CHECK:         %[[FAST:.*]] = llvm.intr.maxnum(%[[A]], %[[B]]) {fastmathFlags = #llvm.fastmath<nnan>}
+// CHECK:         llvm.insertvalue %[[MAX]]
+// CHECK:         llvm.insertvalue %[[MIN]]
+// CHECK:         llvm.insertvalue %[[FAST]]
+// CHECK-NOT:   llvm.intr.minnum
+func.func @num_min_max(%a: f32, %b: f32) -> (f32, f32, f32) {
+  %max = arith.maxnumf %a, %b : f32
+  %min = arith.minnumf %a, %b : f32
+  %fast = arith.maxnumf %a, %b fastmath<nnan> : f32
+  return %max, %min, %fast : f32, f32, f32
+}

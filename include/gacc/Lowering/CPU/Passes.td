@@ -336,6 +336,12 @@ def ConvertStepToLLVMPass : Pass<"gacc-convert-step-to-llvm", "ModuleOp"> {
     is converted once instead of being visited by five conversions (they
     were about a third of the compile time of a deep model). The index
     bitwidth comes from the module's data layout, as in the separate passes.
+
+    Before the conversion, `arith.maxnumf` and `arith.minnumf` without the
+    `nnan` flag become compares and selects with the same semantics (a NaN
+    operand yields the other): LLVM 22's loop vectorizer skips the scalar
+    remainder of a `llvm.maxnum`/`llvm.minnum` reduction without fast-math
+    flags when its vector part saw no NaN (llvm/llvm-project#209159).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
