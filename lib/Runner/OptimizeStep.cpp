@@ -2,7 +2,8 @@
 //
 // optimizeStepModule (gacc/Runner/OptimizeStep.h): the new pass manager's
 // default O3 module pipeline for the target machine, with the pipeline
-// tuning options that leave loop unrolling out.
+// tuning options that leave loop unrolling out; generateObjects: code
+// generation split over threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,10 +11,20 @@
 
 #include "llvm/Analysis/CGSCCPassManager.h"
 #include "llvm/Analysis/LoopAnalysisManager.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
+
+#include <algorithm>
+#include <string>
+#include <thread>
 
 void mlir::gacc::optimizeStepModule(llvm::Module &module,
                                     llvm::TargetMachine &targetMachine) {
@@ -39,4 +50,65 @@ void mlir::gacc::optimizeStepModule(llvm::Module &module,
   llvm::ModulePassManager pipeline =
       builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   pipeline.run(module, modules);
+}
+
+unsigned mlir::gacc::getDefaultCodegenThreads() {
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+}
+
+llvm::Expected<std::vector<llvm::SmallString<0>>> mlir::gacc::generateObjects(
+    std::unique_ptr<llvm::Module> module, unsigned parts,
+    const std::function<llvm::Expected<std::unique_ptr<llvm::TargetMachine>>()>
+        &createMachine) {
+  unsigned functions = llvm::count_if(
+      *module, [](const llvm::Function &f) { return !f.isDeclaration(); });
+  parts = std::max(1u, std::min(parts, functions));
+  // Each part through bitcode into a context of its own: contexts are not
+  // shared between threads.
+  llvm::SmallVector<llvm::SmallString<0>> bitcodes;
+  if (parts == 1) {
+    llvm::raw_svector_ostream os(bitcodes.emplace_back());
+    llvm::WriteBitcodeToFile(*module, os);
+  } else {
+    llvm::SplitModule(*module, parts, [&](std::unique_ptr<llvm::Module> part) {
+      llvm::raw_svector_ostream os(bitcodes.emplace_back());
+      llvm::WriteBitcodeToFile(*part, os);
+    });
+  }
+  module.reset();
+
+  std::vector<llvm::SmallString<0>> objects(bitcodes.size());
+  std::vector<std::string> errors(bitcodes.size());
+  auto generate = [&](size_t index) {
+    llvm::LLVMContext context;
+    auto part = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(bitcodes[index].str(), "step-part"), context);
+    if (!part) {
+      errors[index] = llvm::toString(part.takeError());
+      return;
+    }
+    auto machine = createMachine();
+    if (!machine) {
+      errors[index] = llvm::toString(machine.takeError());
+      return;
+    }
+    llvm::raw_svector_ostream os(objects[index]);
+    llvm::legacy::PassManager codegen;
+    if ((*machine)->addPassesToEmitFile(codegen, os, nullptr,
+                                        llvm::CodeGenFileType::ObjectFile)) {
+      errors[index] = "the target machine cannot emit an object file";
+      return;
+    }
+    codegen.run(**part);
+  };
+  std::vector<std::thread> workers;
+  for (size_t index = 1; index < bitcodes.size(); ++index)
+    workers.emplace_back(generate, index);
+  generate(0);
+  for (std::thread &worker : workers)
+    worker.join();
+  for (const std::string &error : errors)
+    if (!error.empty())
+      return llvm::createStringError("code generation failed: " + error);
+  return objects;
 }

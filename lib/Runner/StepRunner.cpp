@@ -3,20 +3,20 @@
 // Implements StepRunner.h: the MLIR side (parse, pipeline, lowering, JIT) and
 // the calling convention of the lowered step. After gacc-lower-to-cpu the
 // step is `void name(args..., results...)` with every memref expanded into
-// (allocated, aligned, offset, sizes..., strides...); the ExecutionEngine's
-// packed wrapper takes a pointer to each of those fields.
+// (allocated, aligned, offset, sizes..., strides...); its packed entry
+// (StepJit) takes a pointer to each of those fields.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Runner/StepRunner.h"
+
+#include "StepJit.h"
 
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/InitAll.h"
 #include "gacc/Lowering/Passes.h"
 #include "gacc/Pipelines/Pipelines.h"
-#include "gacc/Runner/AtomicFile.h"
-#include "gacc/Runner/OptimizeStep.h"
 #include "gacc/Transforms/LossScaleMode.h"
 #include "gacc/Transforms/Passes.h"
 #include "gacc/Transforms/Utils.h"
@@ -27,7 +27,6 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -37,13 +36,11 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
@@ -67,9 +64,8 @@ const char *const kCudaSymbols[] = {
 struct CompiledStep::Impl {
   MLIRContext context;
   OwningOpRef<ModuleOp> module;
-  /// The host CPU, for LLVM's optimization pipeline (vectorization).
-  std::unique_ptr<llvm::TargetMachine> targetMachine;
-  std::unique_ptr<ExecutionEngine> engine;
+  /// The step's machine code (compile()).
+  std::unique_ptr<StepJit> jit;
   /// The argument and result buffers, kept across steps (setInputs).
   std::unique_ptr<PackedStep> io;
 
@@ -402,93 +398,42 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
   bool cuda = step->cuda;
   // Other functions in the file (helpers, test mains) are compiled too but
   // only the step is called.
-  // LLVM optimizes for the host CPU (its vector width), as it generates code
-  // for it.
-  auto hostBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!hostBuilder) {
-    error = "cannot target the host CPU: " +
-            llvm::toString(hostBuilder.takeError());
-    return nullptr;
-  }
-  hostBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto targetMachine = hostBuilder->createTargetMachine();
-  if (!targetMachine) {
-    error = "cannot target the host CPU: " +
-            llvm::toString(targetMachine.takeError());
-    return nullptr;
-  }
-  step->impl->targetMachine = std::move(*targetMachine);
-  // ExecutionEngineOptions::transformer is a function_ref: the callable it
-  // refers to must outlive ExecutionEngine::create, which calls it (a
-  // temporary std::function here left a dangling reference, and LLVM then
-  // optimized for no target). create aborts on an error of the transformer,
-  // so a failed write of the IR is reported after it.
-  llvm::TargetMachine &machine = *step->impl->targetMachine;
-  const std::string &irFile = options.optimizedIrFile;
-  std::string irError;
-  auto optimize = [&](llvm::Module *llvmModule) -> llvm::Error {
-    optimizeStepModule(*llvmModule, machine);
-    if (irFile.empty())
-      return llvm::Error::success();
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    llvmModule->print(os, nullptr);
-    if (!writeFileAtomically(irFile, text, irError))
-      irError = "cannot write the LLVM IR: " + irError;
-    return llvm::Error::success();
-  };
-  ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = optimize;
-  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  auto engine = ExecutionEngine::create(module, engineOptions);
-  if (!engine) {
-    error = "JIT compilation failed: " + llvm::toString(engine.takeError());
-    return nullptr;
-  }
-  if (!irError.empty()) {
-    error = irError;
-    return nullptr;
-  }
-  step->impl->engine = std::move(*engine);
-  step->impl->engine->registerSymbols(
-      [cuda](llvm::orc::MangleAndInterner interner) {
-        llvm::orc::SymbolMap symbols;
-        auto add = [&](const char *name, void *address) {
-          symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                                     llvm::JITSymbolFlags::Exported};
-        };
-        add("gaccrt_all_reduce", reinterpret_cast<void *>(&gaccrt_all_reduce));
-        add("gaccrt_sgemm", reinterpret_cast<void *>(&gaccrt_sgemm));
-        add("gaccrt_sgemm_pair", reinterpret_cast<void *>(&gaccrt_sgemm_pair));
-        add("gaccrt_index_error",
-            reinterpret_cast<void *>(&gaccrt_index_error));
-        add("gaccrt_trace_region_begin",
-            reinterpret_cast<void *>(&gaccrt_trace_region_begin));
-        add("gaccrt_trace_region_end",
-            reinterpret_cast<void *>(&gaccrt_trace_region_end));
-        add("_mlir_memref_to_llvm_alloc",
-            reinterpret_cast<void *>(&_mlir_memref_to_llvm_alloc));
-        add("_mlir_memref_to_llvm_aligned_alloc",
-            reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc));
-        add("_mlir_memref_to_llvm_free",
-            reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
-        // libgaccrt_cuda was opened with RTLD_GLOBAL by initCudaRuntime.
-        if (cuda)
-          for (const char *name : kCudaSymbols)
-            if (void *address = dlsym(RTLD_DEFAULT, name))
-              add(name, address);
-        return symbols;
-      });
-  // The step is LLVM IR now: MLIR's code is done.
+  llvm::StringMap<void *> symbols;
+  auto add = [&](const char *name, void *address) { symbols[name] = address; };
+  add("gaccrt_all_reduce", reinterpret_cast<void *>(&gaccrt_all_reduce));
+  add("gaccrt_sgemm", reinterpret_cast<void *>(&gaccrt_sgemm));
+  add("gaccrt_sgemm_pair", reinterpret_cast<void *>(&gaccrt_sgemm_pair));
+  add("gaccrt_index_error", reinterpret_cast<void *>(&gaccrt_index_error));
+  add("gaccrt_trace_region_begin",
+      reinterpret_cast<void *>(&gaccrt_trace_region_begin));
+  add("gaccrt_trace_region_end",
+      reinterpret_cast<void *>(&gaccrt_trace_region_end));
+  add("_mlir_memref_to_llvm_alloc",
+      reinterpret_cast<void *>(&_mlir_memref_to_llvm_alloc));
+  add("_mlir_memref_to_llvm_aligned_alloc",
+      reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc));
+  add("_mlir_memref_to_llvm_free",
+      reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
+  // libgaccrt_cuda was opened with RTLD_GLOBAL by initCudaRuntime.
+  if (cuda)
+    for (const char *name : kCudaSymbols)
+      if (void *address = dlsym(RTLD_DEFAULT, name))
+        add(name, address);
+
+  StepJitOptions jitOptions;
+  jitOptions.optimizedIrFile = options.optimizedIrFile;
+  jitOptions.threads = options.compileThreads;
+  // The step is LLVM IR then: MLIR's code is done.
   if (options.releaseCompilerCode)
-    step->releasedCompilerBytes += releaseCompilerCode();
-  // LLVM's optimization and code generation run at the first lookup: here,
-  // so that "compiled in" includes them and the first step does not.
-  auto entry = step->impl->engine->lookupPacked(step->signature.name);
-  if (!entry) {
-    error = "JIT compilation failed: " + llvm::toString(entry.takeError());
+    jitOptions.onTranslated = [&] {
+      step->releasedCompilerBytes += releaseCompilerCode();
+    };
+  // LLVM's optimization and code generation run here, so that "compiled
+  // in" includes them and the first step does not.
+  step->impl->jit =
+      StepJit::create(module, step->signature.name, symbols, jitOptions, error);
+  if (!step->impl->jit)
     return nullptr;
-  }
   // The JIT holds the machine code; the lowered module is no longer needed.
   // Freed (and the heap trimmed) before the step's buffers exist, so that
   // the compiler's memory and the step's do not add up in the process's
@@ -517,13 +462,10 @@ bool CompiledStep::runSteps(int64_t count, std::string &error) {
     error = "no inputs: call setInputs before running '" + signature.name + "'";
     return false;
   }
-  auto invoke = [&](void **packed, size_t size, std::string &message) {
-    llvm::Error status = impl->engine->invokePacked(
-        signature.name, llvm::MutableArrayRef<void *>(packed, size));
-    if (!status)
+  auto invoke = [&](void **packed, size_t, std::string &message) {
+    if (impl->jit->invoke(packed, message))
       return true;
-    message = "running '" + signature.name +
-              "' failed: " + llvm::toString(std::move(status));
+    message = "running '" + signature.name + "' failed: " + message;
     return false;
   };
   for (int64_t k = 0; k < count; ++k)

@@ -55,6 +55,11 @@ static cl::opt<std::string> dumpLlvmIr(
     cl::desc("Write the step's LLVM IR, as optimized for this CPU before its "
              "code generation, to FILE"),
     cl::value_desc("FILE"), cl::init(""), cl::cat(category));
+static cl::opt<unsigned> compileThreads(
+    "compile-threads",
+    cl::desc("Threads of LLVM's code generation (0: one per hardware thread, "
+             "at most 8)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<double> collectiveTimeout(
     "collective-timeout",
     cl::desc("Fail (naming the call and the rank) when a collective has not "
@@ -134,6 +139,7 @@ int main(int argc, char **argv) {
   // the resident set before the step's buffers are allocated.
   options.releaseCompilerCode = true;
   options.optimizedIrFile = dumpLlvmIr;
+  options.compileThreads = compileThreads;
 
   double compileStart = gaccrt_now_us();
   std::unique_ptr<CompiledStep> step =

@@ -10,6 +10,13 @@
 #ifndef GACC_RUNNER_OPTIMIZESTEP_H
 #define GACC_RUNNER_OPTIMIZESTEP_H
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <memory>
+#include <vector>
+
 namespace llvm {
 class Module;
 class TargetMachine;
@@ -27,6 +34,24 @@ namespace mlir::gacc {
 /// interleaves its loops anyway).
 void optimizeStepModule(llvm::Module &module,
                         llvm::TargetMachine &targetMachine);
+
+/// Generates the object code of `module` (optimized) in `parts` parts of
+/// whole functions (llvm::SplitModule), each by a thread of its own with its
+/// own LLVMContext (the parts go through bitcode) and a target machine made
+/// by `createMachine` (called once per thread, concurrently). Code
+/// generation is most of LLVM's time for a deep step; the parts' code is
+/// that of the whole module. Local symbols are renamed and given hidden
+/// visibility where a part refers to another's. `module` must have no
+/// global constructors or destructors when `parts` > 1. Returns the object
+/// files, one per part (fewer parts when the module has fewer functions).
+llvm::Expected<std::vector<llvm::SmallString<0>>> generateObjects(
+    std::unique_ptr<llvm::Module> module, unsigned parts,
+    const std::function<llvm::Expected<std::unique_ptr<llvm::TargetMachine>>()>
+        &createMachine);
+
+/// The default number of parts of generateObjects: one per hardware
+/// thread, at most 8.
+unsigned getDefaultCodegenThreads();
 
 } // namespace mlir::gacc
 

@@ -42,6 +42,9 @@ struct StepOptions : GaccPipelineConfig, LowerToCPUConfig {
   /// code generation gets) is written to this file (gacc-run's
   /// --dump-llvm-ir).
   std::string optimizedIrFile;
+  /// compile(): threads of LLVM's code generation (the step's functions
+  /// are compiled in as many parts); 0: one per hardware thread, at most 8.
+  unsigned compileThreads = 0;
 };
 
 /// A step compiled for the host.

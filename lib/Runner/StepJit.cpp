@@ -1,0 +1,263 @@
+//===- StepJit.cpp - the machine code of a compiled step ------------------===//
+//
+// StepJit (StepJit.h): MLIR's translation to LLVM IR, optimizeStepModule on
+// the whole module (so that the code is the same as without the split),
+// then the module cut into parts of whole functions (llvm::SplitModule),
+// each compiled to an object file by a thread of its own (its own
+// LLVMContext and target machine): code generation is most of LLVM's time
+// for a deep step. The objects are linked by LLVM's ORC JIT (LLJIT with
+// RuntimeDyld and the JIT's default code model, as MLIR's ExecutionEngine
+// sets it up); the global constructors and destructors are run by name.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StepJit.h"
+
+#include "gacc/Runner/AtomicFile.h"
+#include "gacc/Runner/OptimizeStep.h"
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::gacc;
+
+/// The packed entry of `name`, as MLIR's ExecutionEngine names it.
+static std::string getPackedName(llvm::StringRef name) {
+  return ("_mlir_" + name).str();
+}
+
+/// Adds `_mlir_<f>(ptr)` calling `func` with the values its argument points
+/// to (one pointer per argument, then one to the result), as MLIR's
+/// ExecutionEngine does for every function (here for the step only).
+static void addPackedEntry(llvm::Function &func) {
+  llvm::Module &module = *func.getParent();
+  llvm::LLVMContext &context = module.getContext();
+  llvm::IRBuilder<> builder(context);
+  auto *type = llvm::FunctionType::get(builder.getVoidTy(), builder.getPtrTy(),
+                                       /*isVarArg=*/false);
+  auto *packed =
+      llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                             getPackedName(func.getName()), module);
+  builder.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", packed));
+  llvm::Value *pointers = packed->getArg(0);
+  auto loadPointer = [&](uint64_t index) {
+    llvm::Value *slot = builder.CreateGEP(builder.getPtrTy(), pointers,
+                                          builder.getInt64(index));
+    return builder.CreateLoad(builder.getPtrTy(), slot);
+  };
+  llvm::SmallVector<llvm::Value *> args;
+  for (llvm::Argument &arg : func.args())
+    args.push_back(
+        builder.CreateLoad(arg.getType(), loadPointer(arg.getArgNo())));
+  llvm::Value *result = builder.CreateCall(&func, args);
+  if (!result->getType()->isVoidTy())
+    builder.CreateStore(result, loadPointer(func.arg_size()));
+  builder.CreateRetVoid();
+}
+
+StepJit::StepJit() = default;
+
+StepJit::~StepJit() {
+  // The global destructors, as MLIR's ExecutionEngine runs them.
+  if (initialized)
+    for (const Structor &structor : llvm::reverse(destructors))
+      structor.function();
+}
+
+/// Removes the global constructor or destructor list `name` from `module`
+/// and returns its functions in the order they run (by priority), each made
+/// external under a name of its own so that it survives the split and can
+/// be looked up.
+static std::vector<StepJit::Structor> takeStructors(llvm::Module &module,
+                                                    llvm::StringRef name) {
+  std::vector<StepJit::Structor> structors;
+  llvm::GlobalVariable *list = module.getGlobalVariable(name);
+  if (!list)
+    return structors;
+  std::vector<std::pair<uint64_t, llvm::Function *>> entries;
+  if (auto *array =
+          llvm::dyn_cast_or_null<llvm::ConstantArray>(list->getInitializer()))
+    for (llvm::Value *element : array->operands()) {
+      auto *fields = llvm::dyn_cast<llvm::ConstantStruct>(element);
+      if (!fields || fields->getNumOperands() < 2)
+        continue;
+      auto *priority = llvm::dyn_cast<llvm::ConstantInt>(fields->getOperand(0));
+      auto *function = llvm::dyn_cast<llvm::Function>(
+          fields->getOperand(1)->stripPointerCasts());
+      if (priority && function)
+        entries.emplace_back(priority->getZExtValue(), function);
+    }
+  list->eraseFromParent();
+  std::stable_sort(
+      entries.begin(), entries.end(),
+      [](const auto &a, const auto &b) { return a.first < b.first; });
+  for (auto [index, entry] : llvm::enumerate(entries)) {
+    llvm::Function *function = entry.second;
+    std::string unique = ("__gacc_" + name.drop_front(strlen("llvm.")) + "_" +
+                          llvm::Twine(index))
+                             .str();
+    function->setName(unique);
+    function->setLinkage(llvm::GlobalValue::ExternalLinkage);
+    function->setVisibility(llvm::GlobalValue::DefaultVisibility);
+    structors.push_back({unique, nullptr});
+  }
+  return structors;
+}
+
+std::unique_ptr<StepJit> StepJit::create(Operation *module,
+                                         llvm::StringRef entry,
+                                         const llvm::StringMap<void *> &symbols,
+                                         const StepJitOptions &options,
+                                         std::string &error) {
+  auto context = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, *context);
+  if (!llvmModule) {
+    error = "cannot translate the lowered step to LLVM IR";
+    return nullptr;
+  }
+  if (options.onTranslated)
+    options.onTranslated();
+
+  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machineBuilder) {
+    error = "cannot target the host CPU: " +
+            llvm::toString(machineBuilder.takeError());
+    return nullptr;
+  }
+  machineBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto machine = machineBuilder->createTargetMachine();
+  if (!machine) {
+    error =
+        "cannot target the host CPU: " + llvm::toString(machine.takeError());
+    return nullptr;
+  }
+  llvmModule->setTargetTriple((*machine)->getTargetTriple());
+  llvmModule->setDataLayout((*machine)->createDataLayout());
+  llvm::Function *step = llvmModule->getFunction(entry);
+  if (!step || step->isDeclaration()) {
+    error = "the lowered module has no function '" + entry.str() + "'";
+    return nullptr;
+  }
+  addPackedEntry(*step);
+  optimizeStepModule(*llvmModule, **machine);
+  if (!options.optimizedIrFile.empty()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvmModule->print(os, nullptr);
+    if (!writeFileAtomically(options.optimizedIrFile, text, error)) {
+      error = "cannot write the LLVM IR: " + error;
+      return nullptr;
+    }
+  }
+
+  unsigned parts =
+      options.threads ? options.threads : getDefaultCodegenThreads();
+
+  // The global constructors and destructors (a CUDA step's module loads
+  // and unloads) are run by name (initializers): the objects the parts
+  // compile to are linked without them.
+  std::unique_ptr<StepJit> result(new StepJit());
+  result->constructors = takeStructors(*llvmModule, "llvm.global_ctors");
+  result->destructors = takeStructors(*llvmModule, "llvm.global_dtors");
+
+  auto objects = generateObjects(std::move(llvmModule), parts, [&]() {
+    return machineBuilder->createTargetMachine();
+  });
+  context.reset();
+  if (!objects) {
+    error = llvm::toString(objects.takeError());
+    return nullptr;
+  }
+
+  // RuntimeDyld with the JIT's default (large) code model, as MLIR's
+  // ExecutionEngine links.
+  llvm::orc::LLJITBuilder jitBuilder;
+  jitBuilder.setJITTargetMachineBuilder(std::move(*machineBuilder));
+  jitBuilder.setObjectLinkingLayerCreator(
+      [](llvm::orc::ExecutionSession &session)
+          -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+        return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+            session, [](const llvm::MemoryBuffer &) {
+              return std::make_unique<llvm::SectionMemoryManager>();
+            });
+      });
+  auto jit = jitBuilder.create();
+  if (!jit) {
+    error = "cannot create the JIT: " + llvm::toString(jit.takeError());
+    return nullptr;
+  }
+  result->jit = std::move(*jit);
+  llvm::orc::LLJIT &lljit = *result->jit;
+  llvm::orc::JITDylib &library = lljit.getMainJITDylib();
+  llvm::orc::MangleAndInterner mangle(lljit.getExecutionSession(),
+                                      lljit.getDataLayout());
+  llvm::orc::SymbolMap runtime;
+  for (const auto &symbol : symbols)
+    runtime[mangle(symbol.getKey())] = {
+        llvm::orc::ExecutorAddr::fromPtr(symbol.getValue()),
+        llvm::JITSymbolFlags::Exported};
+  if (llvm::Error err =
+          library.define(llvm::orc::absoluteSymbols(std::move(runtime)))) {
+    error = "cannot define the runtime's symbols: " +
+            llvm::toString(std::move(err));
+    return nullptr;
+  }
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      lljit.getDataLayout().getGlobalPrefix());
+  if (!process) {
+    error = "cannot search the process's symbols: " +
+            llvm::toString(process.takeError());
+    return nullptr;
+  }
+  library.addGenerator(std::move(*process));
+  for (llvm::SmallString<0> &object : *objects)
+    if (llvm::Error err = lljit.addObjectFile(
+            llvm::MemoryBuffer::getMemBufferCopy(object.str(), "step-part"))) {
+      error = "JIT compilation failed: " + llvm::toString(std::move(err));
+      return nullptr;
+    }
+  auto packed = lljit.lookup(getPackedName(entry));
+  if (!packed) {
+    error = "JIT compilation failed: " + llvm::toString(packed.takeError());
+    return nullptr;
+  }
+  result->entry = packed->toPtr<void (*)(void **)>();
+  for (auto *list : {&result->constructors, &result->destructors})
+    for (Structor &structor : *list) {
+      auto address = lljit.lookup(structor.name);
+      if (!address) {
+        error =
+            "JIT compilation failed: " + llvm::toString(address.takeError());
+        return nullptr;
+      }
+      structor.function = address->toPtr<void (*)()>();
+    }
+  return result;
+}
+
+bool StepJit::invoke(void **packedArgs, std::string &) {
+  if (!initialized) {
+    for (const Structor &structor : constructors)
+      structor.function();
+    initialized = true;
+  }
+  entry(packedArgs);
+  return true;
+}

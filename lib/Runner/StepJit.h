@@ -1,0 +1,79 @@
+//===- StepJit.h - the machine code of a compiled step ----------*- C++ -*-===//
+//
+// StepJit: a lowered step (LLVM dialect) translated to LLVM IR, optimized for
+// the host CPU by optimizeStepModule, and compiled by LLVM's ORC JIT with
+// its code generation split over threads (the module is cut into parts of
+// whole functions, compiled concurrently). CompiledStep's JIT; private to
+// libgacc-runner.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GACC_LIB_RUNNER_STEPJIT_H
+#define GACC_LIB_RUNNER_STEPJIT_H
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm::orc {
+class LLJIT;
+} // namespace llvm::orc
+
+namespace mlir {
+class Operation;
+} // namespace mlir
+
+namespace mlir::gacc {
+
+struct StepJitOptions {
+  /// When set, the LLVM IR after optimizeStepModule is written to this file.
+  std::string optimizedIrFile;
+  /// Threads of code generation (and parts of the module); 0: one per
+  /// hardware thread, at most 8.
+  unsigned threads = 0;
+  /// Called once the step is LLVM IR: MLIR's code is no longer needed.
+  std::function<void()> onTranslated;
+};
+
+class StepJit {
+public:
+  ~StepJit();
+
+  /// Compiles `module` (a `builtin.module` in the LLVM dialect) whose
+  /// function `entry` is the step; `symbols` are the addresses of the
+  /// runtime functions it calls (the process's own symbols resolve the
+  /// rest). Null with `error` set on failure.
+  static std::unique_ptr<StepJit> create(Operation *module,
+                                         llvm::StringRef entry,
+                                         const llvm::StringMap<void *> &symbols,
+                                         const StepJitOptions &options,
+                                         std::string &error);
+
+  /// Runs the step through its packed entry `_mlir_<entry>(void **)`: one
+  /// pointer per argument of `entry`, then one to its result. The first
+  /// call runs the module's global constructors (a CUDA step's module
+  /// loads) first.
+  bool invoke(void **packedArgs, std::string &error);
+
+  /// A global constructor or destructor, run by name.
+  struct Structor {
+    std::string name;
+    void (*function)() = nullptr;
+  };
+
+private:
+  StepJit();
+
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::vector<Structor> constructors, destructors;
+  void (*entry)(void **) = nullptr;
+  bool initialized = false;
+};
+
+} // namespace mlir::gacc
+
+#endif // GACC_LIB_RUNNER_STEPJIT_H
