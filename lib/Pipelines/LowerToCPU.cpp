@@ -68,6 +68,11 @@ void mlir::gacc::buildBufferizedStepPipeline(
   GuardGathersPassOptions guard;
   guard.report = reportIndexErrors;
   pm.addPass(createGuardGathersPass(guard));
+  // Integer divisions that could trap (by zero, INT_MIN / -1) divide by 1
+  // there instead, reported at the same sites.
+  GuardDivisionsPassOptions guardDivisions;
+  guardDivisions.report = reportIndexErrors;
+  pm.addPass(createGuardDivisionsPass(guardDivisions));
 
   pm.addPass(createUnshareEmptyTensorsPass());
   bufferization::OneShotBufferizePassOptions bufferize;
