@@ -2,8 +2,10 @@
 //
 // A `tensor.empty` has a shape and no contents: reading them is undefined
 // (the compiled step reads whatever its buffer held, gacc-check's reference
-// zeros). The batch analysis refuses a training step that reads them, so
-// that no tool compares an undefined value.
+// zeros). The batch analysis, and gacc-prepare-step before it
+// canonicalizes (which folds a generic that yields its empty init into the
+// empty), refuse a training step that reads them, so that no tool compares
+// an undefined value.
 //
 //===----------------------------------------------------------------------===//
 
