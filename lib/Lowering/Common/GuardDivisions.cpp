@@ -96,26 +96,18 @@ struct GuardDivisionsPass
     if (auto existing = module->getAttrOfType<ArrayAttr>(kGatherSitesAttrName))
       llvm::append_range(sites, existing.getValue());
     size_t firstSite = sites.size();
-    func::FuncOp errorFunction;
-    for (Operation *op : divisions) {
-      if (report && !errorFunction) {
-        Type i64 = IntegerType::get(module.getContext(), 64);
-        errorFunction = getOrDeclareRuntimeFunction(
-            op, kErrorFunction,
-            FunctionType::get(module.getContext(), SmallVector<Type>(3, i64),
-                              {}));
-      }
-      guard(op, errorFunction, sites);
-    }
+    errorFunction = nullptr;
+    for (Operation *op : divisions)
+      guard(op, sites);
     if (report && sites.size() > firstSite)
       module->setAttr(kGatherSitesAttrName,
                       ArrayAttr::get(module.getContext(), sites));
   }
 
-  /// Makes the divisor of `op` 1 where it would trap, and reports it with
-  /// `errorFunction` when given.
-  void guard(Operation *op, func::FuncOp errorFunction,
-             SmallVector<Attribute> &sites) {
+  /// Makes the divisor of `op` 1 where it would trap; with `report`, also
+  /// calls gaccrt_index_error there (declared at the first such call) and
+  /// adds the site to `sites`.
+  void guard(Operation *op, SmallVector<Attribute> &sites) {
     Value dividend = op->getOperand(0), divisor = op->getOperand(1);
     Type type = divisor.getType();
     unsigned width = getWidth(type);
@@ -147,7 +139,12 @@ struct GuardDivisionsPass
       Value overflow = arith::AndIOp::create(b, loc, minusOne, minimum);
       bad = bad ? Value(arith::OrIOp::create(b, loc, bad, overflow)) : overflow;
     }
-    if (errorFunction) {
+    if (report) {
+      Type i64 = b.getI64Type();
+      if (!errorFunction)
+        errorFunction = getOrDeclareRuntimeFunction(
+            op, kErrorFunction,
+            FunctionType::get(op->getContext(), SmallVector<Type>(3, i64), {}));
       int64_t site = sites.size();
       std::string text;
       llvm::raw_string_ostream os(text);
@@ -166,5 +163,8 @@ struct GuardDivisionsPass
     Value one = createConstant(b, loc, type, APInt(width, 1));
     op->setOperand(1, arith::SelectOp::create(b, loc, bad, one, divisor));
   }
+
+  /// The declaration of gaccrt_index_error, once a division needs it.
+  func::FuncOp errorFunction;
 };
 } // namespace

@@ -128,3 +128,20 @@ func.func @constants(%a: i32) -> (i32, i32, i32, i32, i32) {
   %q5 = arith.divui %a, %c0 : i32
   return %q1, %q2, %q3, %q4, %q5 : i32, i32, i32, i32, i32
 }
+
+// -----
+
+// Only safe divisions: nothing is declared or listed.
+
+// CHECK-NOT: gacc.gather_sites
+// CHECK-NOT: gaccrt_index_error
+// CHECK-LABEL: func.func @safe
+// CHECK-NEXT:    arith.constant 3 : i64
+// CHECK-NEXT:    arith.divsi
+// CHECK-NEXT:    arith.remui
+func.func @safe(%a: i64) -> (i64, i64) {
+  %c3 = arith.constant 3 : i64
+  %q = arith.divsi %a, %c3 : i64
+  %r = arith.remui %a, %c3 : i64
+  return %q, %r : i64, i64
+}
