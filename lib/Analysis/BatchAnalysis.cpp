@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Analysis/BatchAnalysis.h"
+#include "gacc/Analysis/UndefinedReads.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Support/IRUtils.h"
 
@@ -868,7 +869,7 @@ LogicalResult BatchAnalysisBuilder::visit(Operation *op) {
 }
 
 LogicalResult BatchAnalysisBuilder::run(func::FuncOp func) {
-  if (failed(verifyStepRoles(func)))
+  if (failed(verifyStepRoles(func)) || failed(verifyNoUndefinedReads(func)))
     return failure();
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     BlockArgument arg = func.getArgument(i);

@@ -216,6 +216,14 @@ void Evaluator::evalArithMath(Operation *op) {
            arith::IndexCastUIOp, arith::SIToFPOp, arith::UIToFPOp>(op))
     unsupported("unsupported on i1 values");
 
+  // An integer division by zero is undefined in MLIR: an error at the op,
+  // as the compiled step reports it (gacc-guard-divisions), never a value
+  // or a trap of LibTorch's integer kernels.
+  if (isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
+          arith::FloorDivSIOp, arith::CeilDivSIOp, arith::CeilDivUIOp>(op) &&
+      !at::isFloatingType(in[1].scalar_type()) &&
+      at::any(in[1] == 0).item<bool>())
+    unsupported("integer division by zero (undefined behaviour)");
   // INT_MIN / -1 overflows: undefined in MLIR, and a hardware trap (SIGFPE)
   // in LibTorch's integer division.
   if (isa<arith::DivSIOp, arith::RemSIOp, arith::FloorDivSIOp,

@@ -6,6 +6,8 @@
 //   region, the others inlined (with trace markers), elementwise tensor ops to
 //   linalg and fused, one-shot bufferization (function boundaries with identity
 //   layouts; shard.all_reduce in place on its bucket, as a runtime call),
+//   data-dependent gather indices clamped and integer divisions by zero (or
+//   INT_MIN / -1) made to divide by 1, both reported through the runtime,
 //   gacc.scatter_add as serial loops in place on its accumulator (an
 //   out-of-range row skipped and reported),
 //   results to out-parameters, bucket all-reduces marked gacc.overlap split
@@ -68,6 +70,11 @@ void mlir::gacc::buildBufferizedStepPipeline(
   GuardGathersPassOptions guard;
   guard.report = reportIndexErrors;
   pm.addPass(createGuardGathersPass(guard));
+  // Integer divisions that could trap (by zero, INT_MIN / -1) divide by 1
+  // there instead, reported at the same sites.
+  GuardDivisionsPassOptions guardDivisions;
+  guardDivisions.report = reportIndexErrors;
+  pm.addPass(createGuardDivisionsPass(guardDivisions));
 
   pm.addPass(createUnshareEmptyTensorsPass());
   bufferization::OneShotBufferizePassOptions bufferize;

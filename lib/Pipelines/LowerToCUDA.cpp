@@ -126,8 +126,9 @@ LogicalResult mlir::gacc::verifyLowerToCUDAOptions(
 
 void mlir::gacc::buildLowerToCUDAPipeline(OpPassManager &pm,
                                           const LowerToCUDAConfig &options) {
-  // Gather indices are clamped on the GPU, not reported (kernels cannot
-  // call the host runtime).
+  // Gather indices are clamped on the GPU, and integer divisions that
+  // could trap divide by 1 there, not reported (kernels cannot call the host
+  // runtime).
   // Regions of one size that follow each other share one loop body, as on
   // the CPU (kernels and compile time independent of m); buckets marked
   // gacc.overlap start in the final region, in the loop's last iteration

@@ -788,6 +788,20 @@ bool PackedStep::run(
     std::string where = site >= 0 && site < static_cast<int64_t>(sites.size())
                             ? sites[site]
                             : "site #" + std::to_string(site);
+    // A division's site says so (kDivisionSitePrefix of
+    // gacc-guard-divisions; this library does not link MLIR): the "index" is
+    // the divisor, the "bound" the dividend; it divided by 1 instead.
+    const std::string divisionPrefix = "division: ";
+    if (where.rfind(divisionPrefix, 0) == 0) {
+      std::string op = where.substr(divisionPrefix.size());
+      error = badIndex == 0
+                  ? "integer division by zero in " + op
+                  : "signed division of " + std::to_string(bound) + " by " +
+                        std::to_string(badIndex) + " overflows in " + op;
+      error += " (" + std::to_string(count) +
+               " undefined divisions in this step; they divided by 1)";
+      return false;
+    }
     // A scatter-add's site says so (kScatterSitePrefix of gacc-guard-gathers;
     // this library does not link MLIR); it skips the row.
     if (where.rfind("scatter_add at ", 0) == 0) {

@@ -290,7 +290,9 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
     prepare.canonicalize = mlir::gacc::hasDynamicSampleDimension(func);
     specialize.addPass(mlir::gacc::createPrepareStepPass(prepare));
     if (failed(specialize.run(module))) {
-      error = "cannot specialize the batch size of '" + path + "'";
+      // Diagnosed above: a dynamic batch without --batch-size, a read of a
+      // tensor.empty's contents.
+      error = "compiling '" + path + "' failed";
       return nullptr;
     }
   }

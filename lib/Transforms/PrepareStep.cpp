@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Analysis/BatchAnalysis.h"
+#include "gacc/Analysis/UndefinedReads.h"
 #include "gacc/Dialect/Gacc/IR/StepRoles.h"
 #include "gacc/Support/VerifyPassResult.h"
 #include "gacc/Transforms/Passes.h"
@@ -411,6 +412,10 @@ struct PrepareStepPass
     if (runtimeBatchSize && failed(useRuntimeSampleCount(func, batchSize)))
       return signalPassFailure();
     if (failed(specializeBatchSize(func, batchSize)))
+      return signalPassFailure();
+    // Before canonicalization folds a generic that yields its tensor.empty
+    // init into the empty itself: the error names the op as written.
+    if (failed(verifyNoUndefinedReads(func)))
       return signalPassFailure();
     if (canonicalize && !func.isExternal()) {
       // Upstream's canonicalization, plus the casts of the specialized

@@ -204,6 +204,14 @@ class CompiledStep:
                                        ctypes.byref(site)):
             where = sig.gathers[site.value] if 0 <= site.value < len(
                 sig.gathers) else "site #%d" % site.value
+            # gacc-guard-divisions' sites: the divisor, then the dividend.
+            if where.startswith("division: "):
+                op = where[len("division: "):]
+                if idx.value == 0:
+                    raise ZeroDivisionError("integer division by zero in %s" %
+                                            op)
+                raise OverflowError("signed division of %d by %d overflows "
+                                    "in %s" % (bound.value, idx.value, op))
             raise IndexError("index %d out of range [0, %d) in gather at %s" %
                              (idx.value, bound.value, where))
         return self._write_back(lib)

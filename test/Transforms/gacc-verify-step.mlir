@@ -44,9 +44,11 @@ func.func @unsupported_op(%x: tensor<4xf32> {gacc.batch = 0 : i64}) -> (tensor<f
 func.func @cross_sample(%x: tensor<4x3xf32> {gacc.batch = 0 : i64}) -> (tensor<f32> {gacc.loss}) {
   %e = tensor.empty() : tensor<3x4xf32>
   %xt = linalg.transpose ins(%x : tensor<4x3xf32>) outs(%e : tensor<3x4xf32>) permutation = [1, 0]
+  %zero = arith.constant 0.0 : f32
   %e44 = tensor.empty() : tensor<4x4xf32>
+  %z44 = linalg.fill ins(%zero : f32) outs(%e44 : tensor<4x4xf32>) -> tensor<4x4xf32>
   // expected-error @below {{'linalg.matmul' op combines samples of operand #1 with other samples (sample dimension on loop 1 and loop 0); cross-sample ops are not supported}}
-  %gram = linalg.matmul ins(%x, %xt : tensor<4x3xf32>, tensor<3x4xf32>) outs(%e44 : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %gram = linalg.matmul ins(%x, %xt : tensor<4x3xf32>, tensor<3x4xf32>) outs(%z44 : tensor<4x4xf32>) -> tensor<4x4xf32>
   %c = arith.constant dense<0.0> : tensor<f32>
   return %c : tensor<f32>
 }

@@ -9,6 +9,9 @@
 
 #include "EvaluatorTest.h"
 
+#include <cstdint>
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::gacc::torch_eval_test;
 
@@ -132,6 +135,72 @@ func.func @elementwise(%x: tensor<6xf32>, %y: tensor<6xf32>,
   EXPECT_TRUE(same(r[22], ax.sqrt() + ax.rsqrt() + ax.log1p()));
   EXPECT_TRUE(same(r[23], -torch::exp(torch::log(torch::pow(ax, er)))));
   EXPECT_TRUE(same(r[24], er));
+}
+
+// An integer division or remainder by zero, or INT_MIN / -1, is undefined:
+// an error at the op (as the compiled step reports it), on whole tensors and
+// in a payload.
+TEST_F(EvaluatorTest, UndefinedIntegerDivisionIsAnError) {
+  for (const char *op : {"divsi", "divui", "remsi", "remui", "floordivsi",
+                         "ceildivsi", "ceildivui"}) {
+    std::string source = std::string(R"mlir(
+func.func @f(%i: tensor<3xi32>, %j: tensor<3xi32>) -> tensor<3xi32> {
+  %r = arith.)mlir") + op +
+                         R"mlir( %i, %j : tensor<3xi32>
+  return %r : tensor<3xi32>
+})mlir";
+    func::FuncOp f = parse(source);
+    ASSERT_TRUE(f) << source;
+    Tensor i = torch::tensor({7, -7, 3}, torch::kInt);
+    std::string diag = evaluateExpectingFailure(
+        f, {i, torch::tensor({2, 0, 1}, torch::kInt)}, torch::kFloat32);
+    EXPECT_NE(diag.find(std::string("cannot evaluate 'arith.") + op +
+                        "' with LibTorch: integer division by zero"),
+              std::string::npos)
+        << diag;
+    // Without a zero divisor it evaluates.
+    evaluate(f, {i, torch::tensor({2, 5, 1}, torch::kInt)}, torch::kFloat32);
+  }
+  // INT_MIN / -1 overflows: an error at the op too.
+  func::FuncOp overflow = parse(R"mlir(
+func.func @f(%i: tensor<2xi32>, %j: tensor<2xi32>) -> tensor<2xi32> {
+  %r = arith.divsi %i, %j : tensor<2xi32>
+  return %r : tensor<2xi32>
+})mlir");
+  ASSERT_TRUE(overflow);
+  std::string overflowDiag = evaluateExpectingFailure(
+      overflow,
+      {torch::tensor({std::numeric_limits<int32_t>::min(), 3}, torch::kInt),
+       torch::tensor({-1, -1}, torch::kInt)},
+      torch::kFloat32);
+  EXPECT_NE(overflowDiag.find("signed division of the minimum value by -1 "
+                              "overflows (undefined behaviour)"),
+            std::string::npos)
+      << overflowDiag;
+  func::FuncOp payload = parse(R"mlir(
+func.func @f(%i: tensor<3xi64>, %j: tensor<3xi64>) -> tensor<3xi64> {
+  %e = tensor.empty() : tensor<3xi64>
+  %r = linalg.generic {
+      indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>,
+                       affine_map<(d0) -> (d0)>],
+      iterator_types = ["parallel"]}
+      ins(%i, %j : tensor<3xi64>, tensor<3xi64>) outs(%e : tensor<3xi64>) {
+  ^bb0(%a: i64, %b: i64, %o: i64):
+    %q = arith.divsi %a, %b : i64
+    linalg.yield %q : i64
+  } -> tensor<3xi64>
+  return %r : tensor<3xi64>
+})mlir");
+  ASSERT_TRUE(payload);
+  std::string diag =
+      evaluateExpectingFailure(payload,
+                               {torch::tensor({1, 2, 3}, torch::kLong),
+                                torch::tensor({1, 0, 3}, torch::kLong)},
+                               torch::kFloat32);
+  EXPECT_NE(diag.find("cannot evaluate 'arith.divsi' with LibTorch: integer "
+                      "division by zero"),
+            std::string::npos)
+      << diag;
 }
 
 } // namespace

@@ -92,8 +92,10 @@ struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
 /// work fused, one-shot bufferization with in-place accumulators in their
 /// buckets, results as out-parameters. Data-dependent gather indices are
 /// clamped into their tensor; with `reportIndexErrors` an out-of-range one
-/// also calls gaccrt_index_error (gacc-guard-gathers). With `outlineRegions`,
-/// regions of one size and form share one loop or function
+/// also calls gaccrt_index_error (gacc-guard-gathers). Integer divisions
+/// that could trap (by zero, INT_MIN / -1) divide by 1 there instead, also
+/// reported with `reportIndexErrors` (gacc-guard-divisions). With
+/// `outlineRegions`, regions of one size and form share one loop or function
 /// (gacc-outline-micro-batches). With `overlapAllReduce`, the runtime
 /// all-reduces of buckets marked `gacc.overlap` become a start and a wait
 /// (gacc-overlap-all-reduce; both runtimes have them). Without

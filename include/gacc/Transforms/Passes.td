@@ -24,8 +24,10 @@ def VerifyStepPass : Pass<"gacc-verify-step", "ModuleOp"> {
     Selects the entry function (`entry`, default: the only function carrying
     gacc attributes), checks the role attributes against each other (a loss
     result, batch arguments with one sample count) and runs the batch dataflow
-    analysis, which rejects unsupported ops on the per-sample path, non-linear
-    collectives on partials and batch statistics that depend on parameters.
+    analysis, which rejects reads of a `tensor.empty`'s contents (as a
+    linalg init or input the body uses, `tensor.extract`, a returned value,
+    ...), unsupported ops on the per-sample path, non-linear collectives on
+    partials and batch statistics that depend on parameters.
   }];
   let options = [
     GaccEntryOption,
@@ -42,7 +44,10 @@ def PrepareStepPass : Pass<"gacc-prepare-step", "ModuleOp"> {
     Brings frontend output into the form the batch analysis reads: batch
     arguments whose sample dimension is dynamic (`tensor<?x...>`, as
     torch.export emits) are specialized to `batch-size` samples (an error
-    without it), then the training-step function is canonicalized and
+    without it), a read of a `tensor.empty`'s contents is refused at the
+    reading op (as the batch analysis does, but before canonicalization
+    folds a generic that yields its empty init into the empty), then the
+    training-step function is canonicalized and
     CSE'd (dead ops dropped, `tensor.empty` of `?` sizes and `tensor.cast`
     folded, `tensor.dim` of static sizes folded), and results whose type
     became static are returned with that type. With `runtime-batch-size`, a

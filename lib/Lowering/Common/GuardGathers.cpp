@@ -78,22 +78,10 @@ static int64_t argumentNumber(Value value) {
   return arg.getArgNumber();
 }
 
-/// "file:line:col", or the printed location.
-static std::string formatLocation(Location loc) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  if (auto file = loc->findInstanceOf<FileLineColLoc>())
-    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
-       << file.getColumn();
-  else
-    loc.print(os);
-  return text;
-}
-
 /// Describes a gather site for the error message.
 static std::string describeSite(tensor::ExtractOp extract,
                                 linalg::LinalgOp generic, Block *body) {
-  std::string text = formatLocation(extract.getLoc());
+  std::string text = formatSiteLocation(extract.getLoc());
   int64_t table = argumentNumber(extract.getTensor());
   if (table >= 0)
     text += " (table: argument #" + std::to_string(table);
@@ -260,7 +248,7 @@ struct GuardGathersPass
                                     IntegerType::get(module.getContext(), 64)),
                   {}));
         std::string text =
-            (kScatterSitePrefix + formatLocation(scatter.getLoc())).str();
+            (kScatterSitePrefix + formatSiteLocation(scatter.getLoc())).str();
         int64_t indices = argumentNumber(scatter.getIndices());
         if (indices >= 0)
           text += " (indices from argument #" + std::to_string(indices) + ")";

@@ -36,6 +36,17 @@ func::CallOp mlir::gacc::createRuntimeCall(OpBuilder &builder, Location loc,
   return func::CallOp::create(builder, loc, callee, operands);
 }
 
+std::string mlir::gacc::formatSiteLocation(Location loc) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto file = loc->findInstanceOf<FileLineColLoc>())
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn();
+  else
+    loc.print(os);
+  return text;
+}
+
 std::optional<int32_t> mlir::gacc::getRuntimeDType(Type type) {
   if (type.isF32())
     return GACCRT_F32;

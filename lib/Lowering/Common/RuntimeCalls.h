@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace mlir::gacc {
 
@@ -34,6 +35,10 @@ func::CallOp createRuntimeCall(OpBuilder &builder, Location loc, StringRef name,
 /// with internal linkage: not exported from a compiled step's library.
 func::FuncOp createInternalFunction(func::FuncOp func, StringRef suffix,
                                     FunctionType type, SymbolTable &symbols);
+
+/// "file:line:col" of `loc` (its first FileLineColLoc), or the printed
+/// location: where a runtime check's site is (gacc.gather_sites).
+std::string formatSiteLocation(Location loc);
 
 /// Returns the runtime's element type code of `type` (gaccrt_all_reduce's
 /// `dtype`: GACCRT_F32, ... from gaccrt.h), if the runtime reduces it.

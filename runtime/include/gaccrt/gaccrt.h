@@ -133,7 +133,9 @@ GACCRT_API void gaccrt_reset_stats(void);
 
 /** Called by compiled code (gacc-guard-gathers) when a gather reads a tensor
  *  at `index` outside [0, bound) at gather site `site`; the compiled code
- *  then reads a clamped index, so nothing out of bounds is read. Records the
+ *  then reads a clamped index, so nothing out of bounds is read. Also called
+ *  (gacc-guard-divisions) with (divisor, dividend, site) for an integer
+ *  division by zero or INT_MIN / -1, which then divides by 1. Records the
  *  first such error (and counts all) until gaccrt_index_errors_reset. */
 GACCRT_API void gaccrt_index_error(int64_t index, int64_t bound, int64_t site);
 /** Number of index errors since the last reset; when non-zero and the

@@ -182,3 +182,16 @@
 // BENCH-NOT:     gpu.wait
 // BENCH:         memref.atomic_rmw addf
 // BENCH-NOT:     threads in (%c1, %c1, %c1)
+
+// RUN: gacc-opt %S/../../Robustness/Inputs/divide-by-batch.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda="kernels-only" | FileCheck %s --check-prefix=DIV
+// RUN: gacc-opt %S/../../Robustness/Inputs/divide-by-batch.mlir --gacc-pipeline="micro-batches=2" --gacc-lower-to-cuda | FileCheck %s --check-prefix=DIV-PTX
+// An integer division by a batch value (gacc-guard-divisions without
+// `report`): the kernel divides by 1 where the divisor is 0 (or INT_MIN /
+// -1) instead, and reports nothing (kernels cannot call the host runtime).
+// DIV-NOT:     gacc.gather_sites
+// DIV-NOT:     gaccrt_index_error
+// DIV:         gpu.func @train_step_kernel
+// DIV:           %[[BAD:.*]] = arith.ori
+// DIV:           %[[DIVISOR:.*]] = arith.select %[[BAD]], %{{.*}}, %{{.*}} : i32
+// DIV-NEXT:      arith.divsi %{{.*}}, %[[DIVISOR]] : i32
+// DIV-PTX:     gpu.binary @train_step_kernel

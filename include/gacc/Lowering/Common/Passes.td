@@ -159,6 +159,32 @@ def GuardGathersPass : Pass<"gacc-guard-gathers", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def GuardDivisionsPass : Pass<"gacc-guard-divisions", "ModuleOp"> {
+  let summary = "Check integer divisions for a zero divisor and overflow";
+  let description = [{
+    Runs before bufferization, after gacc-guard-gathers. An integer division
+    or remainder (`arith.divsi`, `divui`, `remsi`, `remui`, `ceildivsi`,
+    `ceildivui`, `floordivsi`) whose divisor is not a constant that makes it
+    safe is undefined for a zero divisor and, for the signed ones, for the
+    minimum value divided by -1; on x86 both trap (SIGFPE). The divisor
+    becomes `select(bad, 1, divisor)`, so the trapping instruction never
+    runs (the op yields its dividend, or 0 for a remainder). With `report`
+    (the CPU path), a bad division also calls
+    `gaccrt_index_error(divisor, dividend, site)` (both extended to i64; the
+    runtime keeps the first error), and the site, `division: OP at
+    FILE:LINE:COL`, is appended to the module attribute `gacc.gather_sites`
+    that gacc-guard-gathers starts, for the tools' error message. Without
+    `report` (the CUDA path) the divisor is only made safe.
+  }];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"true",
+           "Call gaccrt_index_error for a division by zero or an overflow">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def UnshareEmptyTensorsPass
     : Pass<"gacc-unshare-empty-tensors", "ModuleOp"> {
   let summary = "Give every use of a tensor.empty its own tensor.empty";

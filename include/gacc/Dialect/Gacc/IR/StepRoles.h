@@ -41,9 +41,11 @@ constexpr StringLiteral kBucketOffsetAttrName = "gacc.bucket_offset";
 /// constants as written rather than recognizing B or 1/B by value.
 constexpr StringLiteral kDynamicBatchAttrName = "gacc.dynamic_batch";
 
-/// On the module (gacc-guard-gathers with `report`): the sites of the
-/// guarded gathers (a location and the arguments involved), by the site
-/// number that gaccrt_index_error reports.
+/// On the module (gacc-guard-gathers and gacc-guard-divisions with
+/// `report`): the sites of the runtime checks, by the site number that
+/// gaccrt_index_error reports: guarded gathers (a location and the arguments
+/// involved), scatter-adds (kScatterSitePrefix) and integer divisions
+/// (kDivisionSitePrefix).
 constexpr StringLiteral kGatherSitesAttrName = "gacc.gather_sites";
 
 /// On a `gacc.scatter_add` (gacc-guard-gathers with `report`): its site
@@ -51,6 +53,11 @@ constexpr StringLiteral kGatherSitesAttrName = "gacc.gather_sites";
 /// kScatterSitePrefix.
 constexpr StringLiteral kIndexSiteAttrName = "gacc.index_site";
 constexpr StringLiteral kScatterSitePrefix = "scatter_add at ";
+
+/// The start of a division's site in `gacc.gather_sites`
+/// (gacc-guard-divisions), followed by "OP at FILE:LINE:COL"; its
+/// gaccrt_index_error call passes the divisor and the dividend.
+constexpr StringLiteral kDivisionSitePrefix = "division: ";
 
 /// Returns the attribute that marks `role` ("gacc.param", ...); empty for
 /// Role::None.
