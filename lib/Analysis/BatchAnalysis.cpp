@@ -58,7 +58,11 @@ LogicalResult mlir::gacc::verifyStepRoles(func::FuncOp func) {
     if (!type || type.getRank() != 0)
       return func.emitOpError()
              << "expected the gacc.loss result #" << i
-             << " to be a rank-0 tensor, got " << func.getResultTypes()[i];
+             << " to be a rank-0 tensor, got " << func.getResultTypes()[i]
+             << (!func.getResultTypes()[i].isIntOrIndexOrFloat()
+                     ? ""
+                     : " (gacc-prepare-step, the first pass of "
+                       "gacc-pipeline, makes a scalar loss a rank-0 tensor)");
   }
   if (numLoss == 0)
     return func.emitOpError("expected one result marked gacc.loss");
@@ -820,6 +824,13 @@ LogicalResult BatchAnalysisBuilder::visit(Operation *op) {
       break;
     }
   }
+  if (auto call = dyn_cast<func::CallOp>(op);
+      call && (anyPerSample || anyPost || anyStat || anyPrologue))
+    return call.emitOpError()
+           << "calls '@" << call.getCallee()
+           << "' on the batch-dependent path; run gacc-prepare-step (the "
+              "first pass of gacc-pipeline), which inlines the functions a "
+              "training step calls";
   if (op->getNumRegions() != 0 && !isa<linalg::LinalgOp>(op) &&
       (anyPerSample || anyPost || anyStat)) {
     // tensor.pad's body only computes the padding value.
