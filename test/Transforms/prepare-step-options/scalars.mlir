@@ -64,8 +64,10 @@ func.func @scalars(%w: f32 {gacc.param},
       iterator_types = ["reduction"]}
       ins(%r, %x : tensor<4xf32>, tensor<4xf32>) outs(%z0 : tensor<f32>) {
   ^bb0(%rv: f32, %xv: f32, %acc: f32):
+    %two = arith.constant 2.0 : f32
     %p = arith.mulf %rv, %xv : f32
-    %a = arith.addf %acc, %p : f32
+    %p2 = arith.mulf %two, %p : f32
+    %a = arith.addf %acc, %p2 : f32
     linalg.yield %a : f32
   } -> tensor<f32>
   %gsum = tensor.extract %gs[] : tensor<f32>
@@ -78,3 +80,40 @@ func.func @scalars(%w: f32 {gacc.param},
   return %loss, %g, %w_out, %next, %n : f32, f32, f32, index, i64
 }
 
+
+// -----
+
+// A scalar parameter with a rank-0 tensor gradient (and an index state with
+// an i64 update): the same types once boxed.
+
+// CHECK-LABEL: func.func @mixed
+// CHECK-SAME:    (%{{.*}}: tensor<f32> {gacc.param}, %{{.*}}: tensor<4xf32> {gacc.batch = 0 : i64}, %{{.*}}: tensor<i64> {gacc.state})
+// CHECK-SAME:    -> (tensor<f32> {gacc.loss}, tensor<f32> {gacc.grad = 0 : i64}, tensor<i64> {gacc.state_out = 2 : i64})
+func.func @mixed(%w: f32 {gacc.param},
+                 %x: tensor<4xf32> {gacc.batch = 0 : i64},
+                 %step: index {gacc.state})
+    -> (tensor<f32> {gacc.loss}, tensor<f32> {gacc.grad = 0 : i64},
+        i64 {gacc.state_out = 2 : i64}) {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {
+      indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+      iterator_types = ["reduction"]}
+      ins(%x : tensor<4xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %p = arith.mulf %v, %w : f32
+    %a = arith.addf %acc, %p : f32
+    linalg.yield %a : f32
+  } -> tensor<f32>
+  %g = linalg.generic {
+      indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+      iterator_types = ["reduction"]}
+      ins(%x : tensor<4xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %a = arith.addf %acc, %v : f32
+    linalg.yield %a : f32
+  } -> tensor<f32>
+  %next = arith.index_cast %step : index to i64
+  return %s, %g, %next : tensor<f32>, tensor<f32>, i64
+}
