@@ -118,3 +118,55 @@ func.func @residual(%w: tensor<f32>, %x: tensor<4xf32>, %y: tensor<4xf32>)
   } -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// A scalar helper called inside a linalg body and on scalars after the
+// reductions (one helper from two places): inlined in place.
+
+// CHECK-LABEL: func.func @body_call
+// CHECK-SAME:    (%[[W:.*]]: tensor<f32> {gacc.param}
+// CHECK:         %[[WV:.*]] = tensor.extract %[[W]][] : tensor<f32>
+// CHECK:         linalg.generic
+// CHECK-NEXT:    ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT:      arith.mulf %[[IN]], %[[WV]] : f32
+// CHECK-NOT:     func.call
+// CHECK:         return
+// CHECK-NOT:   func.func private
+func.func @body_call(%w: f32 {gacc.param}, %x: tensor<4xf32> {gacc.batch = 0 : i64})
+    -> (f32 {gacc.loss}, f32 {gacc.grad = 0 : i64}) {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {
+      indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+      iterator_types = ["reduction"]}
+      ins(%x : tensor<4xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %p = func.call @scale(%v, %w) : (f32, f32) -> f32
+    %a = arith.addf %acc, %p : f32
+    linalg.yield %a : f32
+  } -> tensor<f32>
+  %g = linalg.generic {
+      indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+      iterator_types = ["reduction"]}
+      ins(%x : tensor<4xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %a = arith.addf %acc, %v : f32
+    linalg.yield %a : f32
+  } -> tensor<f32>
+  %sv = tensor.extract %s[] : tensor<f32>
+  %gv = tensor.extract %g[] : tensor<f32>
+  %l = func.call @quarter(%sv) : (f32) -> f32
+  %gq = func.call @quarter(%gv) : (f32) -> f32
+  return %l, %gq : f32, f32
+}
+func.func private @scale(%a: f32, %b: f32) -> f32 {
+  %p = arith.mulf %a, %b : f32
+  return %p : f32
+}
+func.func private @quarter(%a: f32) -> f32 {
+  %c = arith.constant 0.25 : f32
+  %p = arith.mulf %a, %c : f32
+  return %p : f32
+}
