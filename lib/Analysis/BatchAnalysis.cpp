@@ -15,11 +15,13 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -59,7 +61,11 @@ LogicalResult mlir::gacc::verifyStepRoles(func::FuncOp func) {
     if (!type || type.getRank() != 0)
       return func.emitOpError()
              << "expected the gacc.loss result #" << i
-             << " to be a rank-0 tensor, got " << func.getResultTypes()[i];
+             << " to be a rank-0 tensor, got " << func.getResultTypes()[i]
+             << (!func.getResultTypes()[i].isIntOrIndexOrFloat()
+                     ? ""
+                     : " (gacc-prepare-step, the first pass of "
+                       "gacc-pipeline, makes a scalar loss a rank-0 tensor)");
   }
   if (numLoss == 0)
     return func.emitOpError("expected one result marked gacc.loss");
@@ -821,17 +827,52 @@ LogicalResult BatchAnalysisBuilder::visit(Operation *op) {
       break;
     }
   }
+  if (auto call = dyn_cast<func::CallOp>(op);
+      call && (anyPerSample || anyPost || anyStat || anyPrologue))
+    return call.emitOpError()
+           << "calls '@" << call.getCallee()
+           << "' on the batch-dependent path; run gacc-prepare-step (the "
+              "first pass of gacc-pipeline), which inlines the functions a "
+              "training step calls";
+  // Control flow that reads only partials and values computed from them
+  // (an optimizer loop over a gradient's elements) runs once, after the
+  // regions, on the accumulated values: an epilogue op like any other.
+  bool epilogueControlFlow = !anyPerSample && !anyStat &&
+                             isa<scf::ForOp, scf::WhileOp, scf::IfOp,
+                                 scf::IndexSwitchOp, scf::ExecuteRegionOp>(op);
   if (op->getNumRegions() != 0 && !isa<linalg::LinalgOp>(op) &&
-      (anyPerSample || anyPost || anyStat)) {
+      !epilogueControlFlow && (anyPerSample || anyPost || anyStat)) {
     // tensor.pad's body only computes the padding value.
     auto pad = dyn_cast<tensor::PadOp>(op);
     if (!pad || !llvm::all_of(getUsedValues(op), [&](Value v) {
           return v == pad.getSource() ||
                  info(v).kind == BatchClass::Invariant ||
                  info(v).kind == BatchClass::Prologue;
-        }))
-      return op->emitOpError("ops with regions are not supported on the "
-                             "batch-dependent path");
+        })) {
+      if (!isa<LoopLikeOpInterface>(op))
+        return op->emitOpError("ops with regions are not supported on the "
+                               "batch-dependent path");
+      // A loop: name it and the batch-dependent value it reads.
+      Value read;
+      for (Value v : getUsedValues(op))
+        if (info(v).kind != BatchClass::Invariant &&
+            info(v).kind != BatchClass::Prologue) {
+          read = v;
+          break;
+        }
+      InFlightDiagnostic diag =
+          op->emitOpError()
+          << "is a loop on the per-sample path; gacc does not split loops "
+             "into micro-batches (write a loop over the samples as a linalg "
+             "op: a reduction over the sample dimension, or a parallel "
+             "per-sample update; a loop that reads only accumulated values "
+             "runs after the regions)";
+      if (read)
+        diag.attachNote(read.getLoc())
+            << "the loop reads this " << stringifyBatchClass(info(read).kind)
+            << " value";
+      return diag;
+    }
   }
 
   if (anyPerSample)

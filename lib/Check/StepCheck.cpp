@@ -70,6 +70,15 @@ InputGraph::load(const std::string &path, StringRef entry, std::string &error) {
     error = "no training step";
     return nullptr;
   }
+  // The reference evaluates the step at the boundary the pipeline compiles:
+  // the functions it calls inlined (so an evaluation error in a helper names
+  // the op and its call site) and scalars as rank-0 tensors (so the eager
+  // recipe's analysis reads a scalar loss), as gacc-prepare-step does.
+  if (failed(inlineStepCalls(graph->func)) ||
+      failed(boxScalarBoundary(graph->func))) {
+    error = "cannot inline the functions the training step calls";
+    return nullptr;
+  }
   return graph;
 }
 

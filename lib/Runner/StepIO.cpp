@@ -70,6 +70,8 @@ std::string serializeSignature(const StepSignature &signature) {
       std::snprintf(fill, sizeof(fill), " fill=%.17g", info.fill);
       os << fill;
     }
+    if (!info.scalarType.empty())
+      os << " scalar=" << info.scalarType;
     os << "\n";
   };
   for (const TensorInfo &arg : signature.args)
@@ -147,13 +149,17 @@ bool parseSignature(const std::string &text, StepSignature &signature,
           shape.size() < 2 || shape.front() != '[' || shape.back() != ']')
         return bad();
       info.isMask = mask != 0;
-      std::string fill;
-      if (fields >> fill) {
+      std::string option;
+      while (fields >> option) {
+        if (option.rfind("scalar=", 0) == 0 && option.size() > 7) {
+          info.scalarType = option.substr(7);
+          continue;
+        }
         char *end = nullptr;
-        if (fill.rfind("fill=", 0) != 0)
+        if (option.rfind("fill=", 0) != 0)
           return bad();
-        info.fill = std::strtod(fill.c_str() + 5, &end);
-        if (fill.size() == 5 || *end)
+        info.fill = std::strtod(option.c_str() + 5, &end);
+        if (option.size() == 5 || *end)
           return bad();
         info.hasFill = true;
       }

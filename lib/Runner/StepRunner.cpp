@@ -201,8 +201,8 @@ static bool readSignature(func::FuncOp func, std::vector<TensorInfo> &args,
     if (!tensor || !tensor.hasStaticShape() || !dtype) {
       llvm::raw_string_ostream os(error);
       os << what << " has type " << type
-         << "; gacc-run supports statically shaped tensors of f32, f64, "
-            "bf16, f16, i64, i32, i8 and i1";
+         << "; gacc-run supports statically shaped tensors and scalars of "
+            "f32, f64, bf16, f16, i64, i32, i8 and i1 (and index scalars)";
       return false;
     }
     info.dtype = *dtype;
@@ -279,6 +279,19 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   }
   step->signature.name = func.getSymName().str();
   step->signature.device = options.device;
+  // gacc-prepare-step makes scalar arguments and results rank-0 tensors;
+  // the signature remembers what the step declared.
+  auto scalarName = [](Type type) {
+    std::string name;
+    if (type.isIntOrIndexOrFloat())
+      llvm::raw_string_ostream(name) << type;
+    return name;
+  };
+  SmallVector<std::string> scalarArgs, scalarResults;
+  for (Type type : func.getArgumentTypes())
+    scalarArgs.push_back(scalarName(type));
+  for (Type type : func.getResultTypes())
+    scalarResults.push_back(scalarName(type));
   {
     // A dynamic sample dimension takes --batch-size (or is diagnosed) before
     // the signature is read; canonicalization gives per-sample results
@@ -299,6 +312,10 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   StepSignature &signature = step->signature;
   if (!readSignature(func, signature.args, signature.results, error))
     return nullptr;
+  for (auto [info, scalar] : llvm::zip(signature.args, scalarArgs))
+    info.scalarType = scalar;
+  for (auto [info, scalar] : llvm::zip(signature.results, scalarResults))
+    info.scalarType = scalar;
   for (const TensorInfo &arg : signature.args)
     if (arg.role == Role::Batch) {
       signature.batchSize = arg.shape[arg.index];

@@ -1,10 +1,12 @@
 //===- PrepareStep.cpp - prepare frontend output ----------------*- C++ -*-===//
 //
-// The gacc-prepare-step pass: specializes batch arguments whose sample
-// dimension is dynamic to the `batch-size` option, canonicalizes and CSEs the
-// training step (frontends emit `tensor.empty` of `?` sizes with casts, dead
-// ops and `tensor.dim` chains that the batch analysis should not have to
-// read), and returns results with the static types canonicalization found.
+// The gacc-prepare-step pass: inlines the functions the training step calls
+// and makes its scalar arguments and results rank-0 tensors (StepBoundary.cpp),
+// specializes batch arguments whose sample dimension is dynamic to the
+// `batch-size` option, canonicalizes and CSEs the training step (frontends emit
+// `tensor.empty` of `?` sizes with casts, dead ops and `tensor.dim` chains that
+// the batch analysis should not have to read), and returns results with the
+// static types canonicalization found.
 //
 //===----------------------------------------------------------------------===//
 
@@ -408,6 +410,9 @@ struct PrepareStepPass
     }
     func::FuncOp func = findTrainingStep(getOperation(), entry);
     if (!func)
+      return signalPassFailure();
+    // Every later pass sees one function whose boundary holds tensors only.
+    if (failed(inlineStepCalls(func)) || failed(boxScalarBoundary(func)))
       return signalPassFailure();
     if (runtimeBatchSize && failed(useRuntimeSampleCount(func, batchSize)))
       return signalPassFailure();

@@ -293,3 +293,59 @@ func.func @train_step(%E: tensor<5x3xf32> {gacc.param},
   } -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A loop on the batch path (issue 48's hand-written sum of -log p over the
+// samples with an f32 iter_arg) is refused at the loop, with the
+// per-sample value it reads.
+
+func.func @loop_over_samples(%x: tensor<4xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  // expected-note @below {{the loop reads this per-sample value}}
+  %e = math.exp %x : tensor<4xf32>
+  // expected-error @below {{'scf.for' op is a loop on the per-sample path; gacc does not split loops into micro-batches (write a loop over the samples as a linalg op: a reduction over the sample dimension, or a parallel per-sample update; a loop that reads only accumulated values runs after the regions)}}
+  %s = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %v = tensor.extract %e[%i] : tensor<4xf32>
+    %a = arith.addf %acc, %v : f32
+    scf.yield %a : f32
+  }
+  %l = tensor.from_elements %s : tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// A loop over the classes that carries a per-sample running max: refused
+// the same way (item 3 of issue 48 is not built yet).
+
+// expected-note @below {{the loop reads this per-sample value}}
+func.func @loop_over_classes(%l: tensor<3x4xf32> {gacc.batch = 1 : i64})
+    -> (tensor<f32> {gacc.loss}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %init = arith.constant dense<0xFF800000> : tensor<4xf32>
+  %zero = arith.constant 0.0 : f32
+  // expected-error @below {{'scf.for' op is a loop on the per-sample path}}
+  %m = scf.for %c = %c0 to %c3 step %c1 iter_args(%run = %init) -> (tensor<4xf32>) {
+    %row = tensor.extract_slice %l[%c, 0] [1, 4] [1, 1] : tensor<3x4xf32> to tensor<4xf32>
+    %n = arith.maximumf %run, %row : tensor<4xf32>
+    scf.yield %n : tensor<4xf32>
+  }
+  %e0 = tensor.empty() : tensor<f32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %s = linalg.generic {
+      indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+      iterator_types = ["reduction"]}
+      ins(%m : tensor<4xf32>) outs(%z0 : tensor<f32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %a = arith.addf %acc, %v : f32
+    linalg.yield %a : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -42,6 +42,10 @@ struct TensorInfo {
   /// the value they start from when no input file gives one.
   bool hasFill = false;
   double fill = 0;
+  /// The scalar type the step declares ("f32", "i64", "index"; empty for a
+  /// tensor). A scalar is a 0-d array here (shape {}) and a rank-0 memref
+  /// in the compiled step's calling convention; an `index` is an i64.
+  std::string scalarType;
 };
 
 /// Where a compiled step runs.

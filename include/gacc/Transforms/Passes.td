@@ -39,9 +39,18 @@ def VerifyStepPass : Pass<"gacc-verify-step", "ModuleOp"> {
 }
 
 def PrepareStepPass : Pass<"gacc-prepare-step", "ModuleOp"> {
-  let summary = "Specialize a dynamic batch size and canonicalize the step";
+  let summary = "Inline calls, box scalars, specialize a dynamic batch size "
+                "and canonicalize the step";
   let description = [{
-    Brings frontend output into the form the batch analysis reads: batch
+    Brings frontend output and hand-written steps into the form the batch
+    analysis reads. First, every function the step calls (at any depth) is
+    inlined, so later passes see one function; inlined ops keep a call-site
+    location, private helpers left without uses are erased, and a call of
+    an external declaration, a recursive call, a multi-block callee or an
+    indirect call is an error at the call. Then scalar arguments and
+    results (`f32`, `i64`, `index`, ...) become rank-0 tensors (an `index`
+    a `tensor<i64>`): arguments are read with `tensor.extract`, results
+    returned through `tensor.from_elements`. Then batch
     arguments whose sample dimension is dynamic (`tensor<?x...>`, as
     torch.export emits) are specialized to `batch-size` samples (an error
     without it), a read of a `tensor.empty`'s contents is refused at the

@@ -64,6 +64,21 @@ Value insertFlatSlice(OpBuilder &builder, Location loc, Value source,
 /// twice), instead of letting the batch analysis reject the region op.
 LogicalResult verifyNotMicroBatched(func::FuncOp func);
 
+/// Inlines every function that `func` calls, at any depth, so that the
+/// training step is one function (inlined ops keep a CallSiteLoc naming the
+/// call). A call of an external declaration, a recursive call, a call of a
+/// multi-block function or an indirect call is an error at the call (with
+/// notes for the chain of calls that reached it), and nothing is changed.
+/// Private callees left without uses are erased.
+LogicalResult inlineStepCalls(func::FuncOp func);
+
+/// Makes the scalar arguments and results of `func` (`f32`, `i64`, `index`,
+/// any float or integer) rank-0 tensors: an argument is read with
+/// `tensor.extract`, a result returned through `tensor.from_elements`. An
+/// `index` becomes `tensor<i64>` (with `arith.index_cast`). Roles stay on
+/// their positions.
+LogicalResult boxScalarBoundary(func::FuncOp func);
+
 } // namespace mlir::gacc
 
 #endif // GACC_TRANSFORMS_UTILS_H

@@ -123,7 +123,16 @@ LogicalResult GaccDialect::verifyRegionResultAttribute(Operation *op,
                              << " to carry '" << required << "'";
   Type argType = func.getArgumentTypes()[*index];
   Type resultType = func.getResultTypes()[resultIndex];
-  if (argType != resultType)
+  // A scalar is as good as a rank-0 tensor of it (an index as an i64):
+  // gacc-prepare-step makes both the same tensor type.
+  auto boxed = [](Type type) -> Type {
+    if (isa<IndexType>(type))
+      return RankedTensorType::get({}, IntegerType::get(type.getContext(), 64));
+    if (type.isIntOrFloat())
+      return RankedTensorType::get({}, type);
+    return type;
+  };
+  if (boxed(argType) != boxed(resultType))
     return op->emitOpError()
            << where << " ('" << name << " = " << *index << "') has type "
            << resultType << " but argument #" << *index << " has type "
