@@ -14,8 +14,8 @@ once per point (--lower cuda: --gacc-lower-to-cuda instead, kernels through
 NVVM to PTX; needs the CUDA toolkit's libdevice, no GPU). --tool run times
 everything until the first step can run instead (gacc-run --steps=1, LLVM's
 optimization and code generation included; the seconds column is its
-"compiled in"), --tool compile the ahead-of-time compiler (gacc-compile to an
-object file). It prints wall
+"compiled in"), --tool compile the ahead-of-time compiler (gacc-compile to a
+step library, linked from objects generated in parallel). It prints wall
 seconds, CPU seconds (user + system) and
 the peak resident set of the gacc-opt process (from wait4's rusage); on a
 shared machine the CPU seconds are the number to compare. Two sweeps: depth at a fixed m
@@ -54,7 +54,7 @@ def command(tool, bin_dir, graph, m, lower, tmp):
                 f"--micro-batches={m}", "--steps=1"]
     if tool == "compile":
         return [os.path.join(bin_dir, "gacc-compile"), graph,
-                f"--micro-batches={m}", "-o", os.path.join(tmp, "step.o")]
+                f"--micro-batches={m}", "-o", os.path.join(tmp, "step.so")]
     return [os.path.join(bin_dir, "gacc-opt"), graph,
             f"--gacc-pipeline=micro-batches={m}", f"--gacc-lower-to-{lower}",
             "-o", os.devnull]
