@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <string>
+#include <system_error>
 #include <thread>
 
 void mlir::gacc::optimizeStepModule(llvm::Module &module,
@@ -102,8 +103,14 @@ llvm::Expected<std::vector<llvm::SmallString<0>>> mlir::gacc::generateObjects(
     codegen.run(**part);
   };
   std::vector<std::thread> workers;
-  for (size_t index = 1; index < bitcodes.size(); ++index)
-    workers.emplace_back(generate, index);
+  for (size_t index = 1; index < bitcodes.size(); ++index) {
+    try {
+      workers.emplace_back(generate, index);
+    } catch (const std::system_error &) {
+      // No thread to be had (a process limit): this part on this thread.
+      generate(index);
+    }
+  }
   generate(0);
   for (std::thread &worker : workers)
     worker.join();
