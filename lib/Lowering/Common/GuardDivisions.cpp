@@ -34,8 +34,6 @@ namespace mlir::gacc {
 using namespace mlir;
 using namespace mlir::gacc;
 
-static constexpr StringLiteral kErrorFunction = "gaccrt_index_error";
-
 /// Whether `op` is an integer division or remainder that can trap.
 static bool isDivision(Operation *op) {
   return isa<arith::DivSIOp, arith::DivUIOp, arith::RemSIOp, arith::RemUIOp,
@@ -140,11 +138,8 @@ struct GuardDivisionsPass
       bad = bad ? Value(arith::OrIOp::create(b, loc, bad, overflow)) : overflow;
     }
     if (report) {
-      Type i64 = b.getI64Type();
       if (!errorFunction)
-        errorFunction = getOrDeclareRuntimeFunction(
-            op, kErrorFunction,
-            FunctionType::get(op->getContext(), SmallVector<Type>(3, i64), {}));
+        errorFunction = getOrDeclareIndexError(op);
       int64_t site = sites.size();
       std::string text;
       llvm::raw_string_ostream os(text);

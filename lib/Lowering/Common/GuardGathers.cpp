@@ -38,8 +38,6 @@ namespace mlir::gacc {
 using namespace mlir;
 using namespace mlir::gacc;
 
-static constexpr StringLiteral kErrorFunction = "gaccrt_index_error";
-
 /// Returns true when `value`, used inside `body`, depends on tensor data: a
 /// block argument of the linalg body (an element of an input) or the result
 /// of a tensor.extract. Loop indices and constants are not data.
@@ -225,13 +223,7 @@ struct GuardGathersPass
             }))
           continue;
         if (report && !errorFunction)
-          errorFunction = getOrDeclareRuntimeFunction(
-              generic, kErrorFunction,
-              FunctionType::get(
-                  module.getContext(),
-                  SmallVector<Type>(3,
-                                    IntegerType::get(module.getContext(), 64)),
-                  {}));
+          errorFunction = getOrDeclareIndexError(generic);
         guard(extract, generic, body, memo, errorFunction, sites);
       }
     });
@@ -240,13 +232,7 @@ struct GuardGathersPass
     if (report)
       module.walk([&](gacc::ScatterAddOp scatter) {
         if (!errorFunction)
-          errorFunction = getOrDeclareRuntimeFunction(
-              scatter, kErrorFunction,
-              FunctionType::get(
-                  module.getContext(),
-                  SmallVector<Type>(3,
-                                    IntegerType::get(module.getContext(), 64)),
-                  {}));
+          errorFunction = getOrDeclareIndexError(scatter);
         std::string text =
             (kScatterSitePrefix + formatSiteLocation(scatter.getLoc())).str();
         int64_t indices = argumentNumber(scatter.getIndices());

@@ -36,6 +36,13 @@ func::CallOp mlir::gacc::createRuntimeCall(OpBuilder &builder, Location loc,
   return func::CallOp::create(builder, loc, callee, operands);
 }
 
+func::FuncOp mlir::gacc::getOrDeclareIndexError(Operation *from) {
+  Type i64 = IntegerType::get(from->getContext(), 64);
+  return getOrDeclareRuntimeFunction(
+      from, "gaccrt_index_error",
+      FunctionType::get(from->getContext(), {i64, i64, i64}, {}));
+}
+
 std::string mlir::gacc::formatSiteLocation(Location loc) {
   std::string text;
   llvm::raw_string_ostream os(text);

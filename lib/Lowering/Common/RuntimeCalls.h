@@ -24,6 +24,12 @@ namespace mlir::gacc {
 func::FuncOp getOrDeclareRuntimeFunction(Operation *from, StringRef name,
                                          FunctionType type);
 
+/// Returns the declaration of the runtime's
+/// `gaccrt_index_error(value, bound, site)` (three i64: a gather or
+/// scatter-add index out of range, a division that would trap) in the module
+/// around `from`.
+func::FuncOp getOrDeclareIndexError(Operation *from);
+
 /// Creates at `builder`'s insertion point a call of runtime function `name`
 /// (no results) with `operands`, declaring the function with their types if
 /// needed.
