@@ -252,12 +252,11 @@ std::unique_ptr<StepJit> StepJit::create(Operation *module,
   return result;
 }
 
-bool StepJit::invoke(void **packedArgs, std::string &) {
+void StepJit::invoke(void **packedArgs) {
   if (!initialized) {
     for (const Structor &structor : constructors)
       structor.function();
     initialized = true;
   }
   entry(packedArgs);
-  return true;
 }

@@ -57,7 +57,7 @@ public:
   /// pointer per argument of `entry`, then one to its result. The first
   /// call runs the module's global constructors (a CUDA step's module
   /// loads) first.
-  bool invoke(void **packedArgs, std::string &error);
+  void invoke(void **packedArgs);
 
   /// A global constructor or destructor, run by name.
   struct Structor {
