@@ -1,9 +1,9 @@
 // A linear model whose SGD update is a hand-written loop over the
 // parameter's elements (scf.for with tensor.extract / tensor.insert), after
-// the gradient's all-reduce. The loop reads only the accumulated gradient
-// (a partial) and invariants, so it runs once, after the micro-batch
-// regions, on the whole step's gradient: the simplest loop on the batch
-// path, accepted (a loop that reads per-sample values is refused).
+// the gradient's all-reduce. gacc-prepare-step raises the loop into the
+// parallel linalg.generic it writes out; it reads only the accumulated
+// gradient (a partial) and invariants, so it runs once, after the
+// micro-batch regions, on the whole step's gradient.
 //
 // Arguments:
 //   0  %w  : tensor<3xf32>   {gacc.param}

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gacc/Analysis/BatchAnalysis.h"
+#include "gacc/Analysis/LoopNest.h"
 #include "gacc/Analysis/UndefinedReads.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
 #include "gacc/Support/IRUtils.h"
@@ -862,15 +863,24 @@ LogicalResult BatchAnalysisBuilder::visit(Operation *op) {
         }
       InFlightDiagnostic diag =
           op->emitOpError()
-          << "is a loop on the per-sample path; gacc does not split loops "
-             "into micro-batches (write a loop over the samples as a linalg "
-             "op: a reduction over the sample dimension, or a parallel "
-             "per-sample update; a loop that reads only accumulated values "
-             "runs after the regions)";
+          << "is a loop on the per-sample path that gacc cannot split into "
+             "micro-batches (a perfect scf.for nest is raised into a linalg "
+             "op and split like one; a loop that reads only accumulated "
+             "values runs after the regions)";
       if (read)
         diag.attachNote(read.getLoc())
             << "the loop reads this " << stringifyBatchClass(info(read).kind)
             << " value";
+      if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        std::string whyNot;
+        if (succeeded(matchLoopNest(loop, whyNot)))
+          diag.attachNote() << "run gacc-prepare-step, which raises this "
+                               "loop nest into a linalg.generic";
+        else
+          diag.attachNote() << "gacc-prepare-step raises a perfect loop nest "
+                               "into a linalg.generic; not this one: "
+                            << whyNot;
+      }
       return diag;
     }
   }

@@ -335,6 +335,19 @@ FailureOr<GradScalerOutcome> mlir::gacc::applyGradScalerRecipe(
   return outcome;
 }
 
+/// A copy of `func` (inserted after it; the caller erases it) with its loop
+/// nests raised into linalg ops as gacc-prepare-step does, for the batch
+/// analysis; the reference itself evaluates the loops as written.
+static func::FuncOp cloneWithRaisedLoops(func::FuncOp func) {
+  OpBuilder builder(func);
+  builder.setInsertionPointAfter(func);
+  auto copy = cast<func::FuncOp>(builder.clone(*func));
+  copy.setSymName((func.getSymName() + "_raised").str());
+  copy.setPrivate();
+  raiseLoopNests(copy);
+  return copy;
+}
+
 EagerRecipe mlir::gacc::evaluateEagerRecipe(
     func::FuncOp func, ArrayRef<int64_t> sizes, bool allowMicroBatchStatistics,
     const std::vector<TensorInfo> &args, const std::vector<TensorInfo> &results,
@@ -357,8 +370,15 @@ EagerRecipe mlir::gacc::evaluateEagerRecipe(
   // for each micro-batch's size.
   bool dynamicBatch = hasDynamicSampleDimension(func);
   std::optional<BatchAnalysis> analysis;
+  func::FuncOp raised;
+  llvm::scope_exit eraseRaised([&] {
+    if (raised)
+      raised.erase();
+  });
   if (!dynamicBatch) {
-    FailureOr<BatchAnalysis> result = BatchAnalysis::run(func, analysisOptions);
+    raised = cloneWithRaisedLoops(func);
+    FailureOr<BatchAnalysis> result =
+        BatchAnalysis::run(raised, analysisOptions);
     if (failed(result))
       return recipe;
     analysis = std::move(*result);
@@ -370,7 +390,7 @@ EagerRecipe mlir::gacc::evaluateEagerRecipe(
     std::string name = (func.getSymName() + "_eager_" + Twine(k)).str();
     FailureOr<func::FuncOp> part =
         dynamicBatch ? FailureOr<func::FuncOp>(func)
-                     : buildStepForBatchSize(func, *analysis, sizes[k], name);
+                     : buildStepForBatchSize(raised, *analysis, sizes[k], name);
     if (failed(part))
       return recipe;
     RankTensors sliced;
@@ -428,13 +448,15 @@ FailureOr<TailStep> mlir::gacc::prepareTailStep(
     return tail;
   if (hasDynamicSampleDimension(func))
     return tail;
-  FailureOr<BatchAnalysis> analysis = BatchAnalysis::run(func, {});
+  func::FuncOp raised = cloneWithRaisedLoops(func);
+  llvm::scope_exit eraseRaised([&] { raised.erase(); });
+  FailureOr<BatchAnalysis> analysis = BatchAnalysis::run(raised, {});
   if (failed(analysis)) {
     error = "the batch analysis rejects the input graph";
     return failure();
   }
   FailureOr<func::FuncOp> rebuilt = buildStepForBatchSize(
-      func, *analysis, tail.samples, (func.getSymName() + "_tail").str());
+      raised, *analysis, tail.samples, (func.getSymName() + "_tail").str());
   if (failed(rebuilt)) {
     error = "cannot build the input graph for " + std::to_string(tail.samples) +
             " samples";

@@ -418,6 +418,9 @@ struct PrepareStepPass
       return signalPassFailure();
     if (failed(specializeBatchSize(func, batchSize)))
       return signalPassFailure();
+    // Loops over samples (and per-sample loops over other dimensions) become
+    // the linalg ops they write out, for the batch analysis to split.
+    raiseLoopNests(func);
     // Before canonicalization folds a generic that yields its tensor.empty
     // init into the empty itself: the error names the op as written.
     if (failed(verifyNoUndefinedReads(func)))

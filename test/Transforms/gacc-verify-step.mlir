@@ -297,8 +297,8 @@ func.func @train_step(%E: tensor<5x3xf32> {gacc.param},
 // -----
 
 // A loop on the batch path (issue 48's hand-written sum of -log p over the
-// samples with an f32 iter_arg) is refused at the loop, with the
-// per-sample value it reads.
+// samples with an f32 iter_arg) that gacc-prepare-step has not raised is
+// refused at the loop, with the per-sample value it reads.
 
 func.func @loop_over_samples(%x: tensor<4xf32> {gacc.batch = 0 : i64})
     -> (tensor<f32> {gacc.loss}) {
@@ -308,7 +308,8 @@ func.func @loop_over_samples(%x: tensor<4xf32> {gacc.batch = 0 : i64})
   %zero = arith.constant 0.0 : f32
   // expected-note @below {{the loop reads this per-sample value}}
   %e = math.exp %x : tensor<4xf32>
-  // expected-error @below {{'scf.for' op is a loop on the per-sample path; gacc does not split loops into micro-batches (write a loop over the samples as a linalg op: a reduction over the sample dimension, or a parallel per-sample update; a loop that reads only accumulated values runs after the regions)}}
+  // expected-error @below {{'scf.for' op is a loop on the per-sample path that gacc cannot split into micro-batches (a perfect scf.for nest is raised into a linalg op and split like one; a loop that reads only accumulated values runs after the regions)}}
+  // expected-note @below {{run gacc-prepare-step, which raises this loop nest into a linalg.generic}}
   %s = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
     %v = tensor.extract %e[%i] : tensor<4xf32>
     %a = arith.addf %acc, %v : f32
@@ -320,8 +321,10 @@ func.func @loop_over_samples(%x: tensor<4xf32> {gacc.batch = 0 : i64})
 
 // -----
 
-// A loop over the classes that carries a per-sample running max: refused
-// the same way (item 3 of issue 48 is not built yet).
+// A loop over the classes that carries a per-sample running max with ops on
+// whole tensors is not a loop nest gacc-prepare-step raises (the raised form
+// is written element by element: test/Transforms/raise-loops.mlir): refused,
+// with the reason.
 
 // expected-note @below {{the loop reads this per-sample value}}
 func.func @loop_over_classes(%l: tensor<3x4xf32> {gacc.batch = 1 : i64})
@@ -332,6 +335,7 @@ func.func @loop_over_classes(%l: tensor<3x4xf32> {gacc.batch = 1 : i64})
   %init = arith.constant dense<0xFF800000> : tensor<4xf32>
   %zero = arith.constant 0.0 : f32
   // expected-error @below {{'scf.for' op is a loop on the per-sample path}}
+  // expected-note @below {{not this one: carried tensor #0 is not yielded as one tensor.insert into it in the innermost loop}}
   %m = scf.for %c = %c0 to %c3 step %c1 iter_args(%run = %init) -> (tensor<4xf32>) {
     %row = tensor.extract_slice %l[%c, 0] [1, 4] [1, 1] : tensor<3x4xf32> to tensor<4xf32>
     %n = arith.maximumf %run, %row : tensor<4xf32>
