@@ -7,6 +7,7 @@
 
 #include "gacc/Analysis/LoopNest.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
@@ -106,7 +107,11 @@ FailureOr<LoopNest> mlir::gacc::matchLoopNest(scf::ForOp outer,
   scf::ForOp inner = nest.loops.back();
   Block *body = inner.getBody();
   auto yield = cast<scf::YieldOp>(body->getTerminator());
+  // The loop whose induction variable `v` is (or an index cast of it: a
+  // loop over i32 indexes tensors through arith.index_cast).
   auto loopOf = [&](Value v) -> int64_t {
+    if (auto cast = v.getDefiningOp<arith::IndexCastOp>())
+      v = cast.getIn();
     for (auto [k, l] : llvm::enumerate(nest.loops))
       if (v == l.getInductionVar())
         return k;
