@@ -124,9 +124,15 @@ FailureOr<LoopNest> mlir::gacc::matchLoopNest(scf::ForOp outer,
       nest.outputLoops.emplace_back();
       nest.inserts.push_back(nullptr);
       nest.reads.emplace_back();
+      nest.staticInits.emplace_back();
       continue;
     }
-    auto tensorType = dyn_cast<RankedTensorType>(type);
+    // A dynamic carried type is read through the cast of a static init.
+    Value init = outer.getInitArgs()[j];
+    if (auto cast = init.getDefiningOp<tensor::CastOp>();
+        cast && !cast.getType().hasStaticShape())
+      init = cast.getSource();
+    auto tensorType = dyn_cast<RankedTensorType>(init.getType());
     if (!tensorType || !tensorType.hasStaticShape()) {
       whyNot = "carried value #" + std::to_string(j) +
                " is neither a scalar nor a statically shaped tensor";
@@ -141,7 +147,13 @@ FailureOr<LoopNest> mlir::gacc::matchLoopNest(scf::ForOp outer,
       return failure();
     }
     SmallVector<int64_t> dims;
-    for (Value index : insert.getIndices()) {
+    for (auto [d, index] : llvm::enumerate(insert.getIndices())) {
+      // A unit dimension is written at the constant 0 (a keepdim output
+      // whose unit loop canonicalization removed).
+      if (tensorType.getDimSize(d) == 1 && matchPattern(index, m_Zero())) {
+        dims.push_back(-1);
+        continue;
+      }
       int64_t k = loopOf(index);
       if (k < 0 || llvm::is_contained(dims, k)) {
         whyNot = "carried tensor #" + std::to_string(j) +
@@ -152,8 +164,8 @@ FailureOr<LoopNest> mlir::gacc::matchLoopNest(scf::ForOp outer,
       dims.push_back(k);
     }
     for (auto [d, k] : llvm::enumerate(dims))
-      if (nest.lowerBounds[k] != 0 || nest.steps[k] != 1 ||
-          nest.tripCounts[k] != tensorType.getDimSize(d)) {
+      if (k >= 0 && (nest.lowerBounds[k] != 0 || nest.steps[k] != 1 ||
+                     nest.tripCounts[k] != tensorType.getDimSize(d))) {
         whyNot = "carried tensor #" + std::to_string(j) +
                  " is written along dimension " + std::to_string(d) +
                  " by a loop that does not run from 0 to its size (" +
@@ -180,6 +192,7 @@ FailureOr<LoopNest> mlir::gacc::matchLoopNest(scf::ForOp outer,
     nest.outputLoops.push_back(std::move(dims));
     nest.inserts.push_back(insert);
     nest.reads.push_back(std::move(reads));
+    nest.staticInits.push_back(init);
   }
   for (Operation &op : body->without_terminator()) {
     if (carriedOps.contains(&op))

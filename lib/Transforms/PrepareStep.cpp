@@ -401,6 +401,26 @@ struct PrepareStepPass
     : public gacc::impl::PrepareStepPassBase<PrepareStepPass> {
   using PrepareStepPassBase::PrepareStepPassBase;
 
+  /// Upstream's canonicalization, plus the casts of the specialized
+  /// arguments carried through the ops it does not refine, TOSA's
+  /// single-batch GEMMs as matmuls and constant pad amounts; then CSE.
+  LogicalResult canonicalizeStep(func::FuncOp func) {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FoldCastsIntoElementwiseOp, FoldCastsIntoConcat,
+                 FoldConstantPadAmounts>(&getContext());
+    populateUnitBatchMatmulPatterns(patterns);
+    for (Dialect *dialect : getContext().getLoadedDialects())
+      dialect->getCanonicalizationPatterns(patterns);
+    for (RegisteredOperationName op : getContext().getRegisteredOperations())
+      op.getCanonicalizationPatterns(patterns, &getContext());
+    // As the canonicalizer pass: not converging within the iteration limit
+    // is not an error.
+    (void)applyPatternsGreedily(func, std::move(patterns));
+    OpPassManager pm(func::FuncOp::getOperationName());
+    pm.addPass(createCSEPass());
+    return runPipeline(pm, func);
+  }
+
   void runOnOperation() override {
     GACC_VERIFY_PASS_RESULT();
     if (batchSize < 0) {
@@ -426,23 +446,12 @@ struct PrepareStepPass
     if (failed(verifyNoUndefinedReads(func)))
       return signalPassFailure();
     if (canonicalize && !func.isExternal()) {
-      // Upstream's canonicalization, plus the casts of the specialized
-      // arguments carried through the ops it does not refine, TOSA's
-      // single-batch GEMMs as matmuls and constant pad amounts; then CSE.
-      RewritePatternSet patterns(&getContext());
-      patterns.add<FoldCastsIntoElementwiseOp, FoldCastsIntoConcat,
-                   FoldConstantPadAmounts>(&getContext());
-      populateUnitBatchMatmulPatterns(patterns);
-      for (Dialect *dialect : getContext().getLoadedDialects())
-        dialect->getCanonicalizationPatterns(patterns);
-      for (RegisteredOperationName op : getContext().getRegisteredOperations())
-        op.getCanonicalizationPatterns(patterns, &getContext());
-      // As the canonicalizer pass: not converging within the iteration
-      // limit is not an error.
-      (void)applyPatternsGreedily(func, std::move(patterns));
-      OpPassManager pm(func::FuncOp::getOperationName());
-      pm.addPass(createCSEPass());
-      if (failed(runPipeline(pm, func)))
+      if (failed(canonicalizeStep(func)))
+        return signalPassFailure();
+      // Loops whose bounds became constants (a dynamic batch read with
+      // tensor.dim, now specialized) are raised now, and the casts of their
+      // results folded.
+      if (raiseLoopNests(func) && failed(canonicalizeStep(func)))
         return signalPassFailure();
     }
     refineResultTypes(func);

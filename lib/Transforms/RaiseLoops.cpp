@@ -37,9 +37,10 @@ static void raiseLoopNest(LoopNest &nest) {
     ArrayRef<int64_t> dims = nest.outputLoops[j];
     SmallVector<AffineExpr> exprs;
     for (int64_t k : dims)
-      exprs.push_back(getAffineDimExpr(k, ctx));
+      exprs.push_back(k < 0 ? getAffineConstantExpr(0, ctx)
+                            : getAffineDimExpr(k, ctx));
     if (nest.inserts[j]) {
-      outputs.push_back(init);
+      outputs.push_back(nest.staticInits[j]);
     } else {
       outputs.push_back(tensor::FromElementsOp::create(
           builder, loc, RankedTensorType::get({}, init.getType()), init));
@@ -117,7 +118,11 @@ static void raiseLoopNest(LoopNest &nest) {
 
   SmallVector<Value> replacements;
   for (auto [j, result] : llvm::enumerate(generic->getResults())) {
-    if (nest.inserts[j])
+    Type type = outer.getResult(j).getType();
+    if (nest.inserts[j] && result.getType() != type)
+      replacements.push_back(
+          tensor::CastOp::create(builder, loc, type, result));
+    else if (nest.inserts[j])
       replacements.push_back(result);
     else
       replacements.push_back(
@@ -127,9 +132,9 @@ static void raiseLoopNest(LoopNest &nest) {
   outer.erase();
 }
 
-void mlir::gacc::raiseLoopNests(func::FuncOp func) {
+bool mlir::gacc::raiseLoopNests(func::FuncOp func) {
   if (func.isExternal())
-    return;
+    return false;
   // The values computed from a batch argument (loops that read none of
   // them, e.g. over constants, are left as they are).
   DenseSet<Value> fromBatch;
@@ -151,10 +156,14 @@ void mlir::gacc::raiseLoopNests(func::FuncOp func) {
     if (auto loop = dyn_cast<scf::ForOp>(op))
       candidates.push_back(loop);
   }
+  bool raised = false;
   for (scf::ForOp loop : candidates) {
     std::string whyNot;
     FailureOr<LoopNest> nest = matchLoopNest(loop, whyNot);
-    if (succeeded(nest))
-      raiseLoopNest(*nest);
+    if (failed(nest))
+      continue;
+    raiseLoopNest(*nest);
+    raised = true;
   }
+  return raised;
 }

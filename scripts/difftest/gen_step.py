@@ -17,13 +17,16 @@ features, `linalg.batch_matmul` token mixing and 3-D x broadcast-weight
 matmuls, and `linalg.conv_1d_ncw_fcw`. A quarter of the steps (all with
 --dynamic) have a dynamic sample dimension: `tensor<?x...>` batch arguments,
 the size read with `tensor.dim`, `tensor.empty(%n)`; they are compiled with
---batch-size.
+--batch-size. With --loops, some generics are written as the perfect scf.for
+nests they stand for (tensor.extract / tensor.insert per element), as
+hand-written steps compute them; gacc-prepare-step raises them back.
 
 Only the Python standard library is needed (the inputs are written as .npy
 files by a small writer here).
 
 Usage:
-  gen_step.py --seed=S [--gather] [--dynamic] [-o STEP.mlir] [--inputs=DIR]
+  gen_step.py --seed=S [--gather] [--dynamic] [--loops] [-o STEP.mlir]
+      [--inputs=DIR]
       prints (or writes) the step; with --inputs writes DIR/arg<i>.npy
       (DIR/rank<r>/arg<i>.npy for batch inputs when the step's config asks
       for 2 ranks) and prints the gacc-check flags to use.
@@ -38,6 +41,7 @@ import array
 import math
 import os
 import random
+import re
 import struct
 import sys
 
@@ -107,6 +111,11 @@ class Builder:
         # tail step (runtime-batch-size) takes one equal to B or 1/B as a
         # sample count too (README "Tail steps").
         self.float_consts = set()
+        # --loops: a random.Random drawing which eligible generics are
+        # written as scf.for nests (extract / insert per element), the way
+        # a hand-written step computes them (issue 48).
+        self.loops = None
+        self.loop_nests = 0
 
     def size(self, d):
         """An index operand for dimension `d`: an SSA value for a dynamic
@@ -175,6 +184,7 @@ class Builder:
             init = self.empty(out_shape, out_et)
         maps = [amap(nd, ex) for _, ex in ins] + [amap(nd, out_map)]
         n = self.fresh(hint)
+        header = len(self.lines)
         self.emit("%s = linalg.generic {" % n)
         self.emit("    indexing_maps = [%s]," % ", ".join(maps))
         self.emit("    iterator_types = [%s]}" %
@@ -185,19 +195,102 @@ class Builder:
         self.emit("    outs(%s : %s) {" % (init.name, init.type))
         bargs = [self.fresh("a") for _ in ins]
         acc = self.fresh("o")
-        sig = ", ".join("%s: %s" % (a, v.et) for a, (v, _) in zip(bargs, ins))
-        sig = (sig + ", " if sig else "") + "%s: %s" % (acc, out_et)
-        self.emit("^bb0(%s):" % sig)
         saved = self.lines
         self.lines = []
         res = body(bargs, acc)
         body_lines = self.lines
         self.lines = saved
+        if self.loops is not None and self.loops.random() < 0.4:
+            # The header lines emitted above belong to the generic form.
+            head = self.lines[header:]
+            del self.lines[header:]
+            if self._loop_nest(ins, out_shape, out_map, iters, init, out_et,
+                               bargs, acc, res, body_lines, n):
+                return V(n, out_shape, out_et)
+            self.lines.extend(head)
+        sig = ", ".join("%s: %s" % (a, v.et) for a, (v, _) in zip(bargs, ins))
+        sig = (sig + ", " if sig else "") + "%s: %s" % (acc, out_et)
+        self.emit("^bb0(%s):" % sig)
         for line in body_lines:
             self.lines.append("  " + line)
         self.emit("  linalg.yield %s : %s" % (res, out_et))
         self.emit("} -> %s" % ttype(out_shape, out_et))
         return V(n, out_shape, out_et)
+
+    def _loop_nest(self, ins, out_shape, out_map, iters, init, out_et, bargs,
+                   acc, res, body_lines, name):
+        """Emits the generic as the perfect scf.for nest it stands for (loops
+        d0, d1, ... in order; each input element read with tensor.extract,
+        the output's with tensor.extract / tensor.insert at its loops), if
+        its maps are plain loop dimensions (or the constant 0 on an input)
+        and its payload does not read linalg.index. Returns False (emitting
+        nothing) otherwise."""
+        nd = len(iters)
+        plain = re.compile(r"^d(\d+)$")
+        if nd == 0 or any("linalg.index" in line for line in body_lines):
+            return False
+        if len(set(out_map)) != len(out_map) or \
+                not all(plain.match(e) for e in out_map):
+            return False
+        sizes = [None] * nd
+        for v, exprs in list(ins) + [(V("", out_shape), out_map)]:
+            for pos, e in enumerate(exprs):
+                m = plain.match(e)
+                if m:
+                    sizes[int(m.group(1))] = v.shape[pos]
+                elif e != "0":
+                    return False
+        if any(size is None for size in sizes):
+            return False
+        if init is None:
+            init = self.empty(out_shape, out_et)
+        self.loop_nests += 1
+        self.families.add("loops")
+        c0, c1 = self.fresh("c"), self.fresh("c")
+        self.emit("%s = arith.constant 0 : index" % c0)
+        self.emit("%s = arith.constant 1 : index" % c1)
+        bounds = []
+        for size in sizes:
+            if isinstance(size, Dyn):
+                bounds.append(self.size(size))
+            else:
+                b = self.fresh("c")
+                self.emit("%s = arith.constant %d : index" % (b, size))
+                bounds.append(b)
+        ivs = [self.fresh("i") for _ in range(nd)]
+        carried = [self.fresh("t") for _ in range(nd)]
+        results = [name] + [self.fresh("lp") for _ in range(nd - 1)]
+        ttype_ = ttype(out_shape, out_et)
+        for k in range(nd):
+            src = init.name if k == 0 else carried[k - 1]
+            self.emit("%s = scf.for %s = %s to %s step %s iter_args(%s = %s) "
+                      "-> (%s) {" % (results[k], ivs[k], c0, bounds[k], c1,
+                                     carried[k], src, ttype_), 2 + 2 * k)
+        inner = 2 + 2 * nd
+
+        def index(exprs):
+            return ", ".join(ivs[int(e[1:])] if e != "0" else c0
+                             for e in exprs)
+        for a, (v, exprs) in zip(bargs, ins):
+            self.emit("%s = tensor.extract %s[%s] : %s" % (a, v.name,
+                                                          index(exprs),
+                                                          v.type), inner)
+        text = "\n".join(body_lines)
+        if re.search(re.escape(acc) + r"\b", text):
+            self.emit("%s = tensor.extract %s[%s] : %s" % (
+                acc, carried[-1], index(out_map), ttype_), inner)
+        for line in body_lines:
+            self.lines.append(" " * (2 * nd) + line)
+        put = self.fresh("put")
+        self.emit("%s = tensor.insert %s into %s[%s] : %s" % (
+            put, res, carried[-1], index(out_map), ttype_), inner)
+        self.emit("scf.yield %s : %s" % (put, ttype_), inner)
+        for k in reversed(range(nd)):
+            if k < nd - 1:
+                self.emit("scf.yield %s : %s" % (results[k + 1], ttype_),
+                          2 + 2 * (k + 1))
+            self.emit("}", 2 + 2 * k)
+        return True
 
     def op(self, text, et="f32"):
         """Emits `%n = text : et` inside a body and returns %n."""
@@ -1213,7 +1306,8 @@ def sizes_split(rng, b, m):
     return [e - s for s, e in zip([0] + cuts, cuts + [b])]
 
 
-def generate(seed, gather=False, keepdim=True, dynamic=None, depth=None):
+def generate(seed, gather=False, keepdim=True, dynamic=None, depth=None,
+             loops=False):
     """dynamic: the sample dimension is dynamic (`?`) in the IR and the step
     is compiled with --batch-size; None draws it (a quarter of the steps).
     depth: the number of layers drawn (default: 1 to 4), for deep steps
@@ -1223,6 +1317,8 @@ def generate(seed, gather=False, keepdim=True, dynamic=None, depth=None):
     # Draws added after the generator's first release come from generators
     # of their own, so that the steps of existing seeds stay as they were.
     g.alt = random.Random(seed * 131 + 3)
+    if loops:
+        g.loops = random.Random(seed * 613 + 5)
     extra_layers = random.Random(seed * 257 + 9)
     if dynamic is None:
         dynamic = random.Random(seed * 977 + 11).random() < 0.25
@@ -1737,9 +1833,10 @@ def generate(seed, gather=False, keepdim=True, dynamic=None, depth=None):
     summary = "B=%d%s%s head=%s norm=%s opt=%s layers=%d families=%s" % (
         B, " (dynamic)" if dynamic else "", " T=%d" % T if seq else "", head,
         norm, opt, len(layers), ",".join(fam))
-    out.append("// Generated by scripts/difftest/gen_step.py --seed=%d%s%s%s" %
-               (seed, " --gather" if gather else "",
+    out.append("// Generated by scripts/difftest/gen_step.py --seed=%d%s%s%s%s"
+               % (seed, " --gather" if gather else "",
                 "" if keepdim else " --no-keepdim",
+                " --loops" if loops else "",
                 " (dynamic batch: --batch-size=%d)" % int(B) if dynamic
                 else ""))
     out.append("// " + summary)
@@ -1902,6 +1999,10 @@ def add_generation_arguments(ap):
                     "quarter of the seeds draw it)")
     ap.add_argument("--depth", type=int,
                     help="layers drawn (default 1 to 4): deep steps")
+    ap.add_argument("--loops", action="store_true",
+                    help="write some linalg.generic ops as the perfect "
+                    "scf.for nests they stand for (tensor.extract / "
+                    "tensor.insert per element), as hand-written steps do")
 
 
 def main():
@@ -1912,7 +2013,7 @@ def main():
     ap.add_argument("--inputs", help="write the step's inputs to this folder")
     args = ap.parse_args()
     step = generate(args.seed, args.gather, not args.no_keepdim,
-                    True if args.dynamic else None, args.depth)
+                    True if args.dynamic else None, args.depth, args.loops)
     if args.output:
         with open(args.output, "w") as f:
             f.write(step.mlir)

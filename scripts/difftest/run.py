@@ -46,6 +46,7 @@ that reproduces them to WORK/failures/.
 
 Usage:
   run.py --gacc-bin=build/bin [--count=N] [--seed=S] [--seeds=a,b] [--gather]
+         [--loops]
          [--no-keepdim] [--dynamic] [--depth=N] [--tail] [--aot] [--pairs]
          [--cuda]
          [--tosa] [--work=DIR]
@@ -406,7 +407,7 @@ def main():
         else:
             step = gen_step.generate(seed, args.gather, not args.no_keepdim,
                                      True if args.dynamic else None,
-                                     args.depth)
+                                     args.depth, args.loops)
         name = "step%d" % seed
         path = os.path.join(args.work, name + ".mlir")
         indir = os.path.join(args.work, name + ".in")
@@ -516,7 +517,7 @@ def main():
             verdict = "UNEVALUATED"   # gacc-check's LibTorch evaluator
             twin = None if args.tosa else gen_step.generate(
                 seed, args.gather, False, True if args.dynamic else None,
-                args.depth)
+                args.depth, args.loops)
             if not args.tosa and not args.no_keepdim and \
                     twin.mlir != step.mlir:
                 # gacc-check could not evaluate the step with keepdim maps:

@@ -16,7 +16,8 @@
 //   with `tensor.insert`, both at the same indices, which are distinct
 //   induction variables of loops from 0 with step 1 that cover the tensor
 //   (so each iteration touches one element, and the tensor is a linalg
-//   output indexed by those loops);
+//   output indexed by those loops), or the constant 0 along a unit
+//   dimension;
 // - a carried scalar (`f32`, `i64`, `index`, ...) is a rank-0 output that
 //   every loop reduces into;
 // - every other op is a region-free, side-effect-free op on scalars
@@ -46,7 +47,8 @@ struct LoopNest {
   /// Per loop: the constant lower bound, step and trip count.
   SmallVector<int64_t> lowerBounds, steps, tripCounts;
   /// Per carried value: for a tensor, the loop (position in `loops`) that
-  /// indexes each of its dimensions; empty for a scalar.
+  /// indexes each of its dimensions, or -1 for a unit dimension written at
+  /// the constant 0; empty for a scalar.
   SmallVector<SmallVector<int64_t>> outputLoops;
   /// Per carried value: the `tensor.insert` that writes it; null for a
   /// scalar.
@@ -56,6 +58,11 @@ struct LoopNest {
   SmallVector<Operation *> payload;
   /// Per carried tensor: its `tensor.extract` reads in the innermost body.
   SmallVector<SmallVector<tensor::ExtractOp>> reads;
+  /// Per carried tensor: its initial value, statically shaped. A carried
+  /// tensor of dynamic type starts from a `tensor.cast` of a static one (a
+  /// frontend's `tensor.empty(%n)` after gacc-prepare-step specialized `%n`);
+  /// this is the cast's source. Null for a scalar.
+  SmallVector<Value> staticInits;
 };
 
 /// Matches the perfect nest rooted at `outer`. On failure, `whyNot` says

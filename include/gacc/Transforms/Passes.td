@@ -39,8 +39,8 @@ def VerifyStepPass : Pass<"gacc-verify-step", "ModuleOp"> {
 }
 
 def PrepareStepPass : Pass<"gacc-prepare-step", "ModuleOp"> {
-  let summary = "Inline calls, box scalars, specialize a dynamic batch size "
-                "and canonicalize the step";
+  let summary = "Inline calls, box scalars, specialize a dynamic batch size, "
+                "raise loop nests and canonicalize the step";
   let description = [{
     Brings frontend output and hand-written steps into the form the batch
     analysis reads. First, every function the step calls (at any depth) is
@@ -53,13 +53,21 @@ def PrepareStepPass : Pass<"gacc-prepare-step", "ModuleOp"> {
     returned through `tensor.from_elements`. Then batch
     arguments whose sample dimension is dynamic (`tensor<?x...>`, as
     torch.export emits) are specialized to `batch-size` samples (an error
-    without it), a read of a `tensor.empty`'s contents is refused at the
-    reading op (as the batch analysis does, but before canonicalization
-    folds a generic that yields its empty init into the empty), then the
-    training-step function is canonicalized and
-    CSE'd (dead ops dropped, `tensor.empty` of `?` sizes and `tensor.cast`
-    folded, `tensor.dim` of static sizes folded), and results whose type
-    became static are returned with that type. With `runtime-batch-size`, a
+    without it). Then every perfect `scf.for` nest that reads a value
+    computed from a batch argument (a sum over the samples in an `f32`
+    iter_arg, a running max over classes carrying one element per sample
+    with `tensor.extract`/`tensor.insert`) is raised into the
+    `linalg.generic` it writes out, loops in the same order, `parallel`
+    where every output is indexed by the loop, `reduction` otherwise, so
+    that the batch analysis splits or refuses it as a linalg op (the rules:
+    docs/Contract.md, "Loops"). Then a read of a `tensor.empty`'s contents
+    is refused at the reading op (as the batch analysis does, but before
+    canonicalization folds a generic that yields its empty init into the
+    empty), then the training-step function is canonicalized and CSE'd
+    (dead ops dropped, `tensor.empty` of `?` sizes and `tensor.cast`
+    folded, `tensor.dim` of static sizes folded; loop nests whose bounds
+    became constants are raised then), and results whose type became
+    static are returned with that type. With `runtime-batch-size`, a
     `tensor.dim` of a sample dimension (of a batch argument, or any dynamic
     dimension) that reaches `arith.sitofp`/`uitofp` through integer
     arithmetic is, on that path, scaled to the run-time sample count of the

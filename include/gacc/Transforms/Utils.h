@@ -81,8 +81,9 @@ LogicalResult boxScalarBoundary(func::FuncOp func);
 
 /// Raises every perfect `scf.for` nest of `func`'s body that reads a value
 /// computed from a batch argument into the `linalg.generic` it writes out
-/// (the rules are in gacc/Analysis/LoopNest.h); other loops stay.
-void raiseLoopNests(func::FuncOp func);
+/// (the rules are in gacc/Analysis/LoopNest.h); other loops stay. Returns
+/// whether it raised any.
+bool raiseLoopNests(func::FuncOp func);
 
 } // namespace mlir::gacc
 

@@ -131,7 +131,7 @@ func.func @micro_batch_offset(%w: tensor<f32>) {
 
 // -----
 
-// expected-error @below {{expected the sample count argument #1 to be a rank-0 tensor of i64, got 'tensor<i32>'}}
+// expected-error @below {{expected the sample count argument #1 to be an i64, an index or a rank-0 tensor of i64, got 'tensor<i32>'}}
 func.func @bad_sample_count(%x: tensor<4xf32> {gacc.batch = 0 : i64},
                             %n: tensor<i32> {gacc.sample_count})
     -> (tensor<f32> {gacc.loss}) {

@@ -64,13 +64,19 @@ LogicalResult GaccDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitOpError()
            << "unknown gacc role '" << name << "' on " << where;
   if (role == Role::SampleCount) {
-    // Bufferized steps keep their roles: a memref is fine too.
-    auto type = dyn_cast<ShapedType>(func.getArgumentTypes()[argIndex]);
-    if (!type || !type.hasRank() || type.getRank() != 0 ||
-        !type.getElementType().isInteger(64) || isa<VectorType>(type))
-      return op->emitOpError() << "expected the sample count " << where
-                               << " to be a rank-0 tensor of i64, got "
-                               << func.getArgumentTypes()[argIndex];
+    // Bufferized steps keep their roles: a memref is fine too. A scalar
+    // (as a hand-written step passes it) becomes a rank-0 tensor in
+    // gacc-prepare-step.
+    Type argType = func.getArgumentTypes()[argIndex];
+    auto type = dyn_cast<ShapedType>(argType);
+    bool scalar = argType.isInteger(64) || argType.isIndex();
+    if (!scalar &&
+        (!type || !type.hasRank() || type.getRank() != 0 ||
+         !type.getElementType().isInteger(64) || isa<VectorType>(type)))
+      return op->emitOpError()
+             << "expected the sample count " << where
+             << " to be an i64, an index or a rank-0 tensor of i64, got "
+             << argType;
   }
   if (!hasIndex(role))
     return verifyUnitRole(op, attr, where);
