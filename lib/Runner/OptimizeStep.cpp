@@ -60,7 +60,8 @@ unsigned mlir::gacc::getDefaultCodegenThreads() {
 llvm::Expected<std::vector<llvm::SmallString<0>>> mlir::gacc::generateObjects(
     std::unique_ptr<llvm::Module> module, unsigned parts,
     const std::function<llvm::Expected<std::unique_ptr<llvm::TargetMachine>>()>
-        &createMachine) {
+        &createMachine,
+    bool optimize, std::vector<std::string> *optimizedIr) {
   unsigned functions = llvm::count_if(
       *module, [](const llvm::Function &f) { return !f.isDeclaration(); });
   parts = std::max(1u, std::min(parts, functions));
@@ -80,6 +81,8 @@ llvm::Expected<std::vector<llvm::SmallString<0>>> mlir::gacc::generateObjects(
 
   std::vector<llvm::SmallString<0>> objects(bitcodes.size());
   std::vector<std::string> errors(bitcodes.size());
+  if (optimizedIr)
+    optimizedIr->assign(bitcodes.size(), std::string());
   auto generate = [&](size_t index) {
     llvm::LLVMContext context;
     auto part = llvm::parseBitcodeFile(
@@ -92,6 +95,12 @@ llvm::Expected<std::vector<llvm::SmallString<0>>> mlir::gacc::generateObjects(
     if (!machine) {
       errors[index] = llvm::toString(machine.takeError());
       return;
+    }
+    if (optimize)
+      optimizeStepModule(**part, **machine);
+    if (optimizedIr) {
+      llvm::raw_string_ostream ir((*optimizedIr)[index]);
+      (*part)->print(ir, nullptr);
     }
     llvm::raw_svector_ostream os(objects[index]);
     llvm::legacy::PassManager codegen;

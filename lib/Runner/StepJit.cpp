@@ -1,11 +1,10 @@
 //===- StepJit.cpp - the machine code of a compiled step ------------------===//
 //
-// StepJit (StepJit.h): MLIR's translation to LLVM IR, optimizeStepModule on
-// the whole module (so that the code is the same as without the split),
-// then the module cut into parts of whole functions (llvm::SplitModule),
-// each compiled to an object file by a thread of its own (its own
-// LLVMContext and target machine): code generation is most of LLVM's time
-// for a deep step. The objects are linked by LLVM's ORC JIT (LLJIT with
+// StepJit (StepJit.h): MLIR's translation to LLVM IR, then the module cut
+// into parts of whole functions (llvm::SplitModule), each optimized
+// (optimizeStepModule) and compiled to an object file by a thread of its
+// own (its own LLVMContext and target machine): optimization and code
+// generation are most of LLVM's time for a deep step. The objects are linked by LLVM's ORC JIT (LLJIT with
 // RuntimeDyld and the JIT's default code model, as MLIR's ExecutionEngine
 // sets it up); the global constructors and destructors are run by name.
 //
@@ -156,17 +155,9 @@ std::unique_ptr<StepJit> StepJit::create(Operation *module,
     return nullptr;
   }
   addPackedEntry(*step);
-  optimizeStepModule(*llvmModule, **machine);
-  if (!options.optimizedIrFile.empty()) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    llvmModule->print(os, nullptr);
-    if (!writeFileAtomically(options.optimizedIrFile, text, error)) {
-      error = "cannot write the LLVM IR: " + error;
-      return nullptr;
-    }
-  }
 
+  // The module is optimized and compiled in parts, in parallel
+  // (generateObjects).
   unsigned parts =
       options.threads ? options.threads : getDefaultCodegenThreads();
 
@@ -177,13 +168,27 @@ std::unique_ptr<StepJit> StepJit::create(Operation *module,
   result->constructors = takeStructors(*llvmModule, "llvm.global_ctors");
   result->destructors = takeStructors(*llvmModule, "llvm.global_dtors");
 
-  auto objects = generateObjects(std::move(llvmModule), parts, [&]() {
-    return machineBuilder->createTargetMachine();
-  });
+  std::vector<std::string> optimizedIr;
+  auto objects = generateObjects(
+      std::move(llvmModule), parts,
+      [&]() { return machineBuilder->createTargetMachine(); },
+      /*optimize=*/true,
+      options.optimizedIrFile.empty() ? nullptr : &optimizedIr);
   context.reset();
   if (!objects) {
     error = llvm::toString(objects.takeError());
     return nullptr;
+  }
+  if (!options.optimizedIrFile.empty()) {
+    // The parts one after the other, as code generation got them.
+    std::string text;
+    for (auto [index, ir] : llvm::enumerate(optimizedIr))
+      text += "; part " + std::to_string(index + 1) + " of " +
+              std::to_string(optimizedIr.size()) + "\n" + ir;
+    if (!writeFileAtomically(options.optimizedIrFile, text, error)) {
+      error = "cannot write the LLVM IR: " + error;
+      return nullptr;
+    }
   }
 
   // RuntimeDyld with the JIT's default (large) code model, as MLIR's

@@ -30,10 +30,11 @@ class Operation;
 namespace mlir::gacc {
 
 struct StepJitOptions {
-  /// When set, the LLVM IR after optimizeStepModule is written to this file.
+  /// When set, the LLVM IR after optimizeStepModule (each part's, one after
+  /// the other) is written to this file.
   std::string optimizedIrFile;
-  /// Threads of code generation (and parts of the module); 0: one per
-  /// hardware thread, at most 8.
+  /// Threads of optimization and code generation (and parts of the
+  /// module); 0: one per hardware thread, at most 8.
   unsigned threads = 0;
   /// Called once the step is LLVM IR: MLIR's code is no longer needed.
   std::function<void()> onTranslated;

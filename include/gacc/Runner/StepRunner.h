@@ -39,11 +39,12 @@ struct StepOptions : GaccPipelineConfig, LowerToCPUConfig {
   /// the other's, nor to the running steps' memory (gacc-run).
   bool releaseCompilerCode = false;
   /// compile(): when set, the step's LLVM IR after optimizeStepModule (what
-  /// code generation gets) is written to this file (gacc-run's
-  /// --dump-llvm-ir).
+  /// code generation gets: the parts of the module, one after the other) is
+  /// written to this file (gacc-run's --dump-llvm-ir).
   std::string optimizedIrFile;
-  /// compile(): threads of LLVM's code generation (the step's functions
-  /// are compiled in as many parts); 0: one per hardware thread, at most 8.
+  /// compile(): threads of LLVM's optimization and code generation (the
+  /// step's functions are optimized and compiled in as many parts); 0: one
+  /// per hardware thread, at most 8.
   unsigned compileThreads = 0;
 };
 
