@@ -53,6 +53,11 @@ void mlir::gacc::optimizeStepModule(llvm::Module &module,
   pipeline.run(module, modules);
 }
 
+void mlir::gacc::setCheapToCompile(llvm::Function &function) {
+  function.addFnAttr(llvm::Attribute::OptimizeNone);
+  function.addFnAttr(llvm::Attribute::NoInline);
+}
+
 unsigned mlir::gacc::getDefaultCodegenThreads() {
   return std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
 }

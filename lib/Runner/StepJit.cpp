@@ -4,9 +4,10 @@
 // into parts of whole functions (llvm::SplitModule), each optimized
 // (optimizeStepModule) and compiled to an object file by a thread of its
 // own (its own LLVMContext and target machine): optimization and code
-// generation are most of LLVM's time for a deep step. The objects are linked by LLVM's ORC JIT (LLJIT with
-// RuntimeDyld and the JIT's default code model, as MLIR's ExecutionEngine
-// sets it up); the global constructors and destructors are run by name.
+// generation are most of LLVM's time for a deep step. The objects are linked by
+// LLVM's ORC JIT (LLJIT with RuntimeDyld and the JIT's default code model, as
+// MLIR's ExecutionEngine sets it up); the global constructors and destructors
+// are run by name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +54,7 @@ static void addPackedEntry(llvm::Function &func) {
   auto *packed =
       llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
                              getPackedName(func.getName()), module);
+  setCheapToCompile(*packed);
   builder.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", packed));
   llvm::Value *pointers = packed->getArg(0);
   auto loadPointer = [&](uint64_t index) {

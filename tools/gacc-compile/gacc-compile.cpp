@@ -150,6 +150,7 @@ static bool addEntryPoints(llvm::Module &module, llvm::Function *step,
       llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptrTy}, false);
   auto *wrapper = llvm::Function::Create(
       wrapperTy, llvm::GlobalValue::ExternalLinkage, "gacc_step", module);
+  setCheapToCompile(*wrapper);
   llvm::IRBuilder<> builder(llvm::BasicBlock::Create(ctx, "entry", wrapper));
   llvm::Value *packed = wrapper->getArg(0);
   llvm::SmallVector<llvm::Value *> args;

@@ -18,6 +18,7 @@
 #include <vector>
 
 namespace llvm {
+class Function;
 class Module;
 class TargetMachine;
 } // namespace llvm
@@ -55,6 +56,14 @@ llvm::Expected<std::vector<llvm::SmallString<0>>> generateObjects(
     const std::function<llvm::Expected<std::unique_ptr<llvm::TargetMachine>>()>
         &createMachine,
     bool optimize = false, std::vector<std::string> *optimizedIr = nullptr);
+
+/// Marks `function`, an entry point that unpacks a step's arguments and
+/// calls it once per step, to be compiled without optimization (optnone,
+/// noinline: FastISel). A step of hundreds of layers has thousands of
+/// scalar parameters (each memref is 3 + 2 x rank of them), so its packed
+/// entry is one straight-line block of thousands of loads, on which
+/// SelectionDAG's combiner spent over 2 s at 100 layers of width 512.
+void setCheapToCompile(llvm::Function &function);
 
 /// The default number of parts of generateObjects: one per hardware
 /// thread, at most 8.
