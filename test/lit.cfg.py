@@ -48,6 +48,10 @@ config.substitutions.append(("%mlir_run_main", " ".join([
         config.mlir_lib_dir, config.mlir_lib_dir)])))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+# "auto"'s GEMM decisions are not read from or written to a cache file that
+# outlives the test (runtime/README.md): each test times its shapes afresh;
+# test/Execution/gemm-cache.test sets a file of its own.
+config.environment["GACCRT_GEMM_CACHE"] = "off"
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.gacc_tools_dir, append_path=True)

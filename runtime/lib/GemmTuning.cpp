@@ -4,9 +4,10 @@
 // and "avx512" run every GEMM they can on theirs, "onednn" follows a fixed
 // shape rule (prefersOnednn), and "auto" times each GEMM shape on every library
 // that can run it in its first calls and keeps the fastest (kernels where they
-// run are the incumbent, see kTakeOverRatio). A library that declines a GEMM
-// leaves it to OpenBLAS. Uses GemmLibrary.cpp; Blas.cpp and GemmPairs.cpp use
-// it (BlasInternal.h).
+// run are the incumbent, see kTakeOverRatio), and remembers the decision on
+// disk for later processes on the same CPU (DiskCache). A library that
+// declines a GEMM leaves it to OpenBLAS. Uses GemmLibrary.cpp; Blas.cpp and
+// GemmPairs.cpp use it (BlasInternal.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,8 +20,18 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
 #include <string>
 #include <unordered_map>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace gaccrt;
 
@@ -192,6 +203,133 @@ struct GemmTuning {
 /// Per thread, as oneDNN's primitives: no locking on the GEMM path.
 thread_local std::unordered_map<GemmKey, GemmTuning, GemmKeyHash> tunings;
 
+//===----------------------------------------------------------------------===//
+// The decisions of "auto" on disk
+//===----------------------------------------------------------------------===//
+
+/// "auto"'s decisions outlive the process: each is appended as a line to a
+/// cache file and read back by later processes on the same CPU, which then
+/// run the shape on the library decided from its first call, untimed. The
+/// file is GACCRT_GEMM_CACHE (a path; "off" or empty: no cache), else
+/// $XDG_CACHE_HOME/gacc/gemm-tuning.txt, else ~/.cache/gacc/gemm-tuning.txt.
+/// A line is "gacc-gemm-1 CPU M N K LDA LDB LDC TA TB READS_C LIBRARY"; CPU
+/// is the CPU's model name (/proc/cpuinfo) with the libraries this gaccrt
+/// can run, so that a file shared between machines (an NFS home) keeps
+/// each machine's decisions apart. Lines that do not parse, of other CPUs
+/// or naming a library this process cannot run are ignored; the last line
+/// of a shape wins. Failing to read or write the file only loses the cache.
+constexpr const char *kCacheTag = "gacc-gemm-1";
+
+std::string cachePath() {
+  if (const char *env = std::getenv("GACCRT_GEMM_CACHE")) {
+    if (!*env || std::strcmp(env, "off") == 0)
+      return "";
+    return env;
+  }
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/gacc/gemm-tuning.txt";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/gacc/gemm-tuning.txt";
+  return "";
+}
+
+/// This CPU and the libraries this gaccrt runs on it, as one word; empty
+/// when the CPU cannot be named (no cache then).
+std::string cpuKey() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos)
+        model = line.substr(colon + 1);
+      break;
+    }
+  std::string key;
+  for (char c : model)
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-')
+      key += c;
+    else if (!key.empty() && key.back() != '_')
+      key += '_';
+  while (!key.empty() && key.back() == '_')
+    key.pop_back();
+  if (key.empty())
+    return "";
+  return key + "/" + (onednnAvailable() ? "onednn+" : "") +
+         (avx512Available() ? "avx512+" : "") + "openblas";
+}
+
+struct DiskCache {
+  std::string path, cpu;
+  std::unordered_map<GemmKey, int, GemmKeyHash> choices;
+  std::mutex appendMutex;
+};
+
+int parseCandidate(const std::string &name) {
+  for (int candidate = 0; candidate < kCandidates; ++candidate)
+    if (name == candidateName(candidate))
+      return candidate;
+  return -1;
+}
+
+/// The cache, read once per process (the first tuned GEMM).
+DiskCache &diskCache() {
+  static DiskCache *cache = [] {
+    auto *c = new DiskCache();
+    c->path = cachePath();
+    c->cpu = c->path.empty() ? "" : cpuKey();
+    if (c->cpu.empty()) {
+      c->path.clear();
+      return c;
+    }
+    std::ifstream file(c->path);
+    std::string line;
+    while (std::getline(file, line)) {
+      std::istringstream words(line);
+      std::string tag, cpu, library;
+      GemmKey key{};
+      int transA = 0, transB = 0, readsC = 0;
+      if (!(words >> tag >> cpu >> key.m >> key.n >> key.k >> key.lda >>
+            key.ldb >> key.ldc >> transA >> transB >> readsC >> library) ||
+          tag != kCacheTag || cpu != c->cpu)
+        continue;
+      key.transA = transA;
+      key.transB = transB;
+      key.readsC = readsC;
+      int candidate = parseCandidate(library);
+      if (candidate >= 0)
+        c->choices[key] = candidate;
+    }
+    return c;
+  }();
+  return *cache;
+}
+
+/// Appends `key`'s decision to the cache file (one write of one line, with
+/// O_APPEND: processes deciding at once do not interleave their lines).
+void recordDecision(const GemmKey &key, int candidate) {
+  DiskCache &cache = diskCache();
+  if (cache.path.empty())
+    return;
+  std::string line = std::string(kCacheTag) + " " + cache.cpu;
+  for (int64_t v :
+       {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, int64_t(key.transA),
+        int64_t(key.transB), int64_t(key.readsC)})
+    line += " " + std::to_string(v);
+  line += std::string(" ") + candidateName(candidate) + "\n";
+  std::lock_guard<std::mutex> lock(cache.appendMutex);
+  // The folders on the way, as mkdir -p.
+  for (size_t slash = cache.path.find('/', 1); slash != std::string::npos;
+       slash = cache.path.find('/', slash + 1))
+    ::mkdir(cache.path.substr(0, slash).c_str(), 0755);
+  int fd = ::open(cache.path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+                  0644);
+  if (fd < 0)
+    return;
+  [[maybe_unused]] ssize_t written = ::write(fd, line.data(), line.size());
+  ::close(fd);
+}
+
 /// The fastest call: the early calls of a step are slowed down by first
 /// touches and other work on the machine, never sped up.
 double fastest(const double *values, int count) {
@@ -267,8 +405,21 @@ void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
       beta != 0.0f};
   auto [entry, inserted] = tunings.try_emplace(key);
   GemmTuning &tuning = entry->second;
-  if (inserted)
+  if (inserted) {
     startTuning(tuning, /*dropped=*/0);
+    // Decided by an earlier process on this CPU, for a library that runs.
+    const DiskCache &cache = diskCache();
+    auto cached = cache.choices.find(key);
+    if (!tuning.decided && cached != cache.choices.end() &&
+        std::find(tuning.libraries, tuning.libraries + tuning.count,
+                  cached->second) != tuning.libraries + tuning.count) {
+      tuning.decided = true;
+      tuning.chosen = cached->second;
+      if (traceEnabled())
+        pendingDecision = std::string("\"cached\": true, \"library\": \"") +
+                          candidateName(cached->second) + "\"";
+    }
+  }
   if (tuning.decided) {
     if (!runCandidate(tuning.chosen, a, b, m, n, k, alpha, beta, c, cRowStride))
       runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
@@ -303,6 +454,7 @@ void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
                              int(kAvx512)) != tuning.libraries + tuning.count;
     bool ruleOnednn = prefersOnednn(a, n, k) && tuning.libraries[0] == kOnednn;
     decide(tuning, kernels ? kAvx512 : ruleOnednn ? kOnednn : kOpenblas);
+    recordDecision(key, tuning.chosen);
   }
 }
 
