@@ -83,6 +83,14 @@ llvm::Expected<std::vector<llvm::SmallString<0>>> mlir::gacc::generateObjects(
     llvm::raw_svector_ostream os(bitcodes.emplace_back());
     llvm::WriteBitcodeToFile(*module, os);
   } else {
+    // A linkonce definition (MLIR's __mlir_math_fpowi_* helpers) lands in
+    // one part; optimized there alone, it would be inlined and dropped while
+    // the other parts still call it. weak_odr keeps it (one definition).
+    for (llvm::GlobalValue &global : module->global_values())
+      if (!global.isDeclaration() && global.hasLinkOnceLinkage())
+        global.setLinkage(global.hasLinkOnceODRLinkage()
+                              ? llvm::GlobalValue::WeakODRLinkage
+                              : llvm::GlobalValue::WeakAnyLinkage);
     llvm::SplitModule(*module, parts, [&](std::unique_ptr<llvm::Module> part) {
       llvm::raw_svector_ostream os(bitcodes.emplace_back());
       llvm::WriteBitcodeToFile(*part, os);
