@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 
 using namespace mlir::gacc;
@@ -109,6 +110,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   gaccrt_set_collective_timeout(collectiveTimeout);
+  // InitLLVM's SIGTERM handler only removes files registered with
+  // llvm::sys::RemoveFileOnSignal, which gacc-run does not use (its files
+  // are written atomically). Without it, the runtime handles SIGTERM on
+  // several ranks: mpirun stopping this rank because another one died is
+  // reported with the collective this rank waited in (docs/Robustness.md).
+  std::signal(SIGTERM, SIG_DFL);
   if (gaccrt_init() != 0)
     return 1;
   int rank = gaccrt_rank(), world = gaccrt_world_size();
