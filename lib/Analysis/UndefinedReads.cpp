@@ -10,21 +10,49 @@
 #include "gacc/Analysis/UndefinedReads.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <set>
+#include <vector>
 
 using namespace mlir;
 using namespace mlir::gacc;
 
-/// The `tensor.empty` that `value` is, or is a view of; null otherwise. A
-/// tensor without elements has no contents to read: null.
-static tensor::EmptyOp getEmptyRoot(Value value) {
+/// What a function's arguments are, for a function reached through calls:
+/// argument -> the caller's tensor.empty it is (or is a view of).
+using ArgumentEmpties = DenseMap<Value, tensor::EmptyOp>;
+
+/// The `tensor.empty` that `value` is, or is a view of, with `viaArgument`
+/// set when it reached `value` as an argument of the function (`arguments`);
+/// null otherwise. An scf.for iter_arg is its init in the first iteration.
+/// A tensor without elements has no contents to read: null.
+static tensor::EmptyOp getEmptyRoot(Value value,
+                                    const ArgumentEmpties &arguments,
+                                    bool *viaArgument = nullptr) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!type || (type.hasStaticShape() && type.getNumElements() == 0))
     return {};
-  while (Operation *def = value.getDefiningOp()) {
+  for (;;) {
+    if (auto arg = dyn_cast<BlockArgument>(value)) {
+      if (auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp())) {
+        if (OpOperand *init = loop.getTiedLoopInit(arg)) {
+          value = init->get();
+          continue;
+        }
+        return {};
+      }
+      auto found = arguments.find(value);
+      if (found == arguments.end())
+        return {};
+      if (viaArgument)
+        *viaArgument = true;
+      return found->second;
+    }
+    Operation *def = value.getDefiningOp();
     if (auto empty = dyn_cast<tensor::EmptyOp>(def))
       return empty;
     if (!isa<tensor::CastOp, tensor::ExtractSliceOp, tensor::ExpandShapeOp,
@@ -32,7 +60,6 @@ static tensor::EmptyOp getEmptyRoot(Value value) {
       return {};
     value = def->getOperand(0);
   }
-  return {};
 }
 
 /// The operands of `op` whose contents it reads, each with how to name it
@@ -75,19 +102,43 @@ getReadOperands(Operation *op) {
   return reads;
 }
 
-/// Checks `func`'s ops; adds the functions it calls to `work`.
-static LogicalResult verifyFunction(func::FuncOp func,
-                                    SmallVectorImpl<func::FuncOp> &work) {
-  WalkResult result = func.walk([&](Operation *op) {
+namespace {
+/// A function to check, with the arguments that are a caller's
+/// tensor.empty and the call that passed them (null for the step itself).
+struct Visit {
+  func::FuncOp func;
+  ArgumentEmpties arguments;
+  func::CallOp call;
+};
+} // namespace
+
+/// Checks the ops of `visit.func`; adds the functions it calls to `work`,
+/// with the arguments that receive a tensor.empty.
+static LogicalResult verifyFunction(Visit &visit,
+                                    SmallVectorImpl<Visit> &work) {
+  WalkResult result = visit.func.walk([&](Operation *op) {
     if (auto call = dyn_cast<func::CallOp>(op))
       if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-              call, call.getCalleeAttr()))
-        work.push_back(callee);
+              call, call.getCalleeAttr())) {
+        Visit next{callee, ArgumentEmpties(), call};
+        if (!callee.isExternal())
+          for (auto [operand, arg] :
+               llvm::zip(call.getOperands(), callee.getArguments()))
+            if (tensor::EmptyOp empty = getEmptyRoot(operand, visit.arguments))
+              next.arguments[arg] = empty;
+        work.push_back(std::move(next));
+      }
     for (auto &[operand, name] : getReadOperands(op)) {
-      tensor::EmptyOp empty = getEmptyRoot(operand->get());
+      bool viaArgument = false;
+      tensor::EmptyOp empty =
+          getEmptyRoot(operand->get(), visit.arguments, &viaArgument);
       if (!empty)
         continue;
       bool returns = isa<func::ReturnOp>(op);
+      // A helper that returns the tensor.empty it was given reads nothing;
+      // its caller's use of the result is what counts.
+      if (returns && viaArgument)
+        continue;
       InFlightDiagnostic diag =
           op->emitOpError()
           << (returns ? "returns" : "reads") << " undefined contents: its "
@@ -96,6 +147,9 @@ static LogicalResult verifyFunction(func::FuncOp func,
           << "; write the tensor first (linalg.fill)";
       diag.attachNote(empty.getLoc())
           << "the tensor.empty, whose contents are undefined until written";
+      if (viaArgument && visit.call)
+        diag.attachNote(visit.call.getLoc())
+            << "passed to @" << visit.func.getSymName() << " here";
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -104,11 +158,20 @@ static LogicalResult verifyFunction(func::FuncOp func,
 }
 
 LogicalResult mlir::gacc::verifyNoUndefinedReads(func::FuncOp func) {
-  SmallVector<func::FuncOp> work{func};
-  SmallPtrSet<Operation *, 8> seen;
+  SmallVector<Visit> work;
+  work.push_back(Visit{func, ArgumentEmpties(), func::CallOp()});
+  // A function is checked once without arguments from a caller and once
+  // per set of arguments that receive a tensor.empty.
+  std::set<std::pair<Operation *, std::vector<unsigned>>> seen;
   while (!work.empty()) {
-    func::FuncOp next = work.pop_back_val();
-    if (next.isExternal() || !seen.insert(next).second)
+    Visit next = work.pop_back_val();
+    if (next.func.isExternal())
+      continue;
+    std::vector<unsigned> emptyArguments;
+    for (auto &[arg, empty] : next.arguments)
+      emptyArguments.push_back(cast<BlockArgument>(arg).getArgNumber());
+    llvm::sort(emptyArguments);
+    if (!seen.insert({next.func, emptyArguments}).second)
       continue;
     if (failed(verifyFunction(next, work)))
       return failure();

@@ -15,8 +15,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
+#include <signal.h>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,6 +59,60 @@ std::string temporaryNameFor(const std::string &path) {
   return dir + "." + name + ".gacc-tmp-" + std::to_string(::getpid()) + "-" +
          std::to_string(counter++);
 }
+
+/// The writer's process id if `name` is a temporary name of
+/// temporaryNameFor (".<name>.gacc-tmp-<pid>-<n>"), else -1.
+long temporaryOwner(const char *name) {
+  static const char kMarker[] = ".gacc-tmp-";
+  if (name[0] != '.')
+    return -1;
+  const char *marker = std::strstr(name + 1, kMarker);
+  if (!marker || marker == name + 1)
+    return -1;
+  // The last marker: a target's own name may contain the text.
+  for (const char *next; (next = std::strstr(marker + 1, kMarker));)
+    marker = next;
+  const char *digits = marker + sizeof(kMarker) - 1;
+  char *end = nullptr;
+  long pid = std::strtol(digits, &end, 10);
+  if (end == digits || *end != '-' || pid <= 0)
+    return -1;
+  const char *counter = end + 1;
+  if (!*counter)
+    return -1;
+  for (const char *c = counter; *c; ++c)
+    if (*c < '0' || *c > '9')
+      return -1;
+  return pid;
+}
+
+/// Whether process `pid` is running on this machine.
+bool processExists(long pid) {
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
+}
+
+} // namespace
+
+int mlir::gacc::removeStaleTemporaries(const std::string &dir) {
+  DIR *stream = ::opendir(dir.empty() ? "." : dir.c_str());
+  if (!stream)
+    return 0;
+  int removed = 0;
+  while (struct dirent *entry = ::readdir(stream)) {
+    long owner = temporaryOwner(entry->d_name);
+    if (owner < 0 || owner == ::getpid() || processExists(owner))
+      continue;
+    std::string path = joinPath(dir, entry->d_name);
+    struct stat info;
+    if (::lstat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        ::unlink(path.c_str()) == 0)
+      ++removed;
+  }
+  ::closedir(stream);
+  return removed;
+}
+
+namespace {
 
 /// GACC_TEST_FAIL_WRITE_AFTER: the bytes the process may still write, or -1.
 long long &remainingTestBytes() {
@@ -231,6 +287,7 @@ uint32_t mlir::gacc::crc32(const void *data, size_t size, uint32_t crc) {
 bool mlir::gacc::writeFileAtomically(const std::string &path, const void *data,
                                      size_t size, std::string &error,
                                      unsigned mode) {
+  removeStaleTemporaries(parentOf(path));
   std::string temporary = temporaryNameFor(path);
   std::string why;
   if (!writeTemporary(temporary, data, size, why, mode)) {
@@ -268,6 +325,7 @@ bool ResultSetWriter::add(const std::string &name, const std::string &bytes,
       removeTemporaries();
       return false;
     }
+    removeStaleTemporaries(dir);
     created = true;
   }
   std::string path = joinPath(dir, name);

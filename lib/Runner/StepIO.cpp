@@ -867,6 +867,44 @@ std::string formatBytes(int64_t bytes) {
   return buffer;
 }
 
+std::string describeNonFinite(const NpyArray &array) {
+  if (!isFloatDType(array.dtype))
+    return "";
+  NpyArray f64 = convertToDType(array, DType::F64);
+  const auto *values = reinterpret_cast<const double *>(f64.data.data());
+  int64_t n = f64.numElements(), nan = 0, posInf = 0, negInf = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    if (std::isnan(values[k]))
+      ++nan;
+    else if (std::isinf(values[k]))
+      ++(values[k] > 0 ? posInf : negInf);
+  }
+  if (nan + posInf + negInf == 0)
+    return "";
+  std::string s;
+  auto add = [&](int64_t count, const char *what) {
+    if (count)
+      s += (s.empty() ? "" : ", ") + std::to_string(count) + " " + what;
+  };
+  add(nan, "NaN");
+  add(posInf, "+inf");
+  add(negInf, "-inf");
+  return s + " of " + std::to_string(n) + " value" + (n == 1 ? "" : "s");
+}
+
+std::vector<std::string>
+describeNonFiniteResults(const std::vector<TensorInfo> &results,
+                         const std::vector<NpyArray> &outputs) {
+  std::vector<std::string> lines;
+  for (size_t j = 0; j < outputs.size() && j < results.size(); ++j) {
+    std::string what = describeNonFinite(outputs[j]);
+    if (!what.empty())
+      lines.push_back("result " + std::to_string(j) + " (" +
+                      roleName(results[j].role) + "): " + what);
+  }
+  return lines;
+}
+
 std::string formatStepSummary(int64_t steps, int64_t warmup,
                               const std::vector<double> &stepMs, int64_t peak,
                               bool cuda, int64_t collectives,

@@ -11,14 +11,17 @@ A directory with neither was written by hand and is read as it is. See
 docs/Robustness.md (lib/Runner/AtomicFile.cpp is the C++ side).
 """
 
+import errno
 import itertools
 import os
+import re
 import zlib
 
 MANIFEST = "MANIFEST"
 PENDING_MANIFEST = "MANIFEST.pending"
 _MAGIC = "gacc-result-set 1"
 _counter = itertools.count()
+_TEMPORARY = re.compile(r"\..+\.gacc-tmp-([0-9]+)-[0-9]+\Z", re.S)
 
 
 class ResultSetError(ValueError):
@@ -29,6 +32,40 @@ def _temporary_name(path):
     directory, name = os.path.split(path)
     return os.path.join(directory, ".%s.gacc-tmp-%d-%d" %
                         (name, os.getpid(), next(_counter)))
+
+
+def _process_exists(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError as e:
+        return e.errno != errno.ESRCH
+    return True
+
+
+def remove_stale_temporaries(directory):
+    """Removes the temporaries in `directory` whose writer no longer runs
+    (left by a killed process); returns how many. The writers below call it
+    for the directory they write to, as the C++ tools do."""
+    removed = 0
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return 0
+    for name in names:
+        m = _TEMPORARY.match(name)
+        if not m or int(m.group(1)) <= 0:
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid() or _process_exists(pid):
+            continue
+        path = os.path.join(directory, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            try:
+                os.unlink(path)
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 def _write_temporary(path, data):
@@ -66,6 +103,7 @@ def write_file_atomically(path, data):
     """Writes `data` (bytes or str) to `path` whole or not at all."""
     if isinstance(data, str):
         data = data.encode()
+    remove_stale_temporaries(os.path.dirname(path))
     temporary = _write_temporary(path, data)
     try:
         os.replace(temporary, path)
@@ -97,6 +135,7 @@ def _parse_manifest(path):
 def write_result_set(directory, files):
     """Writes `files` ({name: bytes}) as a result set in `directory`."""
     os.makedirs(directory, exist_ok=True)
+    remove_stale_temporaries(directory)
     temporaries = {}
     try:
         for name, data in files.items():

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -41,6 +42,27 @@ inline double resolveNcclTimeout(double configured, const char *envText,
     warning = std::string("ignoring GACCRT_NCCL_TIMEOUT_S='") + envText +
               "' (expected seconds >= 0); using 600";
     return kDefaultNcclTimeoutSeconds;
+  }
+  return value;
+}
+
+/// The seconds an MPI collective may take: `configured`
+/// (--collective-timeout, gaccrt_set_collective_timeout) when positive, else
+/// GACCRT_COLLECTIVE_TIMEOUT_S (`envText`, may be null), else 0 (no limit).
+/// An invalid `envText` sets `warning` and is ignored.
+inline double resolveMpiTimeout(double configured, const char *envText,
+                                std::string &warning) {
+  warning.clear();
+  if (configured > 0)
+    return configured;
+  if (!envText || !*envText)
+    return 0.0;
+  char *end = nullptr;
+  double value = std::strtod(envText, &end);
+  if (end == envText || *end != '\0' || !(value >= 0) || value == HUGE_VAL) {
+    warning = std::string("ignoring GACCRT_COLLECTIVE_TIMEOUT_S='") + envText +
+              "' (expected seconds >= 0); waiting without a limit";
+    return 0.0;
   }
   return value;
 }

@@ -8,10 +8,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CollectiveTimeout.h"
 #include "Internal.h"
 #include "gaccrt/gaccrt.h"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 namespace {
@@ -58,4 +61,13 @@ void gaccrt_set_collective_timeout(double seconds) {
 
 double gaccrt_collective_timeout(void) { return collectiveTimeout; }
 
-double gaccrt::collectiveTimeoutSeconds() { return collectiveTimeout; }
+double gaccrt::collectiveTimeoutSeconds() {
+  // The environment is read once; the configured value may change.
+  static const char *const envText = std::getenv("GACCRT_COLLECTIVE_TIMEOUT_S");
+  std::string warning;
+  double seconds = resolveMpiTimeout(collectiveTimeout, envText, warning);
+  static std::atomic<bool> warned{false};
+  if (!warning.empty() && !warned.exchange(true))
+    std::fprintf(stderr, "gaccrt: warning: %s\n", warning.c_str());
+  return seconds;
+}

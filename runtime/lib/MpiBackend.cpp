@@ -7,6 +7,12 @@
 // data. MPI is initialized here unless the host program already did, and then
 // only finalized here if it was initialized here.
 //
+// A rank that dies (crashes, is killed) ends the job: mpirun then stops the
+// other ranks with SIGTERM. So that a survivor says where it was, the backend
+// handles SIGTERM on several ranks (when nobody else handles it): the
+// handler names the collective the rank was waiting in, or that it was
+// outside one, and exits with status 1 instead of dying of the signal.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CollectiveTimeout.h"
@@ -15,10 +21,14 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
+#include <unistd.h>
 
 using namespace gaccrt;
 
@@ -52,6 +62,84 @@ MPI_Datatype toMpi(ReduceType type) {
 int64_t sizeOf(ReduceType type) {
   return type == ReduceType::F64 || type == ReduceType::I64 ? 8 : 4;
 }
+
+//===----------------------------------------------------------------------===//
+// Where a rank is, for the SIGTERM handler (async-signal-safe reads only)
+//===----------------------------------------------------------------------===//
+
+/// The MPI call a thread of this rank waits in (a string literal), or null.
+std::atomic<const char *> currentCollective{nullptr};
+/// The number of collectives this rank started.
+std::atomic<long long> collectivesStarted{0};
+/// This rank, for the handler.
+std::atomic<int> handlerRank{0};
+/// Whether the handler is installed (and must be removed at finalize).
+bool handlerInstalled = false;
+struct sigaction previousTermAction;
+
+/// Appends `text` to `buffer` (of `capacity`) at `length`.
+void append(char *buffer, size_t capacity, size_t &length, const char *text) {
+  for (; *text && length + 1 < capacity; ++text)
+    buffer[length++] = *text;
+}
+
+void appendNumber(char *buffer, size_t capacity, size_t &length,
+                  long long value) {
+  char digits[24];
+  int n = 0;
+  unsigned long long v =
+      value < 0 ? 0ULL - static_cast<unsigned long long>(value) : value;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v && n < 23);
+  if (value < 0)
+    append(buffer, capacity, length, "-");
+  while (n > 0 && length + 1 < capacity)
+    buffer[length++] = digits[--n];
+}
+
+/// SIGTERM on a rank of several: mpirun stopping this rank, most often
+/// because another one ended. Says where this rank was and exits with 1.
+void onTerminate(int) {
+  char line[512];
+  size_t length = 0;
+  const size_t capacity = sizeof(line);
+  append(line, capacity, length, "gaccrt: error: rank ");
+  appendNumber(line, capacity, length, handlerRank.load());
+  append(line, capacity, length, " was terminated (SIGTERM) ");
+  const char *call = currentCollective.load();
+  long long number = collectivesStarted.load();
+  if (call) {
+    append(line, capacity, length, "while it waited in ");
+    append(line, capacity, length, call);
+    append(line, capacity, length, " (collective #");
+    appendNumber(line, capacity, length, number);
+    append(line, capacity, length, " of this rank)");
+  } else {
+    append(line, capacity, length, "outside a collective (after ");
+    appendNumber(line, capacity, length, number);
+    append(line, capacity, length, " collectives)");
+  }
+  append(line, capacity, length,
+         ": another rank ended (crashed or was killed) and mpirun stopped "
+         "this one, or the job was stopped\n");
+  ssize_t ignored = ::write(STDERR_FILENO, line, length);
+  (void)ignored;
+  ::_exit(1);
+}
+
+/// Marks the collective `call` this rank waits in, for the handler.
+class CollectiveScope {
+public:
+  explicit CollectiveScope(const char *call) {
+    collectivesStarted.fetch_add(1);
+    currentCollective.store(call);
+  }
+  ~CollectiveScope() { currentCollective.store(nullptr); }
+  CollectiveScope(const CollectiveScope &) = delete;
+  CollectiveScope &operator=(const CollectiveScope &) = delete;
+};
 
 class MpiBackend final : public Backend {
 public:
@@ -92,10 +180,16 @@ public:
           "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(comm, &rankValue), "MPI_Comm_rank");
     check(MPI_Comm_size(comm, &sizeValue), "MPI_Comm_size");
+    if (sizeValue > 1)
+      installTerminateHandler();
     return true;
   }
 
   void finalize() override {
+    if (handlerInstalled) {
+      ::sigaction(SIGTERM, &previousTermAction, nullptr);
+      handlerInstalled = false;
+    }
     check(MPI_Comm_free(&comm), "MPI_Comm_free");
     if (ownsMpi)
       check(MPI_Finalize(), "MPI_Finalize");
@@ -107,6 +201,7 @@ public:
   bool allowsCommunicationThread() const override { return threadSerialized; }
 
   void barrier() override {
+    CollectiveScope scope("MPI_Barrier");
     stallForTest();
     if (collectiveTimeoutSeconds() <= 0)
       return check(MPI_Barrier(comm), "MPI_Barrier");
@@ -121,6 +216,7 @@ public:
                    : op == ReduceOp::Min     ? MPI_MIN
                    : op == ReduceOp::Product ? MPI_PROD
                                              : MPI_SUM;
+    CollectiveScope scope("MPI_Allreduce");
     stallForTest();
     char *bytes = static_cast<char *>(data);
     for (int64_t begin = 0; begin < count; begin += kMaxMpiCount) {
@@ -140,6 +236,7 @@ public:
   }
 
   void broadcast(void *data, int64_t bytes, int root) override {
+    CollectiveScope scope("MPI_Bcast");
     stallForTest();
     char *base = static_cast<char *>(data);
     for (int64_t begin = 0; begin < bytes; begin += kMaxMpiCount) {
@@ -166,7 +263,6 @@ private:
   /// and aborts every rank (a stopped rank would otherwise leave the others
   /// waiting forever).
   void wait(MPI_Request &request, const char *call) {
-    ++collectiveNumber;
     double timeout = collectiveTimeoutSeconds();
     PollOutcome outcome = pollWithDeadline(
         [&] {
@@ -178,17 +274,44 @@ private:
     if (outcome == PollOutcome::Done)
       return;
     printError(collectiveTimeoutMessage(
-        call, collectiveNumber, "", rankValue, sizeValue, timeout,
-        "--collective-timeout", "aborting all ranks"));
+        call, collectivesStarted.load(), "", rankValue, sizeValue, timeout,
+        gaccrt_collective_timeout() > 0 ? "--collective-timeout"
+                                        : "GACCRT_COLLECTIVE_TIMEOUT_S",
+        "aborting all ranks"));
     abortAll();
   }
 
   /// Test only: GACCRT_TEST_STALL_RANK=r makes rank r stop answering (sleep)
-  /// at its first collective, as a hung rank would.
+  /// at its first collective, as a hung rank would. GACCRT_TEST_KILL_RANK=r
+  /// makes rank r stop answering at its second collective (so that the
+  /// others have joined one with it and wait in the next) and kill itself
+  /// (SIGKILL) a second later, as a crashed or killed rank would.
   void stallForTest() {
     static const char *stall = std::getenv("GACCRT_TEST_STALL_RANK");
     if (stall && std::atoi(stall) == rankValue)
       std::this_thread::sleep_for(std::chrono::seconds(3600));
+    static const char *kill = std::getenv("GACCRT_TEST_KILL_RANK");
+    if (kill && std::atoi(kill) == rankValue &&
+        collectivesStarted.load() == 2) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::raise(SIGKILL);
+    }
+  }
+
+  /// Handles SIGTERM with onTerminate unless the program handles (or
+  /// ignores) it itself.
+  void installTerminateHandler() {
+    struct sigaction current;
+    if (::sigaction(SIGTERM, nullptr, &current) != 0 ||
+        current.sa_handler != SIG_DFL || (current.sa_flags & SA_SIGINFO))
+      return;
+    handlerRank.store(rankValue);
+    struct sigaction action;
+    std::memset(&action, 0, sizeof(action));
+    action.sa_handler = onTerminate;
+    sigemptyset(&action.sa_mask);
+    if (::sigaction(SIGTERM, &action, &previousTermAction) == 0)
+      handlerInstalled = true;
   }
 
   /// Turns a failed MPI call into a message naming it, then aborts all ranks.
@@ -206,7 +329,6 @@ private:
   int sizeValue = 1;
   bool ownsMpi = false;
   bool threadSerialized = false;
-  int64_t collectiveNumber = 0;
 };
 
 } // namespace

@@ -3,7 +3,8 @@
 
 Usage:
   fuzz.py --bin BUILD/bin [--seed S] [--mutants N] [--sweep short|long]
-          [--jobs J] [--timeout T] [--keep DIR] PATH...
+          [--jobs J] [--timeout T] [--keep DIR] [--execute] [--progress K]
+          PATH...
 
 Collects the training steps (.mlir files with a gacc.loss result, split at
 '// -----') under the PATHs, then:
@@ -17,6 +18,15 @@ A run fails the harness when gacc-opt dies of a signal, prints a crash
 report, prints "error:" but exits 0, prints an error without a location
 (a line starting with "error:" or "<unknown>:") that names no option, or
 does not finish within the timeout (a hang). Exit status 0 and 1 (with a diagnostic) are both fine otherwise.
+With --execute (issue 49), every mutant that the pipeline accepts (with a
+lowering other than CUDA's) is also compiled for the CPU, run and compared against LibTorch by
+gacc-check with the same options (random inputs, one step; not with the
+test-* options, which break the step on purpose): that run fails the
+harness on a signal, a crash report, a hang, "error:" with exit 0, an exit
+status other than gacc-check's 0 (pass), 2 (the input's own backward is
+wrong) and 3 (an error: the mutant refused, LibTorch cannot evaluate it, a
+reported run-time error), or a mismatch (exit 1), which is where a read of
+undefined contents shows.
 Failing inputs are written to --keep (default: a temporary folder) with the
 command line. Prints one line per failure and a summary; exits 1 on any.
 
@@ -203,6 +213,12 @@ def run(cmd, timeout):
     return None, err
 
 
+def check_flags(pipeline):
+    """gacc-check's flags for a gacc-pipeline option string: "a=b c" ->
+    ["--a=b", "--c"]."""
+    return ["--" + word for word in pipeline.split()]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
@@ -212,10 +228,16 @@ def main():
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--timeout", type=float, default=60)
     parser.add_argument("--keep", default=None)
+    parser.add_argument("--execute", action="store_true",
+                        help="also compile, run and check accepted mutants "
+                        "with gacc-check")
+    parser.add_argument("--progress", type=int, default=0,
+                        help="print a progress line every K runs")
     parser.add_argument("paths", nargs="+")
     args = parser.parse_args()
 
     gacc_opt = str(pathlib.Path(args.bin) / "gacc-opt")
+    gacc_check = str(pathlib.Path(args.bin) / "gacc-check")
     pipelines = PIPELINE_SHORT if args.sweep == "short" else PIPELINE_LONG
     lowerings = LOWERINGS_SHORT if args.sweep == "short" else LOWERINGS_LONG
     steps = collect_steps(args.paths)
@@ -253,18 +275,55 @@ def main():
             saved = keep / f"failure{index}.mlir"
             saved.write_text(f"// {name}\n// {' '.join(cmd[2:])}\n" + text)
             return (f"FAIL ({problem}): {name}: gacc-opt {saved} "
-                    f"{' '.join(cmd[2:-2])}\n" + (err or "")[-1500:])
-        return None
+                    f"{' '.join(cmd[2:-2])}\n" + (err or "")[-1500:]), False
+        executed = False
+        if (args.execute and index >= sweep_runs and
+                "error:" not in (err or "") and
+                not any("cuda" in flag for flag in lowering) and
+                "test-" not in pipeline):
+            executed = True
+            check = [gacc_check, str(path), *check_flags(pipeline)]
+            try:
+                proc = subprocess.run(check, capture_output=True, text=True,
+                                      timeout=args.timeout)
+                rc, out = proc.returncode, proc.stdout + proc.stderr
+                if rc < 0:
+                    problem = f"gacc-check: signal {-rc}"
+                elif any(marker in out for marker in CRASH_MARKERS):
+                    problem = "gacc-check: crash report"
+                elif rc == 0 and "error:" in out:
+                    problem = "gacc-check: error with exit 0"
+                elif rc == 1:
+                    problem = "gacc-check: mismatch"
+                elif rc not in (0, 2, 3):
+                    problem = f"gacc-check: exit {rc}"
+            except subprocess.TimeoutExpired:
+                problem, out = "gacc-check: hang", ""
+            if problem:
+                saved = keep / f"failure{index}.mlir"
+                saved.write_text(f"// {name}\n// gacc-check "
+                                 f"{' '.join(check[2:])}\n" + text)
+                return (f"FAIL ({problem}): {name}: gacc-check {saved} "
+                        f"{' '.join(check[2:])}\n" + out[-1500:]), executed
+        return None, executed
 
     failures = []
+    executions = 0
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        for result in pool.map(execute, range(len(jobs))):
+        for done, (result, executed) in enumerate(
+                pool.map(execute, range(len(jobs))), start=1):
+            executions += executed
             if result:
                 failures.append(result)
                 print(result, flush=True)
+            if args.progress and done % args.progress == 0:
+                print(f"fuzz: progress: {done} of {len(jobs)} runs, "
+                      f"{executions} executions, {len(failures)} failures",
+                      flush=True)
     print(f"fuzz: {len(steps)} steps, {sweep_runs} sweep runs, "
           f"{args.mutants} mutants (seed {args.seed}), "
-          f"{len(failures)} failures")
+          + (f"{executions} executed and checked, " if args.execute else "")
+          + f"{len(failures)} failures")
     return 1 if failures else 0
 
 

@@ -300,12 +300,36 @@ int main(int argc, char **argv) {
       std::printf("]\n");
     }
 
-  if (print)
-    std::printf("%s\n",
-                formatStepSummary(flags.steps, flags.warmup, stepMs, peak, cuda,
-                                  collectives, bytesReduced,
-                                  deviceCounts ? &*deviceCounts : nullptr)
-                    .c_str());
+  // Non-finite results of the last step: named one by one on every rank,
+  // listed in rank 0's summary (as gacc-run).
+  std::vector<std::string> nonFinite =
+      describeNonFiniteResults(results, outputs);
+  std::fflush(stdout);
+  for (const std::string &line : nonFinite) {
+    if (world > 1)
+      std::fprintf(stderr,
+                   "gacc-run-aot: warning (rank %d): %s in the results of the "
+                   "last step\n",
+                   rank, line.c_str());
+    else
+      std::fprintf(stderr,
+                   "gacc-run-aot: warning: %s in the results of the last "
+                   "step\n",
+                   line.c_str());
+  }
+  std::fflush(stderr);
+  if (print) {
+    std::string summary = formatStepSummary(
+        flags.steps, flags.warmup, stepMs, peak, cuda, collectives,
+        bytesReduced, deviceCounts ? &*deviceCounts : nullptr);
+    if (!nonFinite.empty()) {
+      summary += ", non-finite results:";
+      for (const std::string &line : nonFinite)
+        summary += " " + line.substr(0, line.find(':')) + ";";
+      summary.pop_back();
+    }
+    std::printf("%s\n", summary.c_str());
+  }
   std::fflush(stdout);
   if (!flags.traceFile.empty()) {
     int written = gaccrt_trace_write();

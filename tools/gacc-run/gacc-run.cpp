@@ -13,6 +13,7 @@
 
 #include "gacc/Runner/PipelineFlags.h"
 #include "gacc/Runner/StepRunner.h"
+#include "gacc/Transforms/LossScaleMode.h"
 
 #include "gaccrt/gaccrt.h"
 
@@ -25,7 +26,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <unistd.h>
 
 using namespace mlir::gacc;
 namespace cl = llvm::cl;
@@ -65,6 +68,11 @@ static cl::opt<double> collectiveTimeout(
     cl::desc("Fail (naming the call and the rank) when a collective has not "
              "completed after SECONDS (a stopped rank); 0: wait forever"),
     cl::init(0), cl::cat(category));
+static cl::opt<int64_t> rssEvery(
+    "rss-every",
+    cl::desc("Print the process's resident set size after every N steps "
+             "(rank 0; bench/soak.sh checks that it stays flat)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
                            cl::init(false), cl::cat(category));
 static cl::opt<bool>
@@ -88,6 +96,29 @@ static int fail(const std::string &message) {
   return 1;
 }
 
+/// Prints a warning (with the rank under MPI) in one write.
+static void warn(const std::string &message) {
+  std::string line = gaccrt_world_size() > 1
+                         ? "gacc-run: warning (rank " +
+                               std::to_string(gaccrt_rank()) + "): " + message +
+                               "\n"
+                         : "gacc-run: warning: " + message + "\n";
+  llvm::outs().flush();
+  llvm::errs() << line;
+  llvm::errs().flush();
+}
+
+/// The resident set size of this process in KiB (/proc/self/statm), or -1.
+static int64_t residentKiB() {
+  std::FILE *file = std::fopen("/proc/self/statm", "r");
+  if (!file)
+    return -1;
+  long long size = 0, resident = 0;
+  int read = std::fscanf(file, "%lld %lld", &size, &resident);
+  std::fclose(file);
+  return read == 2 ? resident * (sysconf(_SC_PAGESIZE) / 1024) : -1;
+}
+
 /// Returns the scalar value of a rank-0 float array.
 static double scalarValue(const NpyArray &array) {
   NpyArray f64 = convertToDType(array, DType::F64);
@@ -109,6 +140,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   gaccrt_set_collective_timeout(collectiveTimeout);
+  // InitLLVM's SIGTERM handler only removes files registered with
+  // llvm::sys::RemoveFileOnSignal, which gacc-run does not use (its files
+  // are written atomically). Without it, the runtime handles SIGTERM on
+  // several ranks: mpirun stopping this rank because another one died is
+  // reported with the collective this rank waited in (docs/Robustness.md).
+  std::signal(SIGTERM, SIG_DFL);
   if (gaccrt_init() != 0)
     return 1;
   int rank = gaccrt_rank(), world = gaccrt_world_size();
@@ -120,6 +157,8 @@ int main(int argc, char **argv) {
     return fail(error);
   if (steps < 1)
     return fail("--steps must be at least 1");
+  if (rssEvery < 0)
+    return fail("--rss-every must be at least 0");
   if (warmup < 0 || warmup >= steps)
     return fail("--warmup must be between 0 and --steps - 1");
   if (!traceFile.empty()) {
@@ -187,6 +226,36 @@ int main(int argc, char **argv) {
                  << " MiB of compiler code released)\n";
   }
 
+  // loss-scale=dynamic: the scale and its growth tracker are the last two
+  // state arguments and have state_out results; a step whose gradients were
+  // not finite leaves the parameters and the state unchanged, resets the
+  // tracker and backs the scale off (GradScaler).
+  int scaleResult = -1, trackerResult = -1;
+  double scaleIn = 0;
+  int64_t trackerIn = 0, skippedSteps = 0;
+  {
+    std::string ignored;
+    std::optional<LossScaleMode> mode =
+        parseLossScaleMode(options.lossScale, options.lossScaleInit, ignored);
+    const auto &args = step->getSignature().args;
+    if (mode && mode->kind == LossScaleKind::Dynamic && args.size() >= 2) {
+      int64_t scaleArg = args.size() - 2, trackerArg = args.size() - 1;
+      for (size_t j = 0; j < results.size(); ++j)
+        if (results[j].role == Role::StateOut) {
+          if (results[j].index == scaleArg)
+            scaleResult = j;
+          if (results[j].index == trackerArg)
+            trackerResult = j;
+        }
+      if (scaleResult >= 0 && trackerResult >= 0) {
+        scaleIn = scalarValue(inputs[scaleArg]);
+        trackerIn = static_cast<int64_t>(scalarValue(inputs[trackerArg]));
+      } else {
+        scaleResult = trackerResult = -1;
+      }
+    }
+  }
+
   // The inputs are copied into the step's buffers once; updated parameters
   // and state feed the next step there.
   if (!step->setInputs(inputs, error))
@@ -213,11 +282,33 @@ int main(int argc, char **argv) {
     deviceCounts = step->takeDeviceCounts();
     collectives = gaccrt_collectives_issued();
     bytesReduced = gaccrt_bytes_reduced();
+    std::string skipped;
+    if (scaleResult >= 0) {
+      double scaleOut = scalarValue(step->getOutput(scaleResult));
+      auto trackerOut =
+          static_cast<int64_t>(scalarValue(step->getOutput(trackerResult)));
+      // Without an overflow the tracker counts up, and is reset only when
+      // it reaches the growth interval.
+      if (trackerOut == 0 && trackerIn + 1 < options.lossScaleGrowthInterval) {
+        ++skippedSteps;
+        char text[160];
+        std::snprintf(text, sizeof(text),
+                      " (inf/NaN in the gradients: step skipped, loss scale "
+                      "%g -> %g)",
+                      scaleIn, scaleOut);
+        skipped = text;
+      }
+      scaleIn = scaleOut;
+      trackerIn = trackerOut;
+    }
     if (print && lossIndex >= 0)
       llvm::outs() << "step " << k + 1 << ": loss = "
                    << llvm::format("%.6g",
                                    scalarValue(step->getOutput(lossIndex)))
-                   << (world > 1 ? " (rank 0)" : "") << "\n";
+                   << (world > 1 ? " (rank 0)" : "") << skipped << "\n";
+    if (print && rssEvery > 0 && (k + 1) % rssEvery == 0)
+      llvm::outs() << "step " << k + 1 << ": resident set " << residentKiB()
+                   << " KiB\n";
   }
   // On the device the inputs and results count too.
   if (step->isCuda())
@@ -243,11 +334,26 @@ int main(int argc, char **argv) {
       llvm::outs() << "]\n";
     }
 
+  // Non-finite results of the last step: named one by one on every rank
+  // (each writes its own), listed in rank 0's summary.
+  std::vector<std::string> nonFinite =
+      describeNonFiniteResults(results, outputs);
+  for (const std::string &line : nonFinite)
+    warn(line + " in the results of the last step");
   if (print) {
-    llvm::outs() << formatStepSummary(steps, warmup, stepMs, peak,
-                                      step->isCuda(), collectives, bytesReduced,
-                                      deviceCounts ? &*deviceCounts : nullptr)
-                 << "\n";
+    std::string summary = formatStepSummary(
+        steps, warmup, stepMs, peak, step->isCuda(), collectives, bytesReduced,
+        deviceCounts ? &*deviceCounts : nullptr);
+    if (scaleResult >= 0)
+      summary += ", steps skipped for inf/NaN gradients " +
+                 std::to_string(skippedSteps);
+    if (!nonFinite.empty()) {
+      summary += ", non-finite results:";
+      for (const std::string &line : nonFinite)
+        summary += " " + line.substr(0, line.find(':')) + ";";
+      summary.pop_back();
+    }
+    llvm::outs() << summary << "\n";
   }
   if (!traceFile.empty()) {
     int written = gaccrt_trace_write();

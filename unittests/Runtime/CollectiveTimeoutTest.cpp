@@ -108,6 +108,28 @@ TEST(CollectiveTimeout, NcclTimeoutResolution) {
   }
 }
 
+TEST(CollectiveTimeout, MpiTimeoutFromTheFlagThenTheEnvironment) {
+  std::string warning = "stale";
+  // --collective-timeout wins.
+  EXPECT_EQ(gaccrt::resolveMpiTimeout(2.5, "30", warning), 2.5);
+  EXPECT_TRUE(warning.empty());
+  // Unset: GACCRT_COLLECTIVE_TIMEOUT_S.
+  EXPECT_EQ(gaccrt::resolveMpiTimeout(0.0, "30", warning), 30.0);
+  EXPECT_EQ(gaccrt::resolveMpiTimeout(0.0, "0.5", warning), 0.5);
+  EXPECT_TRUE(warning.empty());
+  // Neither: no limit.
+  EXPECT_EQ(gaccrt::resolveMpiTimeout(0.0, nullptr, warning), 0.0);
+  EXPECT_EQ(gaccrt::resolveMpiTimeout(0.0, "", warning), 0.0);
+  EXPECT_TRUE(warning.empty());
+  for (const char *bad : {"ten", "-1", "5s", "nan", "inf"}) {
+    EXPECT_EQ(gaccrt::resolveMpiTimeout(0.0, bad, warning), 0.0) << bad;
+    EXPECT_NE(
+        warning.find(std::string("GACCRT_COLLECTIVE_TIMEOUT_S='") + bad + "'"),
+        std::string::npos)
+        << warning;
+  }
+}
+
 TEST(CollectiveTimeout, MessageNamesTheCallTheRankAndTheOthers) {
   EXPECT_EQ(gaccrt::collectiveTimeoutMessage("MPI_Allreduce", 1, "", 0, 2, 2.0,
                                              "--collective-timeout",

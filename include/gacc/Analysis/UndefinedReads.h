@@ -26,8 +26,11 @@ namespace mlir::gacc {
 /// a `shard.all_reduce` or an arith or math op on tensors. Writing one
 /// (`linalg.fill`, an `outs` the body does not read, the destination of an
 /// `insert_slice` or `tensor.insert`) and reading its shape (`tensor.dim`)
-/// are fine, as are tensors without elements. Emits an error at the reading
-/// op with a note at the `tensor.empty`.
+/// are fine, as are tensors without elements. A tensor.empty reaches a read
+/// through views, through an `scf.for` iter_arg it initializes (the first
+/// iteration reads it), and through a call into the callee's argument (a
+/// callee that only returns it reads nothing). Emits an error at the
+/// reading op with a note at the `tensor.empty` (and one at the call).
 LogicalResult verifyNoUndefinedReads(func::FuncOp func);
 
 } // namespace mlir::gacc

@@ -52,6 +52,14 @@ inline bool writeFileAtomically(const std::string &path,
   return writeFileAtomically(path, bytes.data(), bytes.size(), error, mode);
 }
 
+/// Removes the temporaries (`.<name>.gacc-tmp-<pid>-<n>`, regular files)
+/// in `dir` whose writer is no longer running on this machine: what a
+/// process killed while it wrote (SIGKILL, a power loss) left behind.
+/// writeFileAtomically and a ResultSetWriter call it for the directory they
+/// write to, so a stray temporary lives until the next write there. Returns
+/// how many it removed; an unreadable `dir` is no error (0).
+int removeStaleTemporaries(const std::string &dir);
+
 /// Writes a set of files into a directory so that a reader sees the whole
 /// set or the previous one, never a mixture. add() writes each file to a
 /// temporary name; commit() writes the new manifest as kPendingManifestName,

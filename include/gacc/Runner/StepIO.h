@@ -240,6 +240,17 @@ private:
 /// Formats a byte count ("1.50 MiB").
 std::string formatBytes(int64_t bytes);
 
+/// For a float array with NaN or infinite values, what they are ("2 NaN, 1
+/// +inf of 4 values"); "" when every value is finite or the array is not
+/// of a float type.
+std::string describeNonFinite(const NpyArray &array);
+
+/// One line per result that is not finite, "result <j> (<role>): 2 NaN, 1
+/// +inf of 4 values", in the order of `results`.
+std::vector<std::string>
+describeNonFiniteResults(const std::vector<TensorInfo> &results,
+                         const std::vector<NpyArray> &outputs);
+
 /// The summary line of gacc-run and gacc-run-aot.
 std::string formatStepSummary(int64_t steps, int64_t warmup,
                               const std::vector<double> &stepMs, int64_t peak,
