@@ -367,6 +367,21 @@ getReductionKind(linalg::LinalgOp op) {
   return std::nullopt;
 }
 
+/// The constant c of a reduction body `out = cond ? c : out` (loss
+/// scaling's found-inf flag: c once any element matches), if it is one.
+static FloatAttr getSetConstant(linalg::LinalgOp op) {
+  Block &body = op->getRegion(0).front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (yield.getNumOperands() != 1)
+    return {};
+  auto select = yield.getOperand(0).getDefiningOp<arith::SelectOp>();
+  FloatAttr value;
+  if (!select || select.getFalseValue() != body.getArguments().back() ||
+      !matchPattern(select.getTrueValue(), m_Constant(&value)))
+    return {};
+  return value;
+}
+
 static TypedAttr getIdentity(OpBuilder &builder, shard::ReductionKind kind,
                              Type elementType) {
   auto floatType = dyn_cast<FloatType>(elementType);
@@ -431,6 +446,14 @@ LogicalResult EpilogueSharder::shardLinalg(linalg::LinalgOp op) {
       !iterators.empty() && llvm::all_of(iterators, [](utils::IteratorType t) {
         return t == utils::IteratorType::reduction;
       });
+  // Without loops (a sharded rank-0 value), an op that updates an init
+  // that is not sharded (a found-inf flag) reduces the one element.
+  if (iterators.empty() && op.getNumDpsInits() == 1 &&
+      !lookup(op.getDpsInitOperand(0)->get()) &&
+      op.payloadUsesValueFromOperand(op.getDpsInitOperand(0))) {
+    parallel = false;
+    reduction = true;
+  }
   if (!parallel && !reduction)
     return refuseMixing();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -537,10 +560,16 @@ LogicalResult EpilogueSharder::shardLinalg(linalg::LinalgOp op) {
       op.getMatchingIndexingMap(op.getDpsInitOperand(0)).getNumResults() != 0)
     return refuseMixing();
   std::optional<shard::ReductionKind> kind = getReductionKind(op);
+  // `out = cond ? c : out`: the ranks' results (c or the start, -inf) are
+  // combined by a max; the result is c when any rank set it, else the init.
+  FloatAttr setValue = kind ? FloatAttr() : getSetConstant(op);
+  if (setValue)
+    kind = shard::ReductionKind::Max;
   if (!kind)
     return refuse(op, "reduces a sharded gradient with a combiner other than "
-                      "a sum, max or min; with shard-optimizer-state the "
-                      "ranks' partial results could not be combined");
+                      "a sum, max, min or a flag set to a constant; with "
+                      "shard-optimizer-state the ranks' partial results "
+                      "could not be combined");
   OpOperand *init = op.getDpsInitOperand(0);
   auto initType = cast<RankedTensorType>(init->get().getType());
   Type elementType = initType.getElementType();
@@ -590,7 +619,14 @@ LogicalResult EpilogueSharder::shardLinalg(linalg::LinalgOp op) {
       builder, loc, initType, grid, gridAxes, local.getResult(0),
       shard::ReductionKindAttr::get(op->getContext(), *kind));
   Value result = reduced.getResult();
-  if (!isFilledWith(init->get(), identity)) {
+  if (setValue) {
+    Value value = arith::ConstantOp::create(
+        builder, loc, initType,
+        DenseElementsAttr::get(initType, ArrayRef<Attribute>{setValue}));
+    Value hit = arith::CmpFOp::create(builder, loc, arith::CmpFPredicate::OEQ,
+                                      result, value);
+    result = arith::SelectOp::create(builder, loc, hit, value, init->get());
+  } else if (!isFilledWith(init->get(), identity)) {
     // The ranks reduced from the identity; the init joins once.
     switch (*kind) {
     case shard::ReductionKind::Max:

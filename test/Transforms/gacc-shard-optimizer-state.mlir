@@ -2,6 +2,7 @@
 // RUN: gacc-opt %examples/adamw_clip.mlir --gacc-pipeline="micro-batches=4 shard-optimizer-state data-parallel-size=3" | FileCheck %s --check-prefix=PAD
 // RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2 shard-optimizer-state data-parallel-size=2 bucket-bytes=128" | FileCheck %s --check-prefix=SGD
 // RUN: gacc-opt %examples/tied_weights.mlir --gacc-pipeline="micro-batches=2 shard-optimizer-state data-parallel-size=2" | FileCheck %s --check-prefix=TIED
+// RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2 shard-optimizer-state data-parallel-size=2 loss-scale=dynamic" | FileCheck %s --check-prefix=LOSS
 // RUN: gacc-opt %s --split-input-file --verify-diagnostics --gacc-pipeline="micro-batches=2 shard-optimizer-state data-parallel-size=2"
 // RUN: not gacc-opt %examples/adamw_clip.mlir --gacc-pipeline="micro-batches=2 shard-optimizer-state" 2>&1 | FileCheck %s --check-prefix=NOSIZE
 
@@ -79,6 +80,18 @@
 // TIED:         shard.all_gather %{{.*}} : tensor<5xf32> -> tensor<10xf32>
 // TIED:         tensor.extract_slice %{{.*}}[0] [9] [1] : tensor<10xf32> to tensor<9xf32>
 // TIED:         return
+
+// Loss scaling's found-inf flag (`out = nonfinite ? 1 : out`, chained over
+// the gradients) on shards: each link is the rank's flag from -inf, a max
+// all-reduce, and 1 where any rank set it, else the previous flag.
+// LOSS-LABEL: func.func @train_step
+// LOSS:         shard.reduce_scatter
+// LOSS:         %[[LOCAL:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]}
+// LOSS:         %[[ANY:.*]] = shard.all_reduce %[[LOCAL]] on @dp grid_axes = [0] reduction = max : tensor<f32> -> tensor<f32>
+// LOSS:         %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// LOSS:         %[[HIT:.*]] = arith.cmpf oeq, %[[ANY]], %[[ONE]] : tensor<f32>
+// LOSS:         arith.select %[[HIT]], %[[ONE]], %{{.*}} : tensor<i1>, tensor<f32>
+// LOSS:         shard.all_gather
 
 // NOSIZE: error: 'shard.all_reduce' op expected a static size of grid @dp to shard the optimizer state; set data-parallel-size (gacc-run and gacc-check set it to the number of ranks)
 // NOSIZE: note: the grid
@@ -219,4 +232,42 @@ func.func @slice(%w: tensor<2x2xf32> {gacc.param}, %x: tensor<4x2xf32> {gacc.bat
   // expected-error @below {{'tensor.extract_slice' op reads a sharded gradient; with shard-optimizer-state only elementwise ops, reshapes and reductions over all elements may (run the step without the option)}}
   %row = tensor.extract_slice %ga[0, 0] [1, 2] [1, 1] : tensor<2x2xf32> to tensor<2xf32>
   return %loss, %row : tensor<f32>, tensor<2xf32>
+}
+
+// -----
+
+// A product over the gradient's elements has no combiner the pass knows.
+shard.grid @dp(shape = ?) {sym_visibility = "private"}
+func.func @product(%w: tensor<2x2xf32> {gacc.param}, %x: tensor<4x2xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}, tensor<f32> {gacc.metric}) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %loss = linalg.reduce ins(%x : tensor<4x2xf32>) outs(%f : tensor<f32>) dimensions = [0, 1]
+    (%in: f32, %acc: f32) {
+      %0 = arith.addf %acc, %in : f32
+      linalg.yield %0 : f32
+    }
+  %e22 = tensor.empty() : tensor<2x2xf32>
+  %f22 = linalg.fill ins(%zero : f32) outs(%e22 : tensor<2x2xf32>) -> tensor<2x2xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(b, i, j) -> (b, i)>, affine_map<(b, i, j) -> (i, j)>, affine_map<(b, i, j) -> (i, j)>],
+                       iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%x, %w : tensor<4x2xf32>, tensor<2x2xf32>) outs(%f22 : tensor<2x2xf32>) {
+    ^bb0(%xv: f32, %wv: f32, %acc: f32):
+      %p = arith.mulf %xv, %wv : f32
+      %0 = arith.addf %acc, %p : f32
+      linalg.yield %0 : f32
+  } -> tensor<2x2xf32>
+  %ga = shard.all_reduce %g on @dp grid_axes = [0] reduction = average : tensor<2x2xf32> -> tensor<2x2xf32>
+  %f1 = linalg.fill ins(%one : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  // expected-error @below {{'linalg.generic' op reduces a sharded gradient with a combiner other than a sum, max, min or a flag set to a constant; with shard-optimizer-state the ranks' partial results could not be combined}}
+  %prod = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> ()>],
+                          iterator_types = ["reduction", "reduction"]}
+      ins(%ga : tensor<2x2xf32>) outs(%f1 : tensor<f32>) {
+    ^bb0(%gv: f32, %acc: f32):
+      %0 = arith.mulf %acc, %gv : f32
+      linalg.yield %0 : f32
+  } -> tensor<f32>
+  return %loss, %prod : tensor<f32>, tensor<f32>
 }
