@@ -88,6 +88,7 @@ private:
   LogicalResult shardElementwise(Operation *op);
   LogicalResult shardLinalg(linalg::LinalgOp op);
   LogicalResult shardReturn(func::ReturnOp ret);
+  Value foldScalarSums(arith::AddFOp add);
   std::optional<ShardInfo> lookup(Value value) const {
     auto it = sharded.find(value);
     if (it == sharded.end())
@@ -113,6 +114,8 @@ private:
   DenseMap<Value, SmallVector<Operation *>> sliceOps;
   /// Ops whose results the shards replace (dead once the results are).
   DenseSet<Operation *> replaced;
+  /// The all-reduces of one scalar that combine the ranks' reductions.
+  DenseSet<Operation *> scalarSums;
   int64_t numBuckets = 0;
 };
 } // namespace
@@ -618,6 +621,8 @@ LogicalResult EpilogueSharder::shardLinalg(linalg::LinalgOp op) {
   auto reduced = shard::AllReduceOp::create(
       builder, loc, initType, grid, gridAxes, local.getResult(0),
       shard::ReductionKindAttr::get(op->getContext(), *kind));
+  if (*kind == shard::ReductionKind::Sum && !setValue)
+    scalarSums.insert(reduced);
   Value result = reduced.getResult();
   if (setValue) {
     Value value = arith::ConstantOp::create(
@@ -646,11 +651,15 @@ LogicalResult EpilogueSharder::shardLinalg(linalg::LinalgOp op) {
                     .getResult();
       break;
     default:
-      result = isa<FloatType>(elementType)
-                   ? arith::AddFOp::create(builder, loc, init->get(), result)
-                         .getResult()
-                   : arith::AddIOp::create(builder, loc, init->get(), result)
-                         .getResult();
+      if (isa<FloatType>(elementType)) {
+        auto add = arith::AddFOp::create(builder, loc, init->get(), result);
+        // A chain of sums over the gradients: one all-reduce for all.
+        Value folded = foldScalarSums(add);
+        result = folded ? folded : add.getResult();
+      } else {
+        result = arith::AddIOp::create(builder, loc, init->get(), result)
+                     .getResult();
+      }
     }
   }
   builder.replaceAllUsesWith(op->getResult(0), result);
@@ -799,6 +808,38 @@ LogicalResult EpilogueSharder::shardReturn(func::ReturnOp ret) {
   return success();
 }
 
+/// all_reduce(a) + all_reduce(b) -> all_reduce(a + b) for the scalar sums
+/// of the rank's reductions (the squared norms of the gradients of a global
+/// clip), so that the step all-reduces one scalar however many gradients
+/// the norm covers.
+Value EpilogueSharder::foldScalarSums(arith::AddFOp add) {
+  auto lhs = add.getLhs().getDefiningOp<shard::AllReduceOp>();
+  auto rhs = add.getRhs().getDefiningOp<shard::AllReduceOp>();
+  // Read by nothing else (but the ops the shards replace, which go).
+  auto onlyFor = [&](Operation *reduce) {
+    return llvm::all_of(reduce->getUsers(), [&](Operation *user) {
+      return user == add.getOperation() || replaced.contains(user);
+    });
+  };
+  if (!lhs || !rhs || lhs == rhs || !scalarSums.contains(lhs) ||
+      !scalarSums.contains(rhs) || !onlyFor(lhs) || !onlyFor(rhs) ||
+      add.getType() != lhs.getType())
+    return {};
+  builder.setInsertionPoint(add);
+  Value sum = arith::AddFOp::create(builder, add.getLoc(), lhs.getInput(),
+                                    rhs.getInput());
+  auto reduced =
+      shard::AllReduceOp::create(builder, add.getLoc(), add.getType(), grid,
+                                 gridAxes, sum, lhs.getReductionAttr());
+  scalarSums.insert(reduced);
+  scalarSums.erase(lhs);
+  scalarSums.erase(rhs);
+  builder.replaceOp(add, reduced.getResult());
+  builder.setInsertionPointAfter(reduced);
+  // The two all-reduces are dead once the replaced ops are erased.
+  return reduced.getResult();
+}
+
 LogicalResult EpilogueSharder::run() {
   Block &block = func.getBody().front();
   for (Operation &op : llvm::make_early_inc_range(block)) {
@@ -809,6 +850,9 @@ LogicalResult EpilogueSharder::run() {
         continue;
       }
     }
+    if (auto add = dyn_cast<arith::AddFOp>(&op))
+      if (foldScalarSums(add))
+        continue;
     if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
       if (sharded.empty())
         return success();

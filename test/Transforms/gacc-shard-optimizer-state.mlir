@@ -3,6 +3,7 @@
 // RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2 shard-optimizer-state data-parallel-size=2 bucket-bytes=128" | FileCheck %s --check-prefix=SGD
 // RUN: gacc-opt %examples/tied_weights.mlir --gacc-pipeline="micro-batches=2 shard-optimizer-state data-parallel-size=2" | FileCheck %s --check-prefix=TIED
 // RUN: gacc-opt %examples/mlp.mlir --gacc-pipeline="micro-batches=2 shard-optimizer-state data-parallel-size=2 loss-scale=dynamic" | FileCheck %s --check-prefix=LOSS
+// RUN: gacc-opt %S/Inputs/two-param-clip.mlir --gacc-pipeline="micro-batches=2 shard-optimizer-state data-parallel-size=4" | FileCheck %s --check-prefix=CLIP2
 // RUN: gacc-opt %s --split-input-file --verify-diagnostics --gacc-pipeline="micro-batches=2 shard-optimizer-state data-parallel-size=2"
 // RUN: not gacc-opt %examples/adamw_clip.mlir --gacc-pipeline="micro-batches=2 shard-optimizer-state" 2>&1 | FileCheck %s --check-prefix=NOSIZE
 
@@ -92,6 +93,23 @@
 // LOSS:         %[[HIT:.*]] = arith.cmpf oeq, %[[ANY]], %[[ONE]] : tensor<f32>
 // LOSS:         arith.select %[[HIT]], %[[ONE]], %{{.*}} : tensor<i1>, tensor<f32>
 // LOSS:         shard.all_gather
+
+// A global norm over two gradients (6 and 3 floats on 4 ranks: shards of
+// 2 and 1, both padded): the ranks' masked sums of squares are added before
+// one all-reduce of one scalar.
+// CLIP2-LABEL: func.func @clip2
+// CLIP2:         shard.reduce_scatter %{{.*}} : tensor<12xf32> -> tensor<3xf32>
+// CLIP2:         %[[SW:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]}
+// CLIP2:           linalg.index 0
+// CLIP2:         %[[SB:.*]] = linalg.generic {{.*}}iterator_types = ["reduction"]}
+// CLIP2:           linalg.index 0
+// CLIP2:         %[[LOCAL:.*]] = arith.addf %[[SW]], %[[SB]] : tensor<f32>
+// CLIP2:         %[[NORM2:.*]] = shard.all_reduce %[[LOCAL]] on @dp grid_axes = [0] : tensor<f32> -> tensor<f32>
+// CLIP2-NOT:     shard.all_reduce
+// CLIP2:         math.sqrt %[[NORM2]]
+// CLIP2-NOT:     shard.all_reduce
+// CLIP2:         shard.all_gather %{{.*}} : tensor<3xf32> -> tensor<12xf32>
+// CLIP2-NOT:     shard.all_reduce
 
 // NOSIZE: error: 'shard.all_reduce' op expected a static size of grid @dp to shard the optimizer state; set data-parallel-size (gacc-run and gacc-check set it to the number of ranks)
 // NOSIZE: note: the grid
