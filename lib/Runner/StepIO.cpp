@@ -770,6 +770,17 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
     }
   for (size_t i = 0; i < args.size(); ++i) {
     Buffer &buffer = buffers[i];
+    // Shards are laid out for the ranks the step was compiled for.
+    if (args[i].shardRanks > 0 && args[i].shardRanks != gaccrt_world_size()) {
+      error = "argument #" + std::to_string(i) +
+              " is a shard of the optimizer state for " +
+              std::to_string(args[i].shardRanks) +
+              " ranks (shard-optimizer-state), but the step runs on " +
+              std::to_string(gaccrt_world_size()) +
+              "; compile it with data-parallel-size=" +
+              std::to_string(gaccrt_world_size());
+      return false;
+    }
     // A sharded state argument given whole: this rank's shard.
     if (args[i].shardRanks > 0 && inputs[i].shape == args[i].shardOf &&
         inputs[i].shape != args[i].shape) {
