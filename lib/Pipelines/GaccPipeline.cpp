@@ -1,7 +1,8 @@
 //===- GaccPipeline.cpp - the gacc-pipeline ---------------------*- C++ -*-===//
 //
 // Builds and registers gacc-pipeline: prepare-step, micro-batch (which verifies
-// the step), fuse-accumulation and sink-all-reduce, with the union of their
+// the step), fuse-accumulation and sink-all-reduce (then, with
+// shard-optimizer-state, gacc-shard-optimizer-state), with the union of their
 // options.
 //
 //===----------------------------------------------------------------------===//
@@ -93,6 +94,11 @@ void mlir::gacc::buildGaccPipeline(OpPassManager &pm,
   if (!lossScale || lossScale->kind != LossScaleKind::None)
     pm.addPass(createLossScalePass(getLossScaleOptions(config)));
   pm.addPass(createSinkAllReducePass(getSinkAllReduceOptions(config)));
+  if (config.shardOptimizerState) {
+    ShardOptimizerStatePassOptions shard;
+    shard.dataParallelSize = config.dataParallelSize;
+    pm.addPass(createShardOptimizerStatePass(shard));
+  }
 }
 
 void mlir::gacc::buildGaccPipeline(OpPassManager &pm,

@@ -72,6 +72,9 @@ std::string serializeSignature(const StepSignature &signature) {
     }
     if (!info.scalarType.empty())
       os << " scalar=" << info.scalarType;
+    if (!info.shardOf.empty() || info.shardRanks)
+      os << " shard_of=[" << joinInts(info.shardOf)
+         << "] shard_ranks=" << info.shardRanks;
     os << "\n";
   };
   for (const TensorInfo &arg : signature.args)
@@ -153,6 +156,25 @@ bool parseSignature(const std::string &text, StepSignature &signature,
       while (fields >> option) {
         if (option.rfind("scalar=", 0) == 0 && option.size() > 7) {
           info.scalarType = option.substr(7);
+          continue;
+        }
+        if (option.rfind("shard_ranks=", 0) == 0) {
+          char *end = nullptr;
+          info.shardRanks = std::strtoll(option.c_str() + 12, &end, 10);
+          if (option.size() == 12 || *end || info.shardRanks < 1)
+            return bad();
+          continue;
+        }
+        if (option.rfind("shard_of=[", 0) == 0 && option.back() == ']') {
+          std::istringstream full(option.substr(10, option.size() - 11));
+          std::string dim;
+          while (std::getline(full, dim, ',')) {
+            char *end = nullptr;
+            int64_t d = std::strtoll(dim.c_str(), &end, 10);
+            if (dim.empty() || *end || d < 0)
+              return bad();
+            info.shardOf.push_back(d);
+          }
           continue;
         }
         char *end = nullptr;
@@ -394,7 +416,10 @@ bool prepareStepInputs(const std::vector<TensorInfo> &args,
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorInfo &arg = args[i];
     NpyArray &in = inputs[i];
-    if (in.shape != arg.shape) {
+    // A sharded state argument may be given whole (the step's setInputs
+    // hands the rank its shard) or as the rank's shard.
+    bool whole = arg.shardRanks > 0 && in.shape == arg.shardOf;
+    if (in.shape != arg.shape && !whole) {
       error = "argument #" + std::to_string(i) + " (" + roleName(arg.role) +
               ") expects shape " + formatShape(arg.shape) + " of " +
               dtypeName(arg.dtype) + ", got shape " + formatShape(in.shape) +
@@ -505,7 +530,12 @@ std::vector<NpyArray> makeRandomInputs(const std::vector<TensorInfo> &args,
   std::vector<NpyArray> inputs;
   std::mt19937_64 paramRng(seed);
   std::mt19937_64 batchRng(seed * 7919 + 104729 * (rank + 1));
-  for (const TensorInfo &arg : args) {
+  for (const TensorInfo &sharded : args) {
+    // A sharded state argument is drawn whole (the same values as without
+    // sharding); prepareStepInputs hands the rank its shard.
+    TensorInfo arg = sharded;
+    if (arg.shardRanks > 0)
+      arg.shape = arg.shardOf;
     NpyArray f64 = makeArray(DType::F64, arg.shape);
     auto *values = reinterpret_cast<double *>(f64.data.data());
     int64_t n = f64.numElements();
@@ -740,6 +770,34 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
     }
   for (size_t i = 0; i < args.size(); ++i) {
     Buffer &buffer = buffers[i];
+    // Shards are laid out for the ranks the step was compiled for.
+    if (args[i].shardRanks > 0 && args[i].shardRanks != gaccrt_world_size()) {
+      error = "argument #" + std::to_string(i) +
+              " is a shard of the optimizer state for " +
+              std::to_string(args[i].shardRanks) +
+              " ranks (shard-optimizer-state), but the step runs on " +
+              std::to_string(gaccrt_world_size()) +
+              "; compile it with data-parallel-size=" +
+              std::to_string(gaccrt_world_size());
+      return false;
+    }
+    // A sharded state argument given whole: this rank's shard.
+    if (args[i].shardRanks > 0 && inputs[i].shape == args[i].shardOf &&
+        inputs[i].shape != args[i].shape) {
+      NpyArray shard =
+          sliceShard(inputs[i], args[i].shardRanks, gaccrt_rank());
+      if (static_cast<int64_t>(shard.data.size()) != buffer.bytes) {
+        error = "input #" + std::to_string(i) + " has a shard of " +
+                std::to_string(shard.data.size()) + " bytes, expected " +
+                std::to_string(buffer.bytes) + " (prepare the inputs first)";
+        return false;
+      }
+      if (cuda)
+        cudaApi.h2d(buffer.data, shard.data.data(), buffer.bytes);
+      else
+        std::memcpy(buffer.data, shard.data.data(), buffer.bytes);
+      continue;
+    }
     if (static_cast<int64_t>(inputs[i].data.size()) != buffer.bytes) {
       error = "input #" + std::to_string(i) + " has " +
               std::to_string(inputs[i].data.size()) + " bytes, expected " +
@@ -938,6 +996,33 @@ std::string formatStepSummary(int64_t steps, int64_t warmup,
          ", allocations/step " + std::to_string(counts->allocations) + " (" +
          std::to_string(counts->device_allocations) + " from the driver)";
   return s;
+}
+
+
+NpyArray sliceShard(const NpyArray &full, int64_t ranks, int64_t rank) {
+  int64_t n = full.numElements(), size = dtypeSize(full.dtype);
+  int64_t s = (std::max<int64_t>(n, 1) + ranks - 1) / ranks;
+  NpyArray shard = makeArray(full.dtype, {s});
+  int64_t begin = std::min(n, rank * s), end = std::min(n, rank * s + s);
+  if (end > begin)
+    std::memcpy(shard.data.data(), full.data.data() + begin * size,
+                (end - begin) * size);
+  return shard;
+}
+
+NpyArray joinShards(const std::vector<NpyArray> &shards,
+                    const std::vector<int64_t> &shape) {
+  NpyArray full = makeArray(shards.empty() ? DType::F32 : shards[0].dtype,
+                            shape);
+  int64_t n = full.numElements(), size = dtypeSize(full.dtype), at = 0;
+  for (const NpyArray &shard : shards) {
+    int64_t take = std::min(n - at, shard.numElements());
+    if (take <= 0)
+      break;
+    std::memcpy(full.data.data() + at * size, shard.data.data(), take * size);
+    at += take;
+  }
+  return full;
 }
 
 } // namespace mlir::gacc

@@ -14,6 +14,7 @@
 
 #include "gacc/Analysis/BatchAnalysis.h"
 #include "gacc/Dialect/Gacc/IR/GaccDialect.h"
+#include "gacc/Dialect/Gacc/IR/StepRoles.h"
 #include "gacc/InitAll.h"
 #include "gacc/Lowering/Passes.h"
 #include "gacc/Pipelines/Pipelines.h"
@@ -362,6 +363,36 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
       result.dtype = arg.dtype;
       step->signature.results.push_back(result);
     }
+  }
+  if (options.shardOptimizerState) {
+    // The state that stays sharded is known once the pipeline ran: its
+    // arguments and results become the rank's shards.
+    if (failed(pm.run(module))) {
+      error = "compiling '" + path + "' failed";
+      return nullptr;
+    }
+    pm.clear();
+    int64_t ranks = 0;
+    for (auto grid : module.getOps<shard::GridOp>())
+      if (grid.getRank() == 1 && !ShapedType::isDynamic(grid.getShape()[0]))
+        ranks = grid.getShape()[0];
+    auto shardInfo = [&](TensorInfo &info, DictionaryAttr attrs, Type type) {
+      auto full = attrs ? attrs.getAs<DenseI64ArrayAttr>(
+                              mlir::gacc::kShardOfAttrName)
+                        : DenseI64ArrayAttr();
+      if (!full)
+        return;
+      info.shardOf.assign(full.asArrayRef().begin(), full.asArrayRef().end());
+      info.shardRanks = ranks;
+      auto shape = cast<RankedTensorType>(type).getShape();
+      info.shape.assign(shape.begin(), shape.end());
+    };
+    for (auto [i, info] : llvm::enumerate(signature.args))
+      if (i < func.getNumArguments())
+        shardInfo(info, func.getArgAttrDict(i), func.getArgumentTypes()[i]);
+    for (auto [j, info] : llvm::enumerate(signature.results))
+      if (j < func.getNumResults())
+        shardInfo(info, func.getResultAttrDict(j), func.getResultTypes()[j]);
   }
   if (options.device == Device::CUDA) {
 #ifdef GACC_HAVE_CUDA

@@ -50,6 +50,7 @@ RuntimeState &runtimeState() {
 
 std::atomic<int64_t> collectivesIssued{0};
 std::atomic<int64_t> bytesReduced{0};
+std::atomic<int64_t> bytesMoved{0};
 
 /// Elements reduced per backend call when going through f32 temporaries,
 /// which bounds the temporary buffer (16 MiB).
@@ -200,6 +201,7 @@ int gaccrt_init(void) {
   state.backend = std::move(backend);
   collectivesIssued = 0;
   bytesReduced = 0;
+  bytesMoved = 0;
   state.active.store(state.backend.get(), std::memory_order_release);
   return 0;
 }
@@ -299,6 +301,9 @@ AllReduceCall validateAllReduce(const char *caller, void *data, int64_t count,
           ") bucket " + std::to_string(bucket) + " is not supported; use sum");
   collectivesIssued.fetch_add(1, std::memory_order_relaxed);
   bytesReduced.fetch_add(count * dtypeBytes(dtype), std::memory_order_relaxed);
+  int64_t world = currentWorldSizeOrOne();
+  bytesMoved.fetch_add(2 * count * dtypeBytes(dtype) * (world - 1) / world,
+                       std::memory_order_relaxed);
   return {data, count, dtype, kind, bucket, op};
 }
 
@@ -505,12 +510,107 @@ int64_t gaccrt_bytes_reduced(void) {
   return bytesReduced.load(std::memory_order_relaxed);
 }
 
+int64_t gaccrt_bytes_moved(void) {
+  return bytesMoved.load(std::memory_order_relaxed);
+}
+
 void gaccrt_reset_stats(void) {
   collectivesIssued = 0;
   bytesReduced = 0;
+  bytesMoved = 0;
 }
 
 void gaccrt_internal_count_collective(int64_t bytes) {
   collectivesIssued.fetch_add(1, std::memory_order_relaxed);
   bytesReduced.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+//===----------------------------------------------------------------------===//
+// Sharded buckets (shard-optimizer-state)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The backend type of a reduce-scatter or all-gather dtype (bf16 and f16
+/// buckets are not sharded: their accumulators are f32 or they reduce in
+/// f32 temporaries, which these calls do not make).
+ReduceType shardedType(const char *caller, int32_t dtype, int64_t bucket) {
+  switch (dtype) {
+  case GACCRT_F32:
+    return ReduceType::F32;
+  case GACCRT_F64:
+    return ReduceType::F64;
+  case GACCRT_I32:
+    return ReduceType::I32;
+  case GACCRT_I64:
+    return ReduceType::I64;
+  default:
+    fatal(std::string(caller) + ": unsupported dtype " +
+          std::to_string(dtype) + " for bucket " + std::to_string(bucket) +
+          " (expected 0=f32, 1=f64, 4=i32, 5=i64)");
+  }
+}
+
+void traceShardCollective(const char *what, int64_t bucket, double start,
+                          int64_t bytes, int32_t dtype) {
+  if (!traceEnabled())
+    return;
+  traceComplete(std::string(what) + " bucket " + std::to_string(bucket),
+                "collective", start, gaccrt_now_us() - start,
+                "{\"bytes\": " + std::to_string(bytes) + ", \"dtype\": \"" +
+                    dtypeName(dtype) + "\"}");
+}
+} // namespace
+
+void gaccrt_reduce_scatter(const void *send, void *recv, int64_t count,
+                           int32_t dtype, int32_t kind, int64_t bucket) {
+  Backend &backend = ensureInitialized();
+  ReduceType type = shardedType("gaccrt_reduce_scatter", dtype, bucket);
+  if (kind != GACCRT_SUM && kind != GACCRT_AVERAGE)
+    fatal("gaccrt_reduce_scatter: unsupported reduction kind " +
+          std::to_string(kind) + " for bucket " + std::to_string(bucket) +
+          " (expected 0=sum, 1=average)");
+  if (kind == GACCRT_AVERAGE && (type == ReduceType::I32 ||
+                                 type == ReduceType::I64))
+    fatal("gaccrt_reduce_scatter: average of an integer bucket " +
+          std::to_string(bucket) + " is not supported; use sum");
+  if (count < 0 || (count > 0 && (!send || !recv)))
+    fatal("gaccrt_reduce_scatter: invalid buffers for bucket " +
+          std::to_string(bucket));
+  drainStartedCollectives();
+  int64_t world = backend.worldSize(), bytes = count * dtypeBytes(dtype);
+  collectivesIssued.fetch_add(1, std::memory_order_relaxed);
+  bytesReduced.fetch_add(world * bytes, std::memory_order_relaxed);
+  bytesMoved.fetch_add((world - 1) * bytes, std::memory_order_relaxed);
+  double start = traceEnabled() ? gaccrt_now_us() : 0.0;
+  if (world == 1 || count == 0)
+    std::memmove(recv, send, bytes);
+  else
+    backend.reduceScatter(send, recv, count, type, ReduceOp::Sum);
+  if (kind == GACCRT_AVERAGE) {
+    if (type == ReduceType::F32)
+      divideAll(static_cast<float *>(recv), count, static_cast<float>(world));
+    else
+      divideAll(static_cast<double *>(recv), count,
+                static_cast<double>(world));
+  }
+  traceShardCollective("reduce-scatter", bucket, start, world * bytes, dtype);
+}
+
+void gaccrt_all_gather(const void *send, void *recv, int64_t count,
+                       int32_t dtype, int64_t bucket) {
+  Backend &backend = ensureInitialized();
+  (void)shardedType("gaccrt_all_gather", dtype, bucket);
+  if (count < 0 || (count > 0 && (!send || !recv)))
+    fatal("gaccrt_all_gather: invalid buffers for bucket " +
+          std::to_string(bucket));
+  drainStartedCollectives();
+  int64_t world = backend.worldSize(), bytes = count * dtypeBytes(dtype);
+  collectivesIssued.fetch_add(1, std::memory_order_relaxed);
+  bytesMoved.fetch_add((world - 1) * bytes, std::memory_order_relaxed);
+  double start = traceEnabled() ? gaccrt_now_us() : 0.0;
+  if (world == 1 || count == 0)
+    std::memmove(recv, send, bytes);
+  else
+    backend.allGather(send, recv, bytes);
+  traceShardCollective("all-gather", bucket, start, world * bytes, dtype);
 }

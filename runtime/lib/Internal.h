@@ -86,6 +86,12 @@ public:
   virtual void allReduce(void *data, int64_t count, ReduceType type,
                          ReduceOp op) = 0;
   virtual void broadcast(void *data, int64_t bytes, int root) = 0;
+  /// Reduces `worldSize() * count` elements of `send` over all ranks and
+  /// leaves this rank's block of `count` in `recv`.
+  virtual void reduceScatter(const void *send, void *recv, int64_t count,
+                             ReduceType type, ReduceOp op) = 0;
+  /// Gathers every rank's `bytes` bytes of `send` into `recv`, by rank.
+  virtual void allGather(const void *send, void *recv, int64_t bytes) = 0;
   /// True when the collectives may be called from a thread other than the
   /// one that initialized the backend (one thread at a time): the
   /// communication thread of gaccrt_all_reduce_start then runs them.

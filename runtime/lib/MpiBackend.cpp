@@ -252,6 +252,48 @@ public:
     }
   }
 
+  void reduceScatter(const void *send, void *recv, int64_t count,
+                     ReduceType type, ReduceOp op) override {
+    MPI_Op mpiOp = op == ReduceOp::Max       ? MPI_MAX
+                   : op == ReduceOp::Min     ? MPI_MIN
+                   : op == ReduceOp::Product ? MPI_PROD
+                                             : MPI_SUM;
+    if (count > kMaxMpiCount) {
+      printError("MPI_Reduce_scatter_block of " + std::to_string(count) +
+                 " elements per rank: more than MPI's int count allows");
+      abortAll();
+    }
+    stallForTest();
+    int n = static_cast<int>(count);
+    if (collectiveTimeoutSeconds() <= 0)
+      return check(MPI_Reduce_scatter_block(send, recv, n, toMpi(type), mpiOp,
+                                            comm),
+                   "MPI_Reduce_scatter_block");
+    MPI_Request request;
+    check(MPI_Ireduce_scatter_block(send, recv, n, toMpi(type), mpiOp, comm,
+                                    &request),
+          "MPI_Ireduce_scatter_block");
+    wait(request, "MPI_Reduce_scatter_block");
+  }
+
+  void allGather(const void *send, void *recv, int64_t bytes) override {
+    if (bytes > kMaxMpiCount) {
+      printError("MPI_Allgather of " + std::to_string(bytes) +
+                 " bytes per rank: more than MPI's int count allows");
+      abortAll();
+    }
+    stallForTest();
+    int n = static_cast<int>(bytes);
+    if (collectiveTimeoutSeconds() <= 0)
+      return check(
+          MPI_Allgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm),
+          "MPI_Allgather");
+    MPI_Request request;
+    check(MPI_Iallgather(send, n, MPI_BYTE, recv, n, MPI_BYTE, comm, &request),
+          "MPI_Iallgather");
+    wait(request, "MPI_Allgather");
+  }
+
   [[noreturn]] void abortAll() override {
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::abort(); // MPI_Abort does not return; this is for the compiler

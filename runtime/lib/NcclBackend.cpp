@@ -470,3 +470,86 @@ void gaccrt_cuda_all_reduce_wait(int64_t handle, void *device_data) {
 int64_t gaccrt_cuda_all_reduces_in_flight(void) {
   return static_cast<int64_t>(cudaState().started.size());
 }
+
+//===----------------------------------------------------------------------===//
+// Sharded buckets (shard-optimizer-state)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Issues the reduce-scatter (`gather` false) or all-gather of a bucket on
+/// the communication stream after the compute stream's work so far; the
+/// compute stream's next work waits for it. One rank: a device copy on the
+/// compute stream.
+void issueShardCollective(const char *caller, const void *send, void *recv,
+                          int64_t count, int32_t dtype, int32_t kind,
+                          int64_t bucket, bool gather) {
+  validateAllReduce(caller, const_cast<void *>(send), count, dtype, kind,
+                    bucket);
+  if (kind != GACCRT_SUM && kind != GACCRT_AVERAGE)
+    cudaFatal(std::string(caller) + ": reduction kind " + kKindNames[kind] +
+              " for " + bucketText(bucket) + " (expected sum or average)");
+  CudaState &cuda = requireCuda(caller);
+  const int worldSize = gaccrt_world_size();
+  const int rank = gaccrt_rank();
+  int64_t bytes = count * dtypeBytes(dtype);
+  int64_t sendBytes = gather ? bytes : bytes * worldSize;
+  int64_t recvBytes = gather ? bytes * worldSize : bytes;
+  if (count > 0) {
+    checkDeviceBuffer(const_cast<void *>(send), sendBytes, bucket, caller);
+    checkDeviceBuffer(recv, recvBytes, bucket, caller);
+  }
+  gaccrt_internal_count_collective(gather ? 0 : sendBytes);
+  if (count == 0)
+    return;
+  if (worldSize == 1) {
+    checkCu(gCuda.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(recv),
+                                reinterpret_cast<CUdeviceptr>(send), bytes,
+                                cuda.compute),
+            "cuMemcpyAsync", caller);
+    return;
+  }
+#if GACCRT_HAVE_NCCL
+  checkCu(gCuda.cuEventRecord(cuda.computeReady, cuda.compute), "cuEventRecord",
+          caller);
+  checkCu(gCuda.cuStreamWaitEvent(cuda.comm, cuda.computeReady, 0),
+          "cuStreamWaitEvent", caller);
+  ncclComm_t comm = communicator(rank, worldSize, bucket, caller);
+  NcclState &state = ncclState();
+  ++state.collectiveNumber;
+  state.lastBucket = bucket;
+  if (gather)
+    completeNccl(ncclAllGather(send, recv, static_cast<size_t>(count),
+                               toNccl(dtype), comm, cuda.comm),
+                 comm, "ncclAllGather", caller, state.collectiveNumber,
+                 bucket);
+  else
+    completeNccl(ncclReduceScatter(send, recv, static_cast<size_t>(count),
+                                   toNccl(dtype),
+                                   kind == GACCRT_AVERAGE ? ncclAvg : ncclSum,
+                                   comm, cuda.comm),
+                 comm, "ncclReduceScatter", caller, state.collectiveNumber,
+                 bucket);
+  checkCollectiveErrors(caller);
+  checkCu(gCuda.cuEventRecord(cuda.commDone, cuda.comm), "cuEventRecord",
+          caller);
+  cuda.collectivesPending = true;
+#else
+  (void)rank;
+  cudaFatal(std::string(caller) + ": " + bucketText(bucket) + " spans " +
+            std::to_string(worldSize) +
+            " ranks, but libgaccrt_cuda was built without NCCL");
+#endif
+}
+} // namespace
+
+void gaccrt_cuda_reduce_scatter(const void *send, void *recv, int64_t count,
+                                int32_t dtype, int32_t kind, int64_t bucket) {
+  issueShardCollective("gaccrt_cuda_reduce_scatter", send, recv, count, dtype,
+                       kind, bucket, /*gather=*/false);
+}
+
+void gaccrt_cuda_all_gather(const void *send, void *recv, int64_t count,
+                            int32_t dtype, int64_t bucket) {
+  issueShardCollective("gaccrt_cuda_all_gather", send, recv, count, dtype,
+                       GACCRT_SUM, bucket, /*gather=*/true);
+}

@@ -104,6 +104,10 @@ int main(int argc, char **argv) {
   std::string error;
   if (!pipelineFlags.getStepOptions(options, error))
     return fail(error);
+  // shard-optimizer-state: the shards are sized for --ranks (each mpirun'd
+  // gacc-run sets it to its number of ranks).
+  if (options.shardOptimizerState && options.dataParallelSize == 0)
+    options.dataParallelSize = ranks;
   options.traceRegions = false;
   const char *device = mlir::gacc::getDeviceName(options.device);
   std::unique_ptr<mlir::gacc::CompiledStep> step =
@@ -161,6 +165,20 @@ int main(int argc, char **argv) {
     if (!runOnRanks(gaccRun, inputFile, pipelineFlags.getArguments(), inputs,
                     resultInfo.size(), compiled, error))
       return fail(error);
+  }
+
+  // shard-optimizer-state: each rank returns its shard of the sharded
+  // state; the state compared with LibTorch's is the ranks' shards joined.
+  for (size_t j = 0; j < resultInfo.size(); ++j) {
+    if (resultInfo[j].shardRanks == 0)
+      continue;
+    std::vector<mlir::gacc::NpyArray> shards;
+    for (int r = 0; r < ranks; ++r)
+      shards.push_back(compiled[r][j]);
+    mlir::gacc::NpyArray full =
+        mlir::gacc::joinShards(shards, resultInfo[j].shardOf);
+    for (int r = 0; r < ranks; ++r)
+      compiled[r][j] = full;
   }
 
   FailureOr<StepReferences> refs = evaluateReferences(func, refInputs);

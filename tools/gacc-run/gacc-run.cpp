@@ -155,6 +155,9 @@ int main(int argc, char **argv) {
   std::string error;
   if (!pipelineFlags.getStepOptions(options, error))
     return fail(error);
+  // The shards of shard-optimizer-state are sized for the ranks that run.
+  if (options.shardOptimizerState && options.dataParallelSize == 0)
+    options.dataParallelSize = world;
   if (steps < 1)
     return fail("--steps must be at least 1");
   if (rssEvery < 0)
@@ -261,7 +264,7 @@ int main(int argc, char **argv) {
   if (!step->setInputs(inputs, error))
     return fail(error);
   std::vector<double> stepMs;
-  int64_t peak = 0, collectives = 0, bytesReduced = 0;
+  int64_t peak = 0, collectives = 0, bytesReduced = 0, bytesMoved = 0;
   std::optional<gaccrt_cuda_counts> deviceCounts;
   for (int64_t k = 0; k < steps; ++k) {
     gaccrt_reset_stats();
@@ -301,6 +304,7 @@ int main(int argc, char **argv) {
       scaleIn = scaleOut;
       trackerIn = trackerOut;
     }
+    bytesMoved = gaccrt_bytes_moved();
     if (print && lossIndex >= 0)
       llvm::outs() << "step " << k + 1 << ": loss = "
                    << llvm::format("%.6g",
@@ -354,6 +358,27 @@ int main(int argc, char **argv) {
       summary.pop_back();
     }
     llvm::outs() << summary << "\n";
+    // Optimizer state (gacc.state arguments) this rank holds, and what it
+    // would hold unsharded; bytes this rank sent (ring estimate).
+    int64_t stateBytes = 0, wholeStateBytes = 0, shardRanks = 0;
+    for (const TensorInfo &arg : step->getSignature().args) {
+      if (arg.role != Role::State)
+        continue;
+      int64_t bytes = dtypeSize(arg.dtype), whole = bytes;
+      for (int64_t d : arg.shape)
+        bytes *= d;
+      for (int64_t d : arg.shardRanks ? arg.shardOf : arg.shape)
+        whole *= d;
+      stateBytes += bytes;
+      wholeStateBytes += whole;
+      shardRanks = std::max(shardRanks, arg.shardRanks);
+    }
+    llvm::outs() << "optimizer state: " << stateBytes << " bytes per rank";
+    if (shardRanks)
+      llvm::outs() << " (sharded over " << shardRanks << " ranks; "
+                   << wholeStateBytes << " unsharded)";
+    llvm::outs() << ", bytes moved/step " << bytesMoved
+                 << " per rank (ring estimate)\n";
   }
   if (!traceFile.empty()) {
     int written = gaccrt_trace_write();

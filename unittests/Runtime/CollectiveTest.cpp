@@ -58,6 +58,33 @@ TEST(LifecycleDeathTest, UnknownBackendIsAnError) {
       "'nccl-on-cpu'");
 }
 
+TEST(Collectives, SingleRankReduceScatterAndAllGatherCopy) {
+  ASSERT_EQ(gaccrt_init(), 0);
+  gaccrt_reset_stats();
+  std::vector<float> send = {1.0f, 2.0f, 3.0f}, recv(3, 0.0f);
+  gaccrt_reduce_scatter(send.data(), recv.data(), 3, GACCRT_F32,
+                        GACCRT_AVERAGE, 0);
+  EXPECT_EQ(recv, send);
+  std::vector<int64_t> mine = {4, 5}, all(2, 0);
+  gaccrt_all_gather(mine.data(), all.data(), 2, GACCRT_I64, 1);
+  EXPECT_EQ(all, mine);
+  EXPECT_EQ(gaccrt_collectives_issued(), 2);
+  EXPECT_EQ(gaccrt_bytes_reduced(), 3 * 4);
+  // Nothing crosses the network with one rank.
+  EXPECT_EQ(gaccrt_bytes_moved(), 0);
+}
+
+TEST(CollectivesDeathTest, ReduceScatterRefusesHalfAndMax) {
+  ASSERT_EQ(gaccrt_init(), 0);
+  uint16_t half[2] = {0, 0};
+  EXPECT_DEATH(gaccrt_reduce_scatter(half, half, 2, GACCRT_BF16, GACCRT_SUM, 7),
+               "gaccrt_reduce_scatter: unsupported dtype 2 for bucket 7");
+  float f[2] = {0, 0};
+  EXPECT_DEATH(gaccrt_reduce_scatter(f, f, 2, GACCRT_F32, GACCRT_MAX, 8),
+               "gaccrt_reduce_scatter: unsupported reduction kind 2 for "
+               "bucket 8");
+}
+
 TEST(LifecycleDeathTest, AbortPrintsTheMessage) {
   EXPECT_DEATH(gaccrt_abort("something broke"),
                "gaccrt: error: something broke");

@@ -2,7 +2,8 @@
 //
 // Run under `mpirun -np 2` (see runtime/test/CMakeLists.txt): checks the MPI
 // backend's all-reduce sum and average for f32, f64, bf16, f16, i32 and i64,
-// the collective and byte counts, broadcast, and the per-rank trace file
+// reduce-scatter and all-gather, the collective and byte counts, broadcast,
+// and the per-rank trace file
 // names. Every rank checks its own results; the failure counts are summed
 // with gaccrt itself and rank 0 prints the verdict.
 //
@@ -182,6 +183,35 @@ void checkStartAndWait() {
   gaccrt_all_reduce_wait(third, started.data());
 }
 
+/// shard-optimizer-state's collectives: rank r receives block r of the
+/// ranks' summed (or averaged) buffers, and the all-gather concatenates the
+/// ranks' blocks in rank order; both counted, with the bytes each rank sends.
+void checkReduceScatterAllGather() {
+  const int size = gaccrt_world_size(), count = 3;
+  std::vector<float> send(size * count), recv(count, -1.0f);
+  for (int i = 0; i < size * count; ++i)
+    send[i] = float((rank + 1) * (i + 1));
+  int64_t before = gaccrt_collectives_issued();
+  int64_t movedBefore = gaccrt_bytes_moved();
+  gaccrt_reduce_scatter(send.data(), recv.data(), count, GACCRT_F32,
+                        GACCRT_SUM, 30);
+  float ranksSum = float(size * (size + 1) / 2);
+  for (int i = 0; i < count; ++i)
+    CHECK(recv[i] == ranksSum * float(rank * count + i + 1));
+  gaccrt_reduce_scatter(send.data(), recv.data(), count, GACCRT_F32,
+                        GACCRT_AVERAGE, 31);
+  for (int i = 0; i < count; ++i)
+    CHECK(recv[i] == ranksSum * float(rank * count + i + 1) / float(size));
+  std::vector<double> mine = {double(rank), double(rank) + 0.5};
+  std::vector<double> all(size * 2, -1.0);
+  gaccrt_all_gather(mine.data(), all.data(), 2, GACCRT_F64, 32);
+  for (int r = 0; r < size; ++r)
+    CHECK(all[2 * r] == double(r) && all[2 * r + 1] == double(r) + 0.5);
+  CHECK(gaccrt_collectives_issued() == before + 3);
+  CHECK(gaccrt_bytes_moved() - movedBefore ==
+        2 * (size - 1) * count * 4 + (size - 1) * 2 * 8);
+}
+
 void checkTraceFiles(const std::string &path) {
   CHECK(gaccrt_trace_write() == 0);
   gaccrt_barrier();
@@ -230,6 +260,7 @@ int main(int argc, char **argv) {
   checkMaxMinProduct();
   checkBroadcast();
   checkStartAndWait();
+  checkReduceScatterAllGather();
   gaccrt_barrier();
   checkTraceFiles(tracePath);
 

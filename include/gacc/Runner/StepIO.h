@@ -46,7 +46,23 @@ struct TensorInfo {
   /// tensor). A scalar is a 0-d array here (shape {}) and a rank-0 memref
   /// in the compiled step's calling convention; an `index` is an i64.
   std::string scalarType;
+  /// A state argument or its state_out result that the compiled step holds
+  /// as the rank's shard (shard-optimizer-state): the full shape, and the
+  /// number of ranks it is split over (`shape` is then the shard's, {s});
+  /// empty and 0 otherwise. The layout: the full tensor flattened, padded
+  /// with zeros to shardRanks * s elements, rank r holding [r s, r s + s).
+  std::vector<int64_t> shardOf;
+  int64_t shardRanks = 0;
 };
+
+/// The rank's shard of `full` (TensorInfo::shardOf's layout) for `ranks`
+/// ranks: a 1-D array of ceil(n / ranks) elements.
+NpyArray sliceShard(const NpyArray &full, int64_t ranks, int64_t rank);
+
+/// The full array of `shape` from every rank's shard, in rank order (the
+/// padding is dropped).
+NpyArray joinShards(const std::vector<NpyArray> &shards,
+                    const std::vector<int64_t> &shape);
 
 /// Where a compiled step runs.
 enum class Device { CPU, CUDA };

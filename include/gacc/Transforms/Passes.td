@@ -200,6 +200,52 @@ def SinkAllReducePass : Pass<"gacc-sink-all-reduce", "ModuleOp"> {
                            "::mlir::shard::ShardDialect"];
 }
 
+def ShardOptimizerStatePass : Pass<"gacc-shard-optimizer-state", "ModuleOp"> {
+  let summary = "Reduce-scatter the buckets, update each rank's shard, "
+                "all-gather the parameters (ZeRO-1/2)";
+  let description = [{
+    Runs after gacc-sink-all-reduce. Each bucket's sum/average all-reduce
+    becomes a `shard.reduce_scatter` over the data-parallel grid axis, and
+    the epilogue that reads the reduced gradients (clipping, the optimizer
+    update) runs on the rank's shard of every gradient: a tensor of n
+    elements is flattened, padded to a multiple of the rank count N with
+    zeros, and rank r holds elements [r s, r s + s), s = ceil(n / N). The
+    bucket is laid out rank-major (rank r's chunk holds the r-th shard of
+    each member, one after the other), so that the reduce-scatter hands each
+    rank exactly its shards; padding is reduced but never read as data.
+
+    Elementwise ops (arith, math, all-parallel linalg ops whose sharded
+    operands have identity maps) run on the shards; parameters and other
+    full-size operands are sliced; a rank-0 operand stays a scalar. A
+    reduction over all elements of a sharded tensor (the global norm of
+    gradient clipping, LAMB's per-tensor norm, a found-inf flag) becomes
+    the rank's reduction of its shard (padding masked) and a
+    `shard.all_reduce` of the one scalar. Any other use of a sharded value
+    (a transpose, a partial reduction, a slice, a collective) is an error at
+    the op.
+
+    A `gacc.state` argument read only elementwise whose `gacc.state_out`
+    result is sharded stays sharded between steps: the argument and the
+    result become the rank's shard (`tensor<s>`), marked
+    `gacc.shard_of = array<i64: dims>` with the full shape. Every other
+    sharded result (`param_out`, `grad`) is all-gathered: one
+    `shard.all_gather` per bucket and element type.
+
+    The grid axis needs a static size: a grid of dynamic shape takes
+    `data-parallel-size` (the tools set it to the number of ranks).
+  }];
+  let options = [
+    Option<"dataParallelSize", "data-parallel-size", "int64_t",
+           /*default=*/"0",
+           "Number of data-parallel ranks for a grid of dynamic shape "
+           "(0: the grid's own size)">,
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::shard::ShardDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def LossScalePass : Pass<"gacc-loss-scale", "ModuleOp"> {
   let summary = "Scale the loss seed, unscale once, skip the step on overflow";
   let description = [{

@@ -33,9 +33,12 @@ struct GpuPreparePass : public gacc::impl::GpuPreparePassBase<GpuPreparePass> {
     GACC_VERIFY_PASS_RESULT();
     ModuleOp module = getOperation();
     // The collectives of the CUDA runtime have the CPU ones' signatures
-    // (the blocking all-reduce, and the start and wait of an overlapped one).
-    for (StringRef name : {"gaccrt_all_reduce", "gaccrt_all_reduce_start",
-                           "gaccrt_all_reduce_wait"}) {
+    // (the blocking all-reduce, and the start and wait of an overlapped one;
+    // shard-optimizer-state's reduce-scatter and all-gather).
+    for (StringRef name :
+         {"gaccrt_all_reduce", "gaccrt_all_reduce_start",
+          "gaccrt_all_reduce_wait", "gaccrt_reduce_scatter",
+          "gaccrt_all_gather"}) {
       auto decl = module.lookupSymbol<func::FuncOp>(name);
       if (!decl)
         continue;

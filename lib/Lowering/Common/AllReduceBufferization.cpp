@@ -6,7 +6,12 @@
 // bufferizes to one call of the runtime:
 //   gaccrt_all_reduce(address, count, dtype, kind, bucket)
 // where kind is 0 (sum) or 1 (average) and bucket comes from `gacc.bucket`
-// (-1 when the collective is not a bucket).
+// (-1 when the collective is not a bucket). The collectives of
+// gacc-shard-optimizer-state read their operand and write a new buffer:
+//   shard.reduce_scatter -> gaccrt_reduce_scatter(in, out, count, dtype,
+//                                                 kind, bucket)
+//   shard.all_gather     -> gaccrt_all_gather(in, out, count, dtype, bucket)
+// with count the elements of one rank's block (the result, resp. the input).
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,11 +129,125 @@ struct AllReduceOpInterface
     return success();
   }
 };
+/// Returns the address of a contiguous buffer with the contents of
+/// `buffer` as an i64 (a strided buffer is copied into a new one, which
+/// `copied` receives).
+static Value getContiguousAddress(RewriterBase &rewriter, Location loc,
+                                  Value buffer, Value &copied) {
+  auto type = cast<MemRefType>(buffer.getType());
+  Value target = buffer;
+  while (auto castOp = target.getDefiningOp<memref::CastOp>()) {
+    auto sourceType = cast<MemRefType>(castOp.getSource().getType());
+    if (!sourceType.getLayout().isIdentity() ||
+        sourceType.getShape() != type.getShape())
+      break;
+    target = castOp.getSource();
+    type = sourceType;
+  }
+  if (!type.getLayout().isIdentity()) {
+    auto plain = MemRefType::get(type.getShape(), type.getElementType());
+    target = memref::AllocOp::create(rewriter, loc, plain);
+    memref::CopyOp::create(rewriter, loc, buffer, target);
+    copied = target;
+  }
+  Value address =
+      memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, target);
+  return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                    address);
+}
+
+/// Bufferizes a collective of gacc-shard-optimizer-state: reads its operand,
+/// writes a new buffer through the runtime function `callee`.
+template <typename OpTy>
+struct ShardCollectiveOpInterface
+    : public BufferizableOpInterface::ExternalModel<
+          ShardCollectiveOpInterface<OpTy>, OpTy> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto collective = cast<OpTy>(op);
+    FailureOr<Value> input =
+        getBuffer(rewriter, collective.getInput(), options, state);
+    if (failed(input))
+      return failure();
+    auto inputType = cast<MemRefType>(input->getType());
+    auto resultType = cast<RankedTensorType>(collective.getResult().getType());
+    std::optional<int32_t> dtype = getRuntimeDType(inputType.getElementType());
+    if (!dtype || !inputType.hasStaticShape() ||
+        !resultType.hasStaticShape() || resultType.getRank() != 1)
+      return op->emitOpError() << "cannot lower a collective of " << inputType
+                               << " to the gacc runtime";
+    Location loc = op->getLoc();
+    Value copied;
+    Value in = getContiguousAddress(rewriter, loc, *input, copied);
+    auto outType =
+        MemRefType::get(resultType.getShape(), resultType.getElementType());
+    Value out = memref::AllocOp::create(rewriter, loc, outType);
+    Value outAddress = arith::IndexCastOp::create(
+        rewriter, loc, rewriter.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, out));
+    Type i64 = rewriter.getI64Type(), i32 = rewriter.getI32Type();
+    int64_t bucket = -1;
+    if (auto attr =
+            op->getAttrOfType<IntegerAttr>(GaccDialect::kBucketAttrName))
+      bucket = attr.getInt();
+    Value dtypeValue = arith::ConstantIntOp::create(rewriter, loc, i32, *dtype);
+    Value bucketValue =
+        arith::ConstantIntOp::create(rewriter, loc, i64, bucket);
+    if constexpr (std::is_same_v<OpTy, shard::ReduceScatterOp>) {
+      auto kind = collective.getReduction();
+      if (kind != shard::ReductionKind::Sum &&
+          kind != shard::ReductionKind::Average)
+        return op->emitOpError("expected a sum or average reduce-scatter");
+      Value count = arith::ConstantIntOp::create(rewriter, loc, i64,
+                                                 outType.getNumElements());
+      Value kindValue = arith::ConstantIntOp::create(
+          rewriter, loc, i32, *getRuntimeReductionKind(kind));
+      func::FuncOp callee = getOrDeclareRuntimeFunction(
+          op, "gaccrt_reduce_scatter",
+          rewriter.getFunctionType({i64, i64, i64, i32, i32, i64}, {}));
+      func::CallOp::create(rewriter, loc, callee,
+                           ValueRange{in, outAddress, count, dtypeValue,
+                                      kindValue, bucketValue});
+    } else {
+      Value count = arith::ConstantIntOp::create(rewriter, loc, i64,
+                                                 inputType.getNumElements());
+      func::FuncOp callee = getOrDeclareRuntimeFunction(
+          op, "gaccrt_all_gather",
+          rewriter.getFunctionType({i64, i64, i64, i32, i64}, {}));
+      func::CallOp::create(
+          rewriter, loc, callee,
+          ValueRange{in, outAddress, count, dtypeValue, bucketValue});
+    }
+    if (copied)
+      memref::DeallocOp::create(rewriter, loc, copied);
+    replaceOpWithBufferizedValues(rewriter, op, out);
+    return success();
+  }
+};
 } // namespace
 
 void mlir::gacc::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, shard::ShardDialect *) {
     shard::AllReduceOp::attachInterface<AllReduceOpInterface>(*ctx);
+    shard::ReduceScatterOp::attachInterface<
+        ShardCollectiveOpInterface<shard::ReduceScatterOp>>(*ctx);
+    shard::AllGatherOp::attachInterface<
+        ShardCollectiveOpInterface<shard::AllGatherOp>>(*ctx);
   });
 }

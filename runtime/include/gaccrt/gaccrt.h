@@ -113,6 +113,20 @@ GACCRT_API void gaccrt_all_reduce_memref_f32(float *allocated, float *aligned,
                                              int64_t offset, int64_t size,
                                              int64_t stride, int32_t kind,
                                              int64_t bucket);
+/** Reduce-scatter of a bucket (shard-optimizer-state): `send` holds
+ *  world_size * count elements of type `dtype` (f32, f64, i32 or i64), rank
+ *  r's block at element r * count; the blocks are reduced elementwise over
+ *  the ranks (kind: sum or average) and rank r receives block r in `recv`
+ *  (count elements). MPI: MPI_Reduce_scatter_block. Counted as a collective
+ *  of world_size * count elements reduced. */
+GACCRT_API void gaccrt_reduce_scatter(const void *send, void *recv,
+                                      int64_t count, int32_t dtype,
+                                      int32_t kind, int64_t bucket);
+/** All-gather of a bucket's updated shards: `recv` (world_size * count
+ *  elements) receives rank r's `count` elements of `send` at element
+ *  r * count. MPI: MPI_Allgather. Counted as a collective. */
+GACCRT_API void gaccrt_all_gather(const void *send, void *recv, int64_t count,
+                                  int32_t dtype, int64_t bucket);
 /** Broadcasts `bytes` bytes at `data` from rank `root` to every rank. */
 GACCRT_API void gaccrt_broadcast(void *data, int64_t bytes, int root);
 /** Collective timeout in seconds (0, the default: wait forever). With a
@@ -122,11 +136,18 @@ GACCRT_API void gaccrt_broadcast(void *data, int64_t bytes, int root);
  *  aborts every rank. */
 GACCRT_API void gaccrt_set_collective_timeout(double seconds);
 GACCRT_API double gaccrt_collective_timeout(void);
-/** Number of gaccrt_all_reduce* calls (started ones included) since init or
+/** Number of gaccrt_all_reduce* calls (started ones included),
+ *  gaccrt_reduce_scatter and gaccrt_all_gather calls since init or
  *  gaccrt_reset_stats. */
 GACCRT_API int64_t gaccrt_collectives_issued(void);
 /** Sum of count * sizeof(dtype) over those calls. */
 GACCRT_API int64_t gaccrt_bytes_reduced(void);
+/** Bytes this rank sent over the network in those calls and in
+ *  gaccrt_reduce_scatter / gaccrt_all_gather, as a ring algorithm sends
+ *  them: an all-reduce of b bytes 2 b (N - 1) / N, a reduce-scatter of
+ *  b bytes (its input) and an all-gather of b bytes (its output)
+ *  b (N - 1) / N each, for N ranks (0 with one rank). */
+GACCRT_API int64_t gaccrt_bytes_moved(void);
 GACCRT_API void gaccrt_reset_stats(void);
 
 /*===--- Index checks -----------------------------------------------------===*/

@@ -169,6 +169,17 @@ GACCRT_API void gaccrt_cuda_sgemm(
 GACCRT_API void gaccrt_cuda_all_reduce(void *device_data, int64_t count,
                                        int32_t dtype, int32_t kind,
                                        int64_t bucket);
+/** shard-optimizer-state on the device: gaccrt_reduce_scatter and
+ *  gaccrt_all_gather (gaccrt.h) of device buffers, as ncclReduceScatter
+ *  (ncclSum or ncclAvg) and ncclAllGather on the communication stream after
+ *  the compute stream's work; the compute stream's next work waits for
+ *  them. With one rank, a device copy. `count` is one rank's block. */
+GACCRT_API void gaccrt_cuda_reduce_scatter(const void *send, void *recv,
+                                           int64_t count, int32_t dtype,
+                                           int32_t kind, int64_t bucket);
+GACCRT_API void gaccrt_cuda_all_gather(const void *send, void *recv,
+                                       int64_t count, int32_t dtype,
+                                       int64_t bucket);
 /** Starts gaccrt_cuda_all_reduce of a bucket and returns a handle (> 0) for
  *  gaccrt_cuda_all_reduce_wait: what code compiled with overlap-all-reduce
  *  calls right after the final micro-batch's last write into the bucket.

@@ -19,7 +19,10 @@ def GpuPreparePass : Pass<"gacc-gpu-prepare", "ModuleOp"> {
     allocations (`gpu.alloc`/`gpu.dealloc`), copies become `gpu.memcpy`,
     and collectives call the CUDA runtime (`gaccrt_cuda_all_reduce`, NCCL;
     `gaccrt_all_reduce_start`/`_wait` of gacc-overlap-all-reduce become
-    `gaccrt_cuda_all_reduce_start`/`_wait`).
+    `gaccrt_cuda_all_reduce_start`/`_wait`; shard-optimizer-state's
+    `gaccrt_reduce_scatter`/`gaccrt_all_gather` become
+    `gaccrt_cuda_reduce_scatter`/`_all_gather`, ncclReduceScatter and
+    ncclAllGather).
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

@@ -347,7 +347,9 @@ def EraseGridsPass : Pass<"gacc-erase-grids", "ModuleOp"> {
   let description = [{
     After bufferization the collectives are runtime calls; the device grids
     they named have no lowering and go away (a grid still referenced is an
-    error).
+    error). First, `shard.process_linear_index` of a one-axis grid (the
+    shard offsets of gacc-shard-optimizer-state) becomes a call of
+    `gaccrt_rank()`.
   }];
 }
 

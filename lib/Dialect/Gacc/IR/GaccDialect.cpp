@@ -49,6 +49,20 @@ static FailureOr<int64_t> getIndexRole(Operation *op, NamedAttribute attr,
   return intAttr.getInt();
 }
 
+/// Checks `gacc.shard_of` (gacc-shard-optimizer-state): the full shape of
+/// which the 1-D `type` is the rank's shard.
+static LogicalResult verifyShardOf(Operation *op, NamedAttribute attr,
+                                   Type type, StringRef where) {
+  auto shape = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+  auto shaped = dyn_cast<ShapedType>(type);
+  if (!shape || !shaped || !shaped.hasRank() || shaped.getRank() != 1 ||
+      isa<VectorType>(type))
+    return op->emitOpError()
+           << "expected '" << attr.getName().getValue() << "' on " << where
+           << " to be an array<i64> on a 1-D tensor or memref";
+  return success();
+}
+
 LogicalResult GaccDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
@@ -59,6 +73,8 @@ LogicalResult GaccDialect::verifyRegionArgAttribute(Operation *op,
                              << "' is only valid on function arguments";
   std::string where = ("argument #" + Twine(argIndex)).str();
   StringRef name = attr.getName().getValue();
+  if (name == kShardOfAttrName)
+    return verifyShardOf(op, attr, func.getArgumentTypes()[argIndex], where);
   Role role = symbolizeRole(name, /*onResult=*/false);
   if (role == Role::None)
     return op->emitOpError()
@@ -107,6 +123,8 @@ LogicalResult GaccDialect::verifyRegionResultAttribute(Operation *op,
                              << "' is only valid on function results";
   std::string where = ("result #" + Twine(resultIndex)).str();
   StringRef name = attr.getName().getValue();
+  if (name == kShardOfAttrName)
+    return verifyShardOf(op, attr, func.getResultTypes()[resultIndex], where);
   Role role = symbolizeRole(name, /*onResult=*/true);
   if (role == Role::None)
     return op->emitOpError()

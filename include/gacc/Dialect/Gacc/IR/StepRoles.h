@@ -35,6 +35,12 @@ constexpr StringLiteral kPartialAttrName = "gacc.partial";
 /// its runtime call: the element offset of the reduced tensor in its bucket.
 constexpr StringLiteral kBucketOffsetAttrName = "gacc.bucket_offset";
 
+/// On a `gacc.state` argument and its `gacc.state_out` result
+/// (gacc-shard-optimizer-state): the value is the rank's shard of a tensor
+/// of this shape, flattened, padded with zeros to a multiple of the rank
+/// count N and split evenly (rank r holds elements [r s, r s + s)).
+constexpr StringLiteral kShardOfAttrName = "gacc.shard_of";
+
 /// On a training step whose sample dimension was dynamic (`tensor<?x...>`)
 /// before gacc-prepare-step specialized it: its sample counts are the
 /// `tensor.dim`s it reads, so gacc-runtime-batch-size takes its float
