@@ -16,6 +16,12 @@
 # gacc-compile. Environment: GACC_BUILD_DIR (default build, with CUDA),
 # BENCH_DIMS (default 1024,1024,1024,1024,10), BENCH_BATCH (512),
 # BENCH_MS (1,2,4,8), GACC_BUNDLE_MCPU (host CPU of the step code, x86-64-v2).
+#
+# All or nothing (issue 49): the bundle is built in a hidden temporary
+# folder next to OUT_DIR and renamed into place only when complete; a failed
+# or interrupted build leaves a previous OUT_DIR as it was and removes the
+# temporary. Test only: GACC_TEST_BUNDLE_FAIL=1 fails the build once the
+# libraries are copied.
 set -euo pipefail
 if [ $# -ne 1 ]; then
   echo "usage: $0 OUT_DIR" >&2
@@ -27,7 +33,7 @@ if [ ! -x "${GACC_BUILD_DIR:-$ROOT/build}/bin/gacc-compile" ]; then
   GACC_BUILD_DIR=${GACC_BUILD_DIR:-$ROOT/build} "$ROOT/scripts/build.sh"
 fi
 BUILD=$(cd "${GACC_BUILD_DIR:-$ROOT/build}" && pwd)
-OUT=$1
+FINAL=$1
 DIMS=${BENCH_DIMS:-1024,1024,1024,1024,10}
 BATCH=${BENCH_BATCH:-512}
 BENCH_MS=${BENCH_MS:-1,2,4,8}
@@ -41,9 +47,17 @@ done
   exit 1
 }
 
+mkdir -p "$(dirname "$FINAL")"
+FINAL="$(cd "$(dirname "$FINAL")" && pwd)/$(basename "$FINAL")"
+OUT="$(dirname "$FINAL")/.$(basename "$FINAL").gacc-tmp-$$"
+TORCH_DIR=
+cleanup() {
+  [ -n "$TORCH_DIR" ] && rm -rf "$TORCH_DIR"
+  rm -rf "$OUT"
+}
+trap cleanup EXIT
 rm -rf "$OUT"
 mkdir -p "$OUT"/{bin,lib,steps/cuda,steps/cpu,cases,bench}
-OUT=$(cd "$OUT" && pwd)
 
 # Runners, runtime and the runtime's device tests.
 cp "$BUILD/bin/gacc-run-aot" "$OUT/bin/"
@@ -58,6 +72,10 @@ ldd "$BUILD/lib/libgaccrt.so" | awk '/=> \//{print $1, $3}' | while read -r sona
   esac
 done
 cp "$ROOT/scripts/device/env.sh" "$ROOT/scripts/device/check_results.py" "$OUT/"
+if [ "${GACC_TEST_BUNDLE_FAIL:-}" = 1 ]; then
+  echo "make-device-bundle: failing on purpose (GACC_TEST_BUNDLE_FAIL=1)" >&2
+  exit 1
+fi
 cp "$ROOT/bench/torch_mlp.py" "$ROOT/bench/torch_gpt.py" \
   "$ROOT/examples/torch/train_gpt.py" "$OUT/bench/"
 
@@ -98,7 +116,6 @@ tied-m2 1e-4 tied_weights.mlir --micro-batches=2"
 # its key bias's zero gradient into updates of up to lr), with its
 # embedding gradient as gacc.scatter_add.
 TORCH_DIR=$(mktemp -d)
-trap 'rm -rf "$TORCH_DIR"' EXIT
 PYTHONPATH="$BUILD/python" $PY "$ROOT/test/Python/export_models.py" "$TORCH_DIR" gpt_grads > /dev/null
 CASES="$CASES
 gpt-m2 1e-4 $TORCH_DIR/gpt_grads.mlir --micro-batches=2
@@ -186,8 +203,14 @@ SH
 chmod +x "$OUT/run-cpu-cases.sh"
 
 size=$(du -sb "$OUT" | cut -f1)
-echo "device bundle: $OUT, $(wc -l < "$OUT/cases.txt") cases, $((size / 1048576)) MiB ($size bytes)"
+echo "device bundle: $FINAL, $(wc -l < "$OUT/cases.txt") cases, $((size / 1048576)) MiB ($size bytes)"
 if [ "$size" -ge $((64 * 1048576)) ]; then
   echo "make-device-bundle: the bundle is over 64 MiB" >&2
   exit 1
 fi
+# Complete: the previous bundle out of the way, the new one in place.
+if [ -e "$FINAL" ]; then
+  mv "$FINAL" "$OUT.old"
+fi
+mv "$OUT" "$FINAL" || { [ -e "$OUT.old" ] && mv "$OUT.old" "$FINAL"; exit 1; }
+rm -rf "$OUT.old"

@@ -23,16 +23,20 @@ using namespace mlir;
 using namespace mlir::gacc;
 
 /// What a function's arguments are, for a function reached through calls:
-/// argument -> the caller's tensor.empty it is (or is a view of).
-using ArgumentEmpties = DenseMap<Value, tensor::EmptyOp>;
+/// argument -> the caller's tensor.empty it is (or is a view of), and
+/// whether that came from an argument of the function being checked.
+using ArgumentEmpties = DenseMap<Value, std::pair<tensor::EmptyOp, bool>>;
 
 /// The `tensor.empty` that `value` is, or is a view of, with `viaArgument`
 /// set when it reached `value` as an argument of the function (`arguments`);
-/// null otherwise. An scf.for iter_arg is its init in the first iteration.
-/// A tensor without elements has no contents to read: null.
+/// null otherwise. An scf.for iter_arg is its init in the first iteration;
+/// the result of a call to a one-block function is what that function
+/// returns, with the call's operands for its arguments. A tensor without
+/// elements has no contents to read: null.
 static tensor::EmptyOp getEmptyRoot(Value value,
                                     const ArgumentEmpties &arguments,
-                                    bool *viaArgument = nullptr) {
+                                    bool *viaArgument = nullptr,
+                                    int depth = 0) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   if (!type || (type.hasStaticShape() && type.getNumElements() == 0))
     return {};
@@ -49,12 +53,35 @@ static tensor::EmptyOp getEmptyRoot(Value value,
       if (found == arguments.end())
         return {};
       if (viaArgument)
-        *viaArgument = true;
-      return found->second;
+        *viaArgument = found->second.second;
+      return found->second.first;
     }
     Operation *def = value.getDefiningOp();
     if (auto empty = dyn_cast<tensor::EmptyOp>(def))
       return empty;
+    if (auto call = dyn_cast<func::CallOp>(def)) {
+      // Bounded: a recursive step is refused elsewhere, not looped on here.
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (depth > 16 || !callee || callee.isExternal() ||
+          !llvm::hasSingleElement(callee.getBody()))
+        return {};
+      auto ret =
+          dyn_cast<func::ReturnOp>(callee.getBody().front().getTerminator());
+      if (!ret)
+        return {};
+      ArgumentEmpties inner;
+      for (auto [operand, arg] :
+           llvm::zip(call.getOperands(), callee.getArguments())) {
+        bool via = false;
+        if (tensor::EmptyOp empty =
+                getEmptyRoot(operand, arguments, &via, depth + 1))
+          inner[arg] = {empty, via};
+      }
+      return getEmptyRoot(
+          ret.getOperand(cast<OpResult>(value).getResultNumber()), inner,
+          viaArgument, depth + 1);
+    }
     if (!isa<tensor::CastOp, tensor::ExtractSliceOp, tensor::ExpandShapeOp,
              tensor::CollapseShapeOp>(def))
       return {};
@@ -125,7 +152,7 @@ static LogicalResult verifyFunction(Visit &visit,
           for (auto [operand, arg] :
                llvm::zip(call.getOperands(), callee.getArguments()))
             if (tensor::EmptyOp empty = getEmptyRoot(operand, visit.arguments))
-              next.arguments[arg] = empty;
+              next.arguments[arg] = {empty, true};
         work.push_back(std::move(next));
       }
     for (auto &[operand, name] : getReadOperands(op)) {

@@ -186,3 +186,34 @@ func.func @call_writes(%x: tensor<4xf32> {gacc.batch = 0 : i64})
   } -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// A call's result is what the callee returns: passed through a helper and
+// read after the call.
+
+func.func private @pass_through(%t: tensor<4xf32>) -> tensor<4xf32> {
+  %c = tensor.cast %t : tensor<4xf32> to tensor<4xf32>
+  return %c : tensor<4xf32>
+}
+
+func.func @read_after_pass_through(%x: tensor<4xf32> {gacc.batch = 0 : i64})
+    -> (tensor<f32> {gacc.loss}) {
+  // expected-note @below {{the tensor.empty}}
+  %e = tensor.empty() : tensor<4xf32>
+  %p = func.call @pass_through(%e) : (tensor<4xf32>) -> tensor<4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %z = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  // expected-error @below {{'linalg.generic' op reads undefined contents: its input #0 is a tensor.empty and its body reads the value}}
+  %s = linalg.generic {
+      indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>],
+      iterator_types = ["reduction"]}
+      ins(%p, %x : tensor<4xf32>, tensor<4xf32>) outs(%z : tensor<f32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %t = arith.addf %m, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<f32>
+  return %s : tensor<f32>
+}

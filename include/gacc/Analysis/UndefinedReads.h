@@ -29,7 +29,8 @@ namespace mlir::gacc {
 /// are fine, as are tensors without elements. A tensor.empty reaches a read
 /// through views, through an `scf.for` iter_arg it initializes (the first
 /// iteration reads it), and through a call into the callee's argument (a
-/// callee that only returns it reads nothing). Emits an error at the
+/// callee that only returns it reads nothing; the call's result is then
+/// the tensor.empty for the caller). Emits an error at the
 /// reading op with a note at the `tensor.empty` (and one at the call).
 LogicalResult verifyNoUndefinedReads(func::FuncOp func);
 
