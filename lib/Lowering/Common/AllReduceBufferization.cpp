@@ -32,6 +32,33 @@ using namespace mlir;
 using namespace mlir::bufferization;
 using namespace mlir::gacc;
 
+/// Returns the address of a contiguous buffer with the contents of
+/// `buffer` as an i64 (a strided buffer is copied into a new one, which
+/// `copied` receives).
+static Value getContiguousAddress(RewriterBase &rewriter, Location loc,
+                                  Value buffer, Value &copied) {
+  auto type = cast<MemRefType>(buffer.getType());
+  Value target = buffer;
+  while (auto castOp = target.getDefiningOp<memref::CastOp>()) {
+    auto sourceType = cast<MemRefType>(castOp.getSource().getType());
+    if (!sourceType.getLayout().isIdentity() ||
+        sourceType.getShape() != type.getShape())
+      break;
+    target = castOp.getSource();
+    type = sourceType;
+  }
+  if (!type.getLayout().isIdentity()) {
+    auto plain = MemRefType::get(type.getShape(), type.getElementType());
+    target = memref::AllocOp::create(rewriter, loc, plain);
+    memref::CopyOp::create(rewriter, loc, buffer, target);
+    copied = target;
+  }
+  Value address =
+      memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, target);
+  return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                    address);
+}
+
 namespace {
 struct AllReduceOpInterface
     : public BufferizableOpInterface::ExternalModel<AllReduceOpInterface,
@@ -76,27 +103,9 @@ struct AllReduceOpInterface
     Location loc = op->getLoc();
     // The runtime reduces contiguous memory: reduce a contiguous copy of a
     // strided buffer and copy it back.
-    Value target = *buffer;
-    // A cast to a strided layout (loop results are bufferized with one) of
-    // an identity buffer: reduce the identity buffer itself.
-    while (auto castOp = target.getDefiningOp<memref::CastOp>()) {
-      auto sourceType = cast<MemRefType>(castOp.getSource().getType());
-      if (!sourceType.getLayout().isIdentity() ||
-          sourceType.getShape() != type.getShape())
-        break;
-      target = castOp.getSource();
-      type = sourceType;
-    }
-    bool contiguous = type.getLayout().isIdentity();
-    if (!contiguous) {
-      auto plain = MemRefType::get(type.getShape(), type.getElementType());
-      target = memref::AllocOp::create(rewriter, loc, plain);
-      memref::CopyOp::create(rewriter, loc, *buffer, target);
-    }
-    Value address =
-        memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, target);
+    Value copied;
+    Value addressI64 = getContiguousAddress(rewriter, loc, *buffer, copied);
     Type i64 = rewriter.getI64Type(), i32 = rewriter.getI32Type();
-    Value addressI64 = arith::IndexCastOp::create(rewriter, loc, i64, address);
     Value count =
         arith::ConstantIntOp::create(rewriter, loc, i64, type.getNumElements());
     Value dtypeValue = arith::ConstantIntOp::create(rewriter, loc, i32, *dtype);
@@ -121,41 +130,14 @@ struct AllReduceOpInterface
     // gacc-overlap-all-reduce starts it early and waits where it is read.
     if (op->hasAttr(GaccDialect::kOverlapAttrName))
       call->setAttr(GaccDialect::kOverlapAttrName, rewriter.getUnitAttr());
-    if (!contiguous) {
-      memref::CopyOp::create(rewriter, loc, target, *buffer);
-      memref::DeallocOp::create(rewriter, loc, target);
+    if (copied) {
+      memref::CopyOp::create(rewriter, loc, copied, *buffer);
+      memref::DeallocOp::create(rewriter, loc, copied);
     }
     replaceOpWithBufferizedValues(rewriter, op, *buffer);
     return success();
   }
 };
-/// Returns the address of a contiguous buffer with the contents of
-/// `buffer` as an i64 (a strided buffer is copied into a new one, which
-/// `copied` receives).
-static Value getContiguousAddress(RewriterBase &rewriter, Location loc,
-                                  Value buffer, Value &copied) {
-  auto type = cast<MemRefType>(buffer.getType());
-  Value target = buffer;
-  while (auto castOp = target.getDefiningOp<memref::CastOp>()) {
-    auto sourceType = cast<MemRefType>(castOp.getSource().getType());
-    if (!sourceType.getLayout().isIdentity() ||
-        sourceType.getShape() != type.getShape())
-      break;
-    target = castOp.getSource();
-    type = sourceType;
-  }
-  if (!type.getLayout().isIdentity()) {
-    auto plain = MemRefType::get(type.getShape(), type.getElementType());
-    target = memref::AllocOp::create(rewriter, loc, plain);
-    memref::CopyOp::create(rewriter, loc, buffer, target);
-    copied = target;
-  }
-  Value address =
-      memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, target);
-  return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
-                                    address);
-}
-
 /// Bufferizes a collective of gacc-shard-optimizer-state: reads its operand,
 /// writes a new buffer through the runtime function `callee`.
 template <typename OpTy>
@@ -187,8 +169,8 @@ struct ShardCollectiveOpInterface
     auto inputType = cast<MemRefType>(input->getType());
     auto resultType = cast<RankedTensorType>(collective.getResult().getType());
     std::optional<int32_t> dtype = getRuntimeDType(inputType.getElementType());
-    if (!dtype || !inputType.hasStaticShape() ||
-        !resultType.hasStaticShape() || resultType.getRank() != 1)
+    if (!dtype || !inputType.hasStaticShape() || !resultType.hasStaticShape() ||
+        resultType.getRank() != 1)
       return op->emitOpError() << "cannot lower a collective of " << inputType
                                << " to the gacc runtime";
     Location loc = op->getLoc();
