@@ -95,8 +95,21 @@ private:
       return std::nullopt;
     return it->second;
   }
+  /// An error at `op`, with a note at the collective that sharded the
+  /// gradient it reads.
   InFlightDiagnostic refuse(Operation *op, const Twine &why) {
     InFlightDiagnostic diag = op->emitOpError(why);
+    std::optional<ShardInfo> info;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (!info)
+          info = lookup(operand);
+    });
+    if (info)
+      if (auto it = bucketLocs.find(info->bucket); it != bucketLocs.end())
+        diag.attachNote(it->second)
+            << "the gradient is sharded by the reduce-scatter of bucket "
+            << info->bucket << " here";
     return diag;
   }
 
@@ -117,6 +130,8 @@ private:
   /// The all-reduces of one scalar that combine the ranks' reductions.
   DenseSet<Operation *> scalarSums;
   int64_t numBuckets = 0;
+  /// Where each bucket's all-reduce was (its reduce-scatter is).
+  DenseMap<int64_t, Location> bucketLocs;
 };
 } // namespace
 
@@ -261,6 +276,7 @@ LogicalResult EpilogueSharder::shardBucket(shard::AllReduceOp allReduce) {
     builder.replaceOp(view, fresh);
   }
 
+  bucketLocs.try_emplace(bucket, loc);
   builder.setInsertionPoint(allReduce);
   // Rank-major layout: [N, chunk], member k at column chunkOffset.
   auto layoutType = RankedTensorType::get({ranks, chunk}, elementType);

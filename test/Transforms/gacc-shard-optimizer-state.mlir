@@ -136,6 +136,7 @@ func.func @transpose(%w: tensor<2x2xf32> {gacc.param}, %x: tensor<4x2xf32> {gacc
       %0 = arith.addf %acc, %p : f32
       linalg.yield %0 : f32
   } -> tensor<2x2xf32>
+  // expected-note @+1 {{the gradient is sharded by the reduce-scatter of bucket 0 here}}
   %ga = shard.all_reduce %g on @dp grid_axes = [0] reduction = average : tensor<2x2xf32> -> tensor<2x2xf32>
   // expected-error @below {{'linalg.transpose' op reads a sharded gradient other than element by element or by a reduction over all its elements; with shard-optimizer-state each rank holds only a slice of it (run the step without the option)}}
   %t = linalg.transpose ins(%ga : tensor<2x2xf32>) outs(%e22 : tensor<2x2xf32>) permutation = [1, 0]
@@ -167,6 +168,7 @@ func.func @row_norm(%w: tensor<2x2xf32> {gacc.param}, %x: tensor<4x2xf32> {gacc.
       %0 = arith.addf %acc, %p : f32
       linalg.yield %0 : f32
   } -> tensor<2x2xf32>
+  // expected-note @+1 {{the gradient is sharded by the reduce-scatter of bucket 0 here}}
   %ga = shard.all_reduce %g on @dp grid_axes = [0] reduction = average : tensor<2x2xf32> -> tensor<2x2xf32>
   %e2 = tensor.empty() : tensor<2xf32>
   %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2xf32>) -> tensor<2xf32>
@@ -206,6 +208,7 @@ func.func @position(%w: tensor<2x2xf32> {gacc.param}, %x: tensor<4x2xf32> {gacc.
       %0 = arith.addf %acc, %p : f32
       linalg.yield %0 : f32
   } -> tensor<2x2xf32>
+  // expected-note @+1 {{the gradient is sharded by the reduce-scatter of bucket 0 here}}
   %ga = shard.all_reduce %g on @dp grid_axes = [0] reduction = average : tensor<2x2xf32> -> tensor<2x2xf32>
   // expected-error @below {{'linalg.generic' op reads the positions of a sharded gradient (linalg.index); with shard-optimizer-state each rank sees only its slice}}
   %new = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
@@ -246,6 +249,7 @@ func.func @slice(%w: tensor<2x2xf32> {gacc.param}, %x: tensor<4x2xf32> {gacc.bat
       %0 = arith.addf %acc, %p : f32
       linalg.yield %0 : f32
   } -> tensor<2x2xf32>
+  // expected-note @+1 {{the gradient is sharded by the reduce-scatter of bucket 0 here}}
   %ga = shard.all_reduce %g on @dp grid_axes = [0] reduction = average : tensor<2x2xf32> -> tensor<2x2xf32>
   // expected-error @below {{'tensor.extract_slice' op reads a sharded gradient; with shard-optimizer-state only elementwise ops, reshapes and reductions over all elements may (run the step without the option)}}
   %row = tensor.extract_slice %ga[0, 0] [1, 2] [1, 1] : tensor<2x2xf32> to tensor<2xf32>
@@ -277,6 +281,7 @@ func.func @product(%w: tensor<2x2xf32> {gacc.param}, %x: tensor<4x2xf32> {gacc.b
       %0 = arith.addf %acc, %p : f32
       linalg.yield %0 : f32
   } -> tensor<2x2xf32>
+  // expected-note @+1 {{the gradient is sharded by the reduce-scatter of bucket 0 here}}
   %ga = shard.all_reduce %g on @dp grid_axes = [0] reduction = average : tensor<2x2xf32> -> tensor<2x2xf32>
   %f1 = linalg.fill ins(%one : f32) outs(%e : tensor<f32>) -> tensor<f32>
   // expected-error @below {{'linalg.generic' op reduces a sharded gradient with a combiner other than a sum, max, min or a flag set to a constant; with shard-optimizer-state the ranks' partial results could not be combined}}
