@@ -755,6 +755,12 @@ LogicalResult EpilogueSharder::shardReturn(func::ReturnOp ret) {
     gathers[{info->bucket, elementType}].push_back(
         {static_cast<unsigned>(j), *info, 0});
   }
+  // The all-gathers start as soon as their shards are final, as the
+  // reduce-scatters do (gacc-overlap-all-reduce), when those are overlapped.
+  bool overlap = false;
+  func.walk([&](shard::ReduceScatterOp scatter) {
+    overlap |= scatter->hasAttr(GaccDialect::kOverlapAttrName);
+  });
   for (auto &[key, members] : gathers) {
     Type elementType = key.second;
     int64_t chunk = 0;
@@ -772,6 +778,8 @@ LogicalResult EpilogueSharder::shardReturn(func::ReturnOp ret) {
         gridAxes, packed, builder.getIndexAttr(0));
     gather->setAttr(GaccDialect::kBucketAttrName,
                     builder.getI64IntegerAttr(key.first));
+    if (overlap)
+      gather->setAttr(GaccDialect::kOverlapAttrName, builder.getUnitAttr());
     Value rows = tensor::ExpandShapeOp::create(
         builder, loc, RankedTensorType::get({ranks, chunk}, elementType),
         gather, ArrayRef<ReassociationIndices>{{0, 1}});

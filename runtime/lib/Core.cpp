@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -334,39 +335,104 @@ void runAllReduce(Backend &backend, const AllReduceCall &call, int track,
   }
 }
 
-/// The communication thread of the overlapped all-reduces: it runs the
-/// started calls one after the other, in the order they were started, with
-/// the same backend call as gaccrt_all_reduce (so the results are the
-/// same bits). Every other collective first waits until it is idle, so the
-/// backend is never called from two threads at once and every rank issues
-/// its collectives in program order.
+/// The communication thread of the overlapped collectives: it runs the
+/// started calls (gaccrt_all_reduce_start, gaccrt_reduce_scatter_start,
+/// gaccrt_all_gather_start) one after the other, in the order they were
+/// started, with the same backend calls as the blocking entry points (so the
+/// results are the same bits). Every other collective first waits until it
+/// is idle, so the backend is never called from two threads at once and
+/// every rank issues its collectives in program order.
 struct CommunicationThread {
+  /// A started call not yet finished: the buffer its wait names, its bucket
+  /// and what it is ("all-reduce", "reduce-scatter", "all-gather").
+  struct Pending {
+    const void *buffer;
+    int64_t bucket;
+    const char *what;
+  };
   std::mutex mutex;
   std::condition_variable changed;
-  /// Started calls by handle, with the time of their start (trace).
-  std::deque<std::tuple<int64_t, AllReduceCall, double>> queue;
-  /// Started calls not yet finished, by handle: their buffer and bucket.
-  std::map<int64_t, std::pair<void *, int64_t>> pending;
+  /// Started calls by handle, with the time of their start (trace); the
+  /// work runs on the communication thread and is given that time.
+  std::deque<std::tuple<int64_t, std::function<void(double)>, double>> queue;
+  /// Started calls not yet finished, by handle.
+  std::map<int64_t, Pending> pending;
   /// The last handle given out.
   int64_t lastHandle = 0;
   bool running = false;
   bool stopping = false;
   std::thread thread;
 
-  void loop(Backend &backend) {
+  void loop() {
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
       changed.wait(lock, [&] { return stopping || !queue.empty(); });
       if (queue.empty())
         return;
-      auto [handle, call, startedUs] = queue.front();
+      auto [handle, work, startedUs] = queue.front();
       lock.unlock();
-      runAllReduce(backend, call, /*track=*/1, startedUs);
+      work(startedUs);
       lock.lock();
       queue.pop_front();
       pending.erase(handle);
       changed.notify_all();
     }
+  }
+
+  /// Starts `work` (or runs it at once, after the started ones, when `async`
+  /// is false) and returns its handle.
+  int64_t start(bool async, const Pending &call,
+                std::function<void(double)> work) {
+    std::unique_lock<std::mutex> lock(mutex);
+    int64_t handle = ++lastHandle;
+    if (!async) {
+      // Nothing to overlap (one rank, no data) or a backend that must stay
+      // on this thread: run it now, after the started ones.
+      changed.wait(lock, [&] { return pending.empty(); });
+      lock.unlock();
+      work(-1.0);
+      return handle;
+    }
+    if (!running) {
+      running = true;
+      thread = std::thread([this] { loop(); });
+    }
+    pending[handle] = call;
+    queue.emplace_back(handle, std::move(work),
+                       traceEnabled() ? gaccrt_now_us() : 0.0);
+    changed.notify_all();
+    return handle;
+  }
+
+  /// Waits for the started call `handle` of `caller` (a call of `what` on
+  /// `buffer`); aborts with a message for a handle that is not one.
+  void wait(const char *caller, const char *what, int64_t handle,
+            const void *buffer) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (handle <= 0 || handle > lastHandle)
+      fatal(std::string(caller) + ": " + std::to_string(handle) +
+            " is not a handle of a started collective (" +
+            std::to_string(lastHandle) + " started so far)");
+    auto it = pending.find(handle);
+    if (it == pending.end())
+      return; // finished already (or waited for before)
+    int64_t bucket = it->second.bucket;
+    if (std::strcmp(it->second.what, what) != 0)
+      fatal(std::string(caller) + ": handle " + std::to_string(handle) +
+            " (bucket " + std::to_string(bucket) + ") is a started " +
+            it->second.what + ", not a " + what);
+    if (it->second.buffer != buffer)
+      fatal(std::string(caller) + ": handle " + std::to_string(handle) +
+            " (bucket " + std::to_string(bucket) +
+            ") was started on another buffer than the one waited for");
+    bool tracing = traceEnabled();
+    double start = tracing ? gaccrt_now_us() : 0.0;
+    changed.wait(lock, [&] { return !pending.count(handle); });
+    if (tracing)
+      traceComplete(std::string("wait for ") + what + " bucket " +
+                        std::to_string(bucket),
+                    "wait", start, gaccrt_now_us() - start,
+                    "{\"handle\": " + std::to_string(handle) + "}");
   }
 
   /// Waits until every started call has finished.
@@ -416,51 +482,18 @@ int64_t gaccrt_all_reduce_start(void *data, int64_t count, int32_t dtype,
   Backend &backend = ensureInitialized();
   AllReduceCall call = validateAllReduce("gaccrt_all_reduce_start", data, count,
                                          dtype, kind, bucket);
-  CommunicationThread &comm = communicationThread();
   bool async = backend.worldSize() > 1 && count > 0 &&
                backend.allowsCommunicationThread();
-  std::unique_lock<std::mutex> lock(comm.mutex);
-  int64_t handle = ++comm.lastHandle;
-  if (!async) {
-    // Nothing to overlap (one rank, no data) or a backend that must stay on
-    // this thread: reduce now, after the started ones.
-    comm.changed.wait(lock, [&] { return comm.pending.empty(); });
-    lock.unlock();
-    runAllReduce(backend, call, /*track=*/0);
-    return handle;
-  }
-  if (!comm.running) {
-    comm.running = true;
-    comm.thread = std::thread([&comm, &backend] { comm.loop(backend); });
-  }
-  comm.pending[handle] = {data, bucket};
-  comm.queue.emplace_back(handle, call, traceEnabled() ? gaccrt_now_us() : 0.0);
-  comm.changed.notify_all();
-  return handle;
+  return communicationThread().start(
+      async, {data, bucket, "all-reduce"},
+      [&backend, call, async](double startedUs) {
+        runAllReduce(backend, call, /*track=*/async ? 1 : 0, startedUs);
+      });
 }
 
 void gaccrt_all_reduce_wait(int64_t handle, void *data) {
-  CommunicationThread &comm = communicationThread();
-  std::unique_lock<std::mutex> lock(comm.mutex);
-  if (handle <= 0 || handle > comm.lastHandle)
-    fatal("gaccrt_all_reduce_wait: " + std::to_string(handle) +
-          " is not a handle of gaccrt_all_reduce_start (" +
-          std::to_string(comm.lastHandle) + " started so far)");
-  auto it = comm.pending.find(handle);
-  if (it == comm.pending.end())
-    return; // finished already (or waited for before)
-  int64_t bucket = it->second.second;
-  if (it->second.first != data)
-    fatal("gaccrt_all_reduce_wait: handle " + std::to_string(handle) +
-          " (bucket " + std::to_string(bucket) +
-          ") was started on another buffer than the one waited for");
-  bool tracing = traceEnabled();
-  double start = tracing ? gaccrt_now_us() : 0.0;
-  comm.changed.wait(lock, [&] { return !comm.pending.count(handle); });
-  if (tracing)
-    traceComplete("wait for all-reduce bucket " + std::to_string(bucket),
-                  "wait", start, gaccrt_now_us() - start,
-                  "{\"handle\": " + std::to_string(handle) + "}");
+  communicationThread().wait("gaccrt_all_reduce_wait", "all-reduce", handle,
+                             data);
 }
 
 int64_t gaccrt_all_reduces_in_flight(void) {
@@ -531,11 +564,12 @@ void gaccrt_internal_count_collective(int64_t bytes) {
 
 namespace {
 /// The backend type of a reduce-scatter or all-gather dtype (bf16 and f16
-/// buckets are not sharded: their accumulators are f32 or they reduce in
-/// f32 temporaries, which these calls do not make).
+/// reduce in f32 temporaries).
 ReduceType shardedType(const char *caller, int32_t dtype, int64_t bucket) {
   switch (dtype) {
   case GACCRT_F32:
+  case GACCRT_BF16:
+  case GACCRT_F16:
     return ReduceType::F32;
   case GACCRT_F64:
     return ReduceType::F64;
@@ -544,73 +578,171 @@ ReduceType shardedType(const char *caller, int32_t dtype, int64_t bucket) {
   case GACCRT_I64:
     return ReduceType::I64;
   default:
-    fatal(std::string(caller) + ": unsupported dtype " +
-          std::to_string(dtype) + " for bucket " + std::to_string(bucket) +
-          " (expected 0=f32, 1=f64, 4=i32, 5=i64)");
+    fatal(std::string(caller) + ": unsupported dtype " + std::to_string(dtype) +
+          " for bucket " + std::to_string(bucket) +
+          " (expected 0=f32, 1=f64, 2=bf16, 3=f16, 4=i32, 5=i64)");
   }
 }
 
-void traceShardCollective(const char *what, int64_t bucket, double start,
-                          int64_t bytes, int32_t dtype) {
-  if (!traceEnabled())
+/// A validated reduce-scatter (`gather` false) or all-gather of a bucket.
+struct ShardCall {
+  const void *send;
+  void *recv;
+  int64_t count;
+  int32_t dtype;
+  int32_t kind;
+  int64_t bucket;
+  ReduceType type;
+  bool gather;
+};
+
+/// Checks the arguments of a reduce-scatter or all-gather entry point
+/// `caller` (aborting with a message naming the bucket) and counts the call.
+ShardCall validateShardCall(const char *caller, const void *send, void *recv,
+                            int64_t count, int32_t dtype, int32_t kind,
+                            int64_t bucket, bool gather) {
+  ReduceType type = shardedType(caller, dtype, bucket);
+  if (!gather) {
+    if (kind != GACCRT_SUM && kind != GACCRT_AVERAGE)
+      fatal(std::string(caller) + ": unsupported reduction kind " +
+            std::to_string(kind) + " for bucket " + std::to_string(bucket) +
+            " (expected 0=sum, 1=average)");
+    if (kind == GACCRT_AVERAGE &&
+        (type == ReduceType::I32 || type == ReduceType::I64))
+      fatal(std::string(caller) + ": average of an integer bucket " +
+            std::to_string(bucket) + " is not supported; use sum");
+  }
+  if (count < 0 || (count > 0 && (!send || !recv)))
+    fatal(std::string(caller) + ": invalid buffers for bucket " +
+          std::to_string(bucket));
+  int64_t world = currentWorldSizeOrOne(), bytes = count * dtypeBytes(dtype);
+  collectivesIssued.fetch_add(1, std::memory_order_relaxed);
+  if (!gather)
+    bytesReduced.fetch_add(world * bytes, std::memory_order_relaxed);
+  bytesMoved.fetch_add((world - 1) * bytes, std::memory_order_relaxed);
+  return {send, recv, count, dtype, kind, bucket, type, gather};
+}
+
+/// Reduce-scatters a bf16 or f16 bucket through f32 temporaries (the whole
+/// send buffer: world_size * count floats); each received element is
+/// rounded back to 16 bits once, after the sum (and the division of an
+/// average), as reduceHalf does for an all-reduce.
+void reduceScatterHalf(Backend &backend, const ShardCall &call) {
+  bool isBF16 = call.dtype == GACCRT_BF16;
+  int64_t world = backend.worldSize();
+  auto *send = static_cast<const uint16_t *>(call.send);
+  auto *recv = static_cast<uint16_t *>(call.recv);
+  std::vector<float> in(static_cast<size_t>(world * call.count)),
+      out(static_cast<size_t>(call.count));
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = isBF16 ? gaccrt_bf16_to_f32(send[i]) : gaccrt_f16_to_f32(send[i]);
+  backend.reduceScatter(in.data(), out.data(), call.count, ReduceType::F32,
+                        ReduceOp::Sum);
+  if (call.kind == GACCRT_AVERAGE)
+    divideAll(out.data(), call.count, static_cast<float>(world));
+  for (int64_t i = 0; i < call.count; ++i)
+    recv[i] = isBF16 ? gaccrt_f32_to_bf16(out[i]) : gaccrt_f32_to_f16(out[i]);
+}
+
+/// Runs `call` and records its trace event (on `track`; a started call's
+/// event begins at its start, `startedUs` >= 0).
+void runShardCall(Backend &backend, const ShardCall &call, int track,
+                  double startedUs = -1.0) {
+  bool tracing = traceEnabled();
+  double begin = tracing ? gaccrt_now_us() : 0.0;
+  double start = startedUs >= 0 ? startedUs : begin;
+  int64_t world = backend.worldSize();
+  int64_t bytes = call.count * dtypeBytes(call.dtype);
+  bool half = call.dtype == GACCRT_BF16 || call.dtype == GACCRT_F16;
+  if (world == 1 || call.count == 0)
+    std::memmove(call.recv, call.send, bytes);
+  else if (call.gather)
+    backend.allGather(call.send, call.recv, bytes);
+  else if (half)
+    reduceScatterHalf(backend, call);
+  else
+    backend.reduceScatter(call.send, call.recv, call.count, call.type,
+                          ReduceOp::Sum);
+  if (!call.gather && !half && world > 1 && call.kind == GACCRT_AVERAGE) {
+    if (call.type == ReduceType::F32)
+      divideAll(static_cast<float *>(call.recv), call.count,
+                static_cast<float>(world));
+    else
+      divideAll(static_cast<double *>(call.recv), call.count,
+                static_cast<double>(world));
+  }
+  if (!tracing)
     return;
-  traceComplete(std::string(what) + " bucket " + std::to_string(bucket),
-                "collective", start, gaccrt_now_us() - start,
-                "{\"bytes\": " + std::to_string(bytes) + ", \"dtype\": \"" +
-                    dtypeName(dtype) + "\"}");
+  traceComplete(
+      std::string(call.gather ? "all-gather" : "reduce-scatter") + " bucket " +
+          std::to_string(call.bucket),
+      "collective", start, gaccrt_now_us() - start,
+      "{\"bytes\": " + std::to_string(world * bytes) + ", \"dtype\": \"" +
+          dtypeName(call.dtype) + "\"" +
+          (track ? ", \"overlapped\": true, \"queued_us\": " +
+                       std::to_string(static_cast<int64_t>(begin - start))
+                 : std::string()) +
+          "}",
+      track);
+}
+
+/// Starts `call` on the communication thread (or runs it at once where
+/// nothing can overlap) and returns its handle.
+int64_t startShardCall(Backend &backend, const ShardCall &call) {
+  bool async = backend.worldSize() > 1 && call.count > 0 &&
+               backend.allowsCommunicationThread();
+  return communicationThread().start(
+      async,
+      {call.recv, call.bucket, call.gather ? "all-gather" : "reduce-scatter"},
+      [&backend, call, async](double startedUs) {
+        runShardCall(backend, call, /*track=*/async ? 1 : 0, startedUs);
+      });
 }
 } // namespace
 
 void gaccrt_reduce_scatter(const void *send, void *recv, int64_t count,
                            int32_t dtype, int32_t kind, int64_t bucket) {
   Backend &backend = ensureInitialized();
-  ReduceType type = shardedType("gaccrt_reduce_scatter", dtype, bucket);
-  if (kind != GACCRT_SUM && kind != GACCRT_AVERAGE)
-    fatal("gaccrt_reduce_scatter: unsupported reduction kind " +
-          std::to_string(kind) + " for bucket " + std::to_string(bucket) +
-          " (expected 0=sum, 1=average)");
-  if (kind == GACCRT_AVERAGE && (type == ReduceType::I32 ||
-                                 type == ReduceType::I64))
-    fatal("gaccrt_reduce_scatter: average of an integer bucket " +
-          std::to_string(bucket) + " is not supported; use sum");
-  if (count < 0 || (count > 0 && (!send || !recv)))
-    fatal("gaccrt_reduce_scatter: invalid buffers for bucket " +
-          std::to_string(bucket));
+  ShardCall call = validateShardCall("gaccrt_reduce_scatter", send, recv, count,
+                                     dtype, kind, bucket, false);
   drainStartedCollectives();
-  int64_t world = backend.worldSize(), bytes = count * dtypeBytes(dtype);
-  collectivesIssued.fetch_add(1, std::memory_order_relaxed);
-  bytesReduced.fetch_add(world * bytes, std::memory_order_relaxed);
-  bytesMoved.fetch_add((world - 1) * bytes, std::memory_order_relaxed);
-  double start = traceEnabled() ? gaccrt_now_us() : 0.0;
-  if (world == 1 || count == 0)
-    std::memmove(recv, send, bytes);
-  else
-    backend.reduceScatter(send, recv, count, type, ReduceOp::Sum);
-  if (kind == GACCRT_AVERAGE) {
-    if (type == ReduceType::F32)
-      divideAll(static_cast<float *>(recv), count, static_cast<float>(world));
-    else
-      divideAll(static_cast<double *>(recv), count,
-                static_cast<double>(world));
-  }
-  traceShardCollective("reduce-scatter", bucket, start, world * bytes, dtype);
+  runShardCall(backend, call, /*track=*/0);
 }
 
 void gaccrt_all_gather(const void *send, void *recv, int64_t count,
                        int32_t dtype, int64_t bucket) {
   Backend &backend = ensureInitialized();
-  (void)shardedType("gaccrt_all_gather", dtype, bucket);
-  if (count < 0 || (count > 0 && (!send || !recv)))
-    fatal("gaccrt_all_gather: invalid buffers for bucket " +
-          std::to_string(bucket));
+  ShardCall call = validateShardCall("gaccrt_all_gather", send, recv, count,
+                                     dtype, GACCRT_SUM, bucket, true);
   drainStartedCollectives();
-  int64_t world = backend.worldSize(), bytes = count * dtypeBytes(dtype);
-  collectivesIssued.fetch_add(1, std::memory_order_relaxed);
-  bytesMoved.fetch_add((world - 1) * bytes, std::memory_order_relaxed);
-  double start = traceEnabled() ? gaccrt_now_us() : 0.0;
-  if (world == 1 || count == 0)
-    std::memmove(recv, send, bytes);
-  else
-    backend.allGather(send, recv, bytes);
-  traceShardCollective("all-gather", bucket, start, world * bytes, dtype);
+  runShardCall(backend, call, /*track=*/0);
+}
+
+int64_t gaccrt_reduce_scatter_start(const void *send, void *recv, int64_t count,
+                                    int32_t dtype, int32_t kind,
+                                    int64_t bucket) {
+  Backend &backend = ensureInitialized();
+  return startShardCall(
+      backend, validateShardCall("gaccrt_reduce_scatter_start", send, recv,
+                                 count, dtype, kind, bucket, false));
+}
+
+int64_t gaccrt_all_gather_start(const void *send, void *recv, int64_t count,
+                                int32_t dtype, int64_t bucket) {
+  Backend &backend = ensureInitialized();
+  return startShardCall(backend, validateShardCall("gaccrt_all_gather_start",
+                                                   send, recv, count, dtype,
+                                                   GACCRT_SUM, bucket, true));
+}
+
+void gaccrt_reduce_scatter_wait(int64_t handle, const void *send, void *recv) {
+  (void)send;
+  communicationThread().wait("gaccrt_reduce_scatter_wait", "reduce-scatter",
+                             handle, recv);
+}
+
+void gaccrt_all_gather_wait(int64_t handle, const void *send, void *recv) {
+  (void)send;
+  communicationThread().wait("gaccrt_all_gather_wait", "all-gather", handle,
+                             recv);
 }

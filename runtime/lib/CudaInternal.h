@@ -129,13 +129,18 @@ struct PendingTraceEvent {
   int track = 0;
 };
 
-/// An all-reduce of gaccrt_cuda_all_reduce_start not yet waited for: its
-/// buffer and the event recorded on the communication stream after it.
+/// A collective of gaccrt_cuda_all_reduce_start (or _reduce_scatter_start,
+/// _all_gather_start) not yet waited for: the buffer its wait names, the
+/// event recorded on the communication stream after it, the other buffer it
+/// uses (the send buffer of a reduce-scatter or all-gather) and what it is.
 struct StartedAllReduce {
   uintptr_t data;
   int64_t bytes;
   int64_t bucket;
   CUevent done;
+  uintptr_t other = 0;
+  int64_t otherBytes = 0;
+  const char *what = "all-reduce";
 };
 
 struct CudaState {

@@ -351,9 +351,13 @@ CUstream computeStream(const char *caller) {
 
 void orderAfterStartedAllReduces(CudaState &state, uintptr_t data,
                                  int64_t bytes, const char *caller) {
+  auto overlaps = [&](uintptr_t begin, int64_t size) {
+    return data < begin + static_cast<uint64_t>(size) &&
+           begin < data + static_cast<uint64_t>(bytes);
+  };
   for (auto &[handle, started] : state.started)
-    if (data < started.data + static_cast<uint64_t>(started.bytes) &&
-        started.data < data + static_cast<uint64_t>(bytes))
+    if (overlaps(started.data, started.bytes) ||
+        (started.otherBytes > 0 && overlaps(started.other, started.otherBytes)))
       checkCu(gCuda.cuStreamWaitEvent(state.compute, started.done, 0),
               "cuStreamWaitEvent", caller);
 }

@@ -34,6 +34,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 using namespace gaccrt;
@@ -443,28 +444,41 @@ int64_t gaccrt_cuda_all_reduce_start(void *device_data, int64_t count,
   return handle;
 }
 
-void gaccrt_cuda_all_reduce_wait(int64_t handle, void *device_data) {
+namespace {
+/// Makes the compute stream wait for the started collective `handle` (a
+/// `what` whose wait names `data`), or aborts with a message.
+void waitForStarted(const char *caller, const char *what, int64_t handle,
+                    const void *data) {
   CudaState &cuda = cudaState();
   if (handle <= 0 || handle > cuda.lastStartedHandle)
-    cudaFatal(std::string(kWaitCaller) + ": " + std::to_string(handle) +
-              " is not a handle of gaccrt_cuda_all_reduce_start (" +
+    cudaFatal(std::string(caller) + ": " + std::to_string(handle) +
+              " is not a handle of a started collective (" +
               std::to_string(cuda.lastStartedHandle) + " started so far)");
   auto found = cuda.started.find(handle);
   if (found == cuda.started.end())
     return; // nothing to wait for (no data), or waited for before
   StartedAllReduce startedCall = found->second;
-  if (startedCall.data != reinterpret_cast<uintptr_t>(device_data))
-    cudaFatal(std::string(kWaitCaller) + ": handle " + std::to_string(handle) +
+  if (std::strcmp(startedCall.what, what) != 0)
+    cudaFatal(std::string(caller) + ": handle " + std::to_string(handle) +
+              " (" + bucketText(startedCall.bucket) + ") is a started " +
+              startedCall.what + ", not a " + what);
+  if (startedCall.data != reinterpret_cast<uintptr_t>(data))
+    cudaFatal(std::string(caller) + ": handle " + std::to_string(handle) +
               " (" + bucketText(startedCall.bucket) +
               ") was started on another buffer than the one waited for");
-  requireCuda(kWaitCaller);
+  requireCuda(caller);
   // On the device: the host goes on issuing work.
   checkCu(gCuda.cuStreamWaitEvent(cuda.compute, startedCall.done, 0),
-          "cuStreamWaitEvent", kWaitCaller);
+          "cuStreamWaitEvent", caller);
   cuda.started.erase(found);
   // Safe to record again at once: the wait above is bound to the record
   // that precedes it.
   cuda.doneEvents.push_back(startedCall.done);
+}
+} // namespace
+
+void gaccrt_cuda_all_reduce_wait(int64_t handle, void *device_data) {
+  waitForStarted(kWaitCaller, "all-reduce", handle, device_data);
 }
 
 int64_t gaccrt_cuda_all_reduces_in_flight(void) {
@@ -478,11 +492,12 @@ int64_t gaccrt_cuda_all_reduces_in_flight(void) {
 namespace {
 /// Issues the reduce-scatter (`gather` false) or all-gather of a bucket on
 /// the communication stream after the compute stream's work so far; the
-/// compute stream's next work waits for it. One rank: a device copy on the
-/// compute stream.
+/// compute stream's next work waits for it, or, for a started one
+/// (`handle` > 0), the compute stream waits for it only in the wait. One
+/// rank: a device copy on the compute stream.
 void issueShardCollective(const char *caller, const void *send, void *recv,
                           int64_t count, int32_t dtype, int32_t kind,
-                          int64_t bucket, bool gather) {
+                          int64_t bucket, bool gather, int64_t handle = 0) {
   validateAllReduce(caller, const_cast<void *>(send), count, dtype, kind,
                     bucket);
   if (kind != GACCRT_SUM && kind != GACCRT_AVERAGE)
@@ -520,16 +535,25 @@ void issueShardCollective(const char *caller, const void *send, void *recv,
   if (gather)
     completeNccl(ncclAllGather(send, recv, static_cast<size_t>(count),
                                toNccl(dtype), comm, cuda.comm),
-                 comm, "ncclAllGather", caller, state.collectiveNumber,
-                 bucket);
+                 comm, "ncclAllGather", caller, state.collectiveNumber, bucket);
   else
-    completeNccl(ncclReduceScatter(send, recv, static_cast<size_t>(count),
-                                   toNccl(dtype),
-                                   kind == GACCRT_AVERAGE ? ncclAvg : ncclSum,
-                                   comm, cuda.comm),
-                 comm, "ncclReduceScatter", caller, state.collectiveNumber,
-                 bucket);
+    completeNccl(
+        ncclReduceScatter(send, recv, static_cast<size_t>(count), toNccl(dtype),
+                          kind == GACCRT_AVERAGE ? ncclAvg : ncclSum, comm,
+                          cuda.comm),
+        comm, "ncclReduceScatter", caller, state.collectiveNumber, bucket);
   checkCollectiveErrors(caller);
+  if (handle > 0) {
+    CUevent done = acquireDoneEvent(cuda, caller);
+    checkCu(gCuda.cuEventRecord(done, cuda.comm), "cuEventRecord", caller);
+    StartedAllReduce started{reinterpret_cast<uintptr_t>(recv), recvBytes,
+                             bucket, done};
+    started.other = reinterpret_cast<uintptr_t>(send);
+    started.otherBytes = sendBytes;
+    started.what = gather ? "all-gather" : "reduce-scatter";
+    cuda.started[handle] = started;
+    return;
+  }
   checkCu(gCuda.cuEventRecord(cuda.commDone, cuda.comm), "cuEventRecord",
           caller);
   cuda.collectivesPending = true;
@@ -552,4 +576,34 @@ void gaccrt_cuda_all_gather(const void *send, void *recv, int64_t count,
                             int32_t dtype, int64_t bucket) {
   issueShardCollective("gaccrt_cuda_all_gather", send, recv, count, dtype,
                        GACCRT_SUM, bucket, /*gather=*/true);
+}
+
+int64_t gaccrt_cuda_reduce_scatter_start(const void *send, void *recv,
+                                         int64_t count, int32_t dtype,
+                                         int32_t kind, int64_t bucket) {
+  int64_t handle = ++cudaState().lastStartedHandle;
+  issueShardCollective("gaccrt_cuda_reduce_scatter_start", send, recv, count,
+                       dtype, kind, bucket, /*gather=*/false, handle);
+  return handle;
+}
+
+int64_t gaccrt_cuda_all_gather_start(const void *send, void *recv,
+                                     int64_t count, int32_t dtype,
+                                     int64_t bucket) {
+  int64_t handle = ++cudaState().lastStartedHandle;
+  issueShardCollective("gaccrt_cuda_all_gather_start", send, recv, count, dtype,
+                       GACCRT_SUM, bucket, /*gather=*/true, handle);
+  return handle;
+}
+
+void gaccrt_cuda_reduce_scatter_wait(int64_t handle, const void *send,
+                                     void *recv) {
+  (void)send;
+  waitForStarted("gaccrt_cuda_reduce_scatter_wait", "reduce-scatter", handle,
+                 recv);
+}
+
+void gaccrt_cuda_all_gather_wait(int64_t handle, const void *send, void *recv) {
+  (void)send;
+  waitForStarted("gaccrt_cuda_all_gather_wait", "all-gather", handle, recv);
 }

@@ -36,7 +36,7 @@
 // ADAMW:         %[[WS:.*]] = tensor.extract_slice %[[W]][%[[OFF]]] [2] [1] : tensor<4xf32> to tensor<2xf32>
 // ADAMW:         %[[WOUT:.*]] = linalg.generic {{.*}} ins(%[[WS]], %[[MOUT]], %[[VOUT]], %{{.*}}, %{{.*}} : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<f32>, tensor<f32>)
 // ADAMW:         %[[PACK:.*]] = tensor.insert_slice %[[WOUT]]
-// ADAMW:         %[[ALL:.*]] = shard.all_gather %[[PACK]] on @dp grid_axes = [0] gather_axis = 0 {gacc.bucket = 0 : i64} : tensor<2xf32> -> tensor<4xf32>
+// ADAMW:         %[[ALL:.*]] = shard.all_gather %[[PACK]] on @dp grid_axes = [0] gather_axis = 0 {gacc.bucket = 0 : i64, gacc.overlap} : tensor<2xf32> -> tensor<4xf32>
 // ADAMW-NOT:     shard.all_reduce
 // ADAMW:         return %{{.*}}, %{{.*}}, %[[MOUT]], %[[VOUT]], %{{.*}} : tensor<f32>, tensor<4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<f32>
 

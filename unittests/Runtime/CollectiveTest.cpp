@@ -62,8 +62,8 @@ TEST(Collectives, SingleRankReduceScatterAndAllGatherCopy) {
   ASSERT_EQ(gaccrt_init(), 0);
   gaccrt_reset_stats();
   std::vector<float> send = {1.0f, 2.0f, 3.0f}, recv(3, 0.0f);
-  gaccrt_reduce_scatter(send.data(), recv.data(), 3, GACCRT_F32,
-                        GACCRT_AVERAGE, 0);
+  gaccrt_reduce_scatter(send.data(), recv.data(), 3, GACCRT_F32, GACCRT_AVERAGE,
+                        0);
   EXPECT_EQ(recv, send);
   std::vector<int64_t> mine = {4, 5}, all(2, 0);
   gaccrt_all_gather(mine.data(), all.data(), 2, GACCRT_I64, 1);
@@ -74,11 +74,52 @@ TEST(Collectives, SingleRankReduceScatterAndAllGatherCopy) {
   EXPECT_EQ(gaccrt_bytes_moved(), 0);
 }
 
-TEST(CollectivesDeathTest, ReduceScatterRefusesHalfAndMax) {
+TEST(Collectives, SingleRankHalfReduceScatterCopies) {
+  ASSERT_EQ(gaccrt_init(), 0);
+  std::vector<uint16_t> send = {gaccrt_f32_to_bf16(1.5f),
+                                gaccrt_f32_to_bf16(-2.25f)},
+                        recv(2, 0);
+  gaccrt_reduce_scatter(send.data(), recv.data(), 2, GACCRT_BF16,
+                        GACCRT_AVERAGE, 0);
+  EXPECT_EQ(recv, send);
+}
+
+TEST(Collectives, SingleRankStartedReduceScatterAndAllGatherCopy) {
+  ASSERT_EQ(gaccrt_init(), 0);
+  gaccrt_reset_stats();
+  std::vector<float> send = {1.0f, 2.0f, 3.0f}, recv(3, 0.0f);
+  int64_t scatter = gaccrt_reduce_scatter_start(send.data(), recv.data(), 3,
+                                                GACCRT_F32, GACCRT_AVERAGE, 0);
+  std::vector<int64_t> mine = {4, 5}, all(2, 0);
+  int64_t gather =
+      gaccrt_all_gather_start(mine.data(), all.data(), 2, GACCRT_I64, 1);
+  EXPECT_GT(scatter, 0);
+  EXPECT_GT(gather, scatter);
+  gaccrt_all_gather_wait(gather, mine.data(), all.data());
+  gaccrt_reduce_scatter_wait(scatter, send.data(), recv.data());
+  // Waiting twice is harmless.
+  gaccrt_reduce_scatter_wait(scatter, send.data(), recv.data());
+  EXPECT_EQ(recv, send);
+  EXPECT_EQ(all, mine);
+  EXPECT_EQ(gaccrt_collectives_issued(), 2);
+  EXPECT_EQ(gaccrt_bytes_moved(), 0);
+}
+
+TEST(CollectivesDeathTest, StartedReduceScatterValidatesLikeTheBlockingCall) {
+  ASSERT_EQ(gaccrt_init(), 0);
+  float f[2] = {0, 0};
+  EXPECT_DEATH(
+      gaccrt_reduce_scatter_start(f, f, 2, GACCRT_F32, GACCRT_MAX, 8),
+      "gaccrt_reduce_scatter_start: unsupported reduction kind 2 for bucket 8");
+  EXPECT_DEATH(gaccrt_all_gather_start(f, nullptr, 2, GACCRT_F32, 9),
+               "gaccrt_all_gather_start: invalid buffers for bucket 9");
+}
+
+TEST(CollectivesDeathTest, ReduceScatterRefusesUnknownTypesAndMax) {
   ASSERT_EQ(gaccrt_init(), 0);
   uint16_t half[2] = {0, 0};
-  EXPECT_DEATH(gaccrt_reduce_scatter(half, half, 2, GACCRT_BF16, GACCRT_SUM, 7),
-               "gaccrt_reduce_scatter: unsupported dtype 2 for bucket 7");
+  EXPECT_DEATH(gaccrt_reduce_scatter(half, half, 2, 9, GACCRT_SUM, 7),
+               "gaccrt_reduce_scatter: unsupported dtype 9 for bucket 7");
   float f[2] = {0, 0};
   EXPECT_DEATH(gaccrt_reduce_scatter(f, f, 2, GACCRT_F32, GACCRT_MAX, 8),
                "gaccrt_reduce_scatter: unsupported reduction kind 2 for "
@@ -209,9 +250,13 @@ TEST(CollectivesDeathTest, StartValidatesLikeTheBlockingCall) {
 TEST(CollectivesDeathTest, WaitNeedsAStartedHandle) {
   float value = 1.0f;
   EXPECT_DEATH(gaccrt_all_reduce_wait(1000000, &value),
-               "gaccrt_all_reduce_wait: 1000000 is not a handle of "
-               "gaccrt_all_reduce_start");
+               "gaccrt_all_reduce_wait: 1000000 is not a handle of a "
+               "started collective");
   EXPECT_DEATH(gaccrt_all_reduce_wait(0, &value), "0 is not a handle");
+  EXPECT_DEATH(gaccrt_reduce_scatter_wait(1000000, &value, &value),
+               "gaccrt_reduce_scatter_wait: 1000000 is not a handle");
+  EXPECT_DEATH(gaccrt_all_gather_wait(-1, &value, &value),
+               "gaccrt_all_gather_wait: -1 is not a handle");
 }
 
 TEST(CollectivesDeathTest, StridedMemrefIsAnError) {

@@ -302,8 +302,8 @@ TEST(CudaWithoutDevice, InvalidArgumentsAreReportedFirst) {
         withoutDriver();
         gaccrt_cuda_all_reduce_wait(0, f);
       },
-      "gaccrt: error: gaccrt_cuda_all_reduce_wait: 0 is not a handle of "
-      "gaccrt_cuda_all_reduce_start \\(0 started so far\\)");
+      "gaccrt: error: gaccrt_cuda_all_reduce_wait: 0 is not a handle of a "
+      "started collective \\(0 started so far\\)");
   EXPECT_DEATH(
       {
         withoutDriver();
@@ -681,6 +681,31 @@ TEST_F(CudaDevice, StartedAllReduceOrdersTheStreamsWithoutAHostWait) {
       trace.find("\"name\":\"all-reduce bucket 0\",\"cat\":\"collective\""),
       std::string::npos);
   EXPECT_NE(trace.find("\"overlapped\": true"), std::string::npos);
+}
+
+TEST_F(CudaDevice, StartedReduceScatterAndAllGatherCopyOnOneRank) {
+  // shard-optimizer-state overlapped on one rank: the started collectives
+  // are device copies ordered on the compute stream; the waits find nothing
+  // in flight and never wait on the host.
+  const int64_t n = 1 << 16;
+  std::vector<float> host(n);
+  for (int64_t i = 0; i < n; ++i)
+    host[i] = float(i % 89) - 3.0f;
+  DeviceBuffer send(host.data(), n * 4), recv(nullptr, n * 4),
+      gathered(nullptr, n * 4);
+  gaccrt_cuda_reset_counts();
+  int64_t scatter = gaccrt_cuda_reduce_scatter_start(
+      send.pointer, recv.pointer, n, GACCRT_F32, GACCRT_AVERAGE, 0);
+  int64_t gather = gaccrt_cuda_all_gather_start(recv.pointer, gathered.pointer,
+                                                n, GACCRT_F32, 1);
+  EXPECT_GT(gather, scatter);
+  gaccrt_cuda_reduce_scatter_wait(scatter, send.pointer, recv.pointer);
+  gaccrt_cuda_all_gather_wait(gather, recv.pointer, gathered.pointer);
+  gaccrt_cuda_counts counts;
+  gaccrt_cuda_get_counts(&counts);
+  EXPECT_EQ(counts.syncs, 0) << "start or wait waited on the host";
+  EXPECT_EQ(gathered.read<float>(n), host);
+  EXPECT_EQ(gaccrt_collectives_issued(), 2);
 }
 
 TEST_F(CudaDevice, StartedAllReduceOnAFreedBlockOrdersItsReuse) {

@@ -193,8 +193,8 @@ void checkReduceScatterAllGather() {
     send[i] = float((rank + 1) * (i + 1));
   int64_t before = gaccrt_collectives_issued();
   int64_t movedBefore = gaccrt_bytes_moved();
-  gaccrt_reduce_scatter(send.data(), recv.data(), count, GACCRT_F32,
-                        GACCRT_SUM, 30);
+  gaccrt_reduce_scatter(send.data(), recv.data(), count, GACCRT_F32, GACCRT_SUM,
+                        30);
   float ranksSum = float(size * (size + 1) / 2);
   for (int i = 0; i < count; ++i)
     CHECK(recv[i] == ranksSum * float(rank * count + i + 1));
@@ -210,6 +210,64 @@ void checkReduceScatterAllGather() {
   CHECK(gaccrt_collectives_issued() == before + 3);
   CHECK(gaccrt_bytes_moved() - movedBefore ==
         2 * (size - 1) * count * 4 + (size - 1) * 2 * 8);
+
+  // bf16 and f16 buckets reduce in f32 and round once: rank r sends
+  // (r + 1) * (i + 1) / 4 (exact in both), the sum is rounded to 16 bits.
+  for (int32_t dtype : {GACCRT_BF16, GACCRT_F16}) {
+    bool bf16 = dtype == GACCRT_BF16;
+    std::vector<uint16_t> half(size * count), shard(count);
+    for (int i = 0; i < size * count; ++i) {
+      float value = float((rank + 1) * (i + 1)) / 4.0f;
+      half[i] = bf16 ? gaccrt_f32_to_bf16(value) : gaccrt_f32_to_f16(value);
+    }
+    gaccrt_reduce_scatter(half.data(), shard.data(), count, dtype,
+                          GACCRT_AVERAGE, 33);
+    for (int i = 0; i < count; ++i) {
+      float expected =
+          ranksSum * float(rank * count + i + 1) / 4.0f / float(size);
+      uint16_t rounded =
+          bf16 ? gaccrt_f32_to_bf16(expected) : gaccrt_f32_to_f16(expected);
+      CHECK(shard[i] == rounded);
+    }
+  }
+}
+
+/// Started reduce-scatters and all-gathers (overlapped shard-optimizer-state)
+/// give the same bits as the blocking calls, run in start order with a
+/// started all-reduce between them, and are counted like them.
+void checkStartedReduceScatterAllGather() {
+  const int size = gaccrt_world_size();
+  const int count = 1 << 18; // large enough not to finish inside the start
+  std::vector<float> send(size * count), blocking(count), started(count, -1.f);
+  for (int i = 0; i < size * count; ++i)
+    send[i] = 0.25f * float((rank + 1) * (i % 101)) + 1e-3f * float(i % 7);
+  gaccrt_reduce_scatter(send.data(), blocking.data(), count, GACCRT_F32,
+                        GACCRT_AVERAGE, 40);
+  int64_t before = gaccrt_collectives_issued();
+  int64_t movedBefore = gaccrt_bytes_moved();
+  int64_t scatter = gaccrt_reduce_scatter_start(
+      send.data(), started.data(), count, GACCRT_F32, GACCRT_AVERAGE, 41);
+  std::vector<float> small = {float(rank), 1.0f};
+  int64_t reduce =
+      gaccrt_all_reduce_start(small.data(), 2, GACCRT_F32, GACCRT_SUM, 42);
+  std::vector<double> mine(count, double(rank) + 0.5), all(size * count, -1);
+  int64_t gather =
+      gaccrt_all_gather_start(mine.data(), all.data(), count, GACCRT_F64, 43);
+  CHECK(scatter < reduce && reduce < gather);
+  CHECK(gaccrt_collectives_issued() == before + 3);
+  gaccrt_all_gather_wait(gather, mine.data(), all.data());
+  for (int r = 0; r < size; ++r)
+    CHECK(all[size_t(r) * count] == double(r) + 0.5 &&
+          all[size_t(r) * count + count - 1] == double(r) + 0.5);
+  gaccrt_reduce_scatter_wait(scatter, send.data(), started.data());
+  CHECK(std::memcmp(started.data(), blocking.data(), count * sizeof(float)) ==
+        0);
+  gaccrt_all_reduce_wait(reduce, small.data());
+  CHECK(small[1] == float(size));
+  CHECK(gaccrt_all_reduces_in_flight() == 0);
+  CHECK(gaccrt_bytes_moved() - movedBefore ==
+        (size - 1) * int64_t(count) * 4 + 2 * 2 * 4 * (size - 1) / size +
+            (size - 1) * int64_t(count) * 8);
 }
 
 void checkTraceFiles(const std::string &path) {
@@ -261,6 +319,7 @@ int main(int argc, char **argv) {
   checkBroadcast();
   checkStartAndWait();
   checkReduceScatterAllGather();
+  checkStartedReduceScatterAllGather();
   gaccrt_barrier();
   checkTraceFiles(tracePath);
 

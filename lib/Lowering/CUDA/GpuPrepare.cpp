@@ -34,11 +34,14 @@ struct GpuPreparePass : public gacc::impl::GpuPreparePassBase<GpuPreparePass> {
     ModuleOp module = getOperation();
     // The collectives of the CUDA runtime have the CPU ones' signatures
     // (the blocking all-reduce, and the start and wait of an overlapped one;
-    // shard-optimizer-state's reduce-scatter and all-gather).
+    // shard-optimizer-state's reduce-scatter and all-gather, blocking or
+    // started and waited for).
     for (StringRef name :
          {"gaccrt_all_reduce", "gaccrt_all_reduce_start",
           "gaccrt_all_reduce_wait", "gaccrt_reduce_scatter",
-          "gaccrt_all_gather"}) {
+          "gaccrt_all_gather", "gaccrt_reduce_scatter_start",
+          "gaccrt_reduce_scatter_wait", "gaccrt_all_gather_start",
+          "gaccrt_all_gather_wait"}) {
       auto decl = module.lookupSymbol<func::FuncOp>(name);
       if (!decl)
         continue;

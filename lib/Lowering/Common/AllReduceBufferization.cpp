@@ -190,6 +190,7 @@ struct ShardCollectiveOpInterface
     Value dtypeValue = arith::ConstantIntOp::create(rewriter, loc, i32, *dtype);
     Value bucketValue =
         arith::ConstantIntOp::create(rewriter, loc, i64, bucket);
+    func::CallOp call;
     if constexpr (std::is_same_v<OpTy, shard::ReduceScatterOp>) {
       auto kind = collective.getReduction();
       if (kind != shard::ReductionKind::Sum &&
@@ -202,19 +203,22 @@ struct ShardCollectiveOpInterface
       func::FuncOp callee = getOrDeclareRuntimeFunction(
           op, "gaccrt_reduce_scatter",
           rewriter.getFunctionType({i64, i64, i64, i32, i32, i64}, {}));
-      func::CallOp::create(rewriter, loc, callee,
-                           ValueRange{in, outAddress, count, dtypeValue,
-                                      kindValue, bucketValue});
+      call = func::CallOp::create(rewriter, loc, callee,
+                                  ValueRange{in, outAddress, count, dtypeValue,
+                                             kindValue, bucketValue});
     } else {
       Value count = arith::ConstantIntOp::create(rewriter, loc, i64,
                                                  inputType.getNumElements());
       func::FuncOp callee = getOrDeclareRuntimeFunction(
           op, "gaccrt_all_gather",
           rewriter.getFunctionType({i64, i64, i64, i32, i64}, {}));
-      func::CallOp::create(
+      call = func::CallOp::create(
           rewriter, loc, callee,
           ValueRange{in, outAddress, count, dtypeValue, bucketValue});
     }
+    // gacc-overlap-all-reduce starts it early and waits where it is read.
+    if (op->hasAttr(GaccDialect::kOverlapAttrName))
+      call->setAttr(GaccDialect::kOverlapAttrName, rewriter.getUnitAttr());
     if (copied)
       memref::DeallocOp::create(rewriter, loc, copied);
     replaceOpWithBufferizedValues(rewriter, op, out);

@@ -21,10 +21,13 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -99,45 +102,172 @@ static bool collectBufferAccesses(Value buffer, Block *block,
   return true;
 }
 
-/// Returns the buffer whose address is operand 0 of the runtime all-reduce
-/// `call` (`index_cast(extract_aligned_pointer_as_index(buffer))`), with the
-/// two address ops.
-static Value getReducedBuffer(func::CallOp call, arith::IndexCastOp &cast,
-                              memref::ExtractAlignedPointerAsIndexOp &address) {
-  cast = call.getOperand(0).getDefiningOp<arith::IndexCastOp>();
-  address =
+/// A collective of the runtime that gacc-overlap-all-reduce splits: its
+/// blocking function, its start and wait, and how many of its leading
+/// operands are buffer addresses (the all-reduce's buffer; the send and
+/// receive buffers of a reduce-scatter or all-gather).
+struct CollectiveForm {
+  StringRef callee, start, wait;
+  unsigned numBuffers, numOperands;
+};
+
+static const CollectiveForm kForms[] = {
+    {"gaccrt_all_reduce", "gaccrt_all_reduce_start", "gaccrt_all_reduce_wait",
+     1, 5},
+    {"gaccrt_reduce_scatter", "gaccrt_reduce_scatter_start",
+     "gaccrt_reduce_scatter_wait", 2, 6},
+    {"gaccrt_all_gather", "gaccrt_all_gather_start", "gaccrt_all_gather_wait",
+     2, 5},
+};
+
+/// Returns the buffer whose address is `operand` of a runtime collective
+/// (`index_cast(extract_aligned_pointer_as_index(buffer))`).
+static Value getAddressedBuffer(Value operand) {
+  auto cast = operand.getDefiningOp<arith::IndexCastOp>();
+  auto address =
       cast
           ? cast.getIn().getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>()
           : memref::ExtractAlignedPointerAsIndexOp();
   return address ? address.getSource() : Value();
 }
 
-/// Returns true when `value` is available right before `point` in its block,
-/// cloning a constant defined later to there.
-static bool makeAvailable(Value &value, Operation *point) {
-  Operation *def = value.getDefiningOp();
-  Block *block = point->getBlock();
-  if (!def) {
-    auto arg = cast<BlockArgument>(value);
-    return arg.getOwner() == block ||
-           arg.getOwner()->getParentOp()->isAncestor(point);
-  }
-  if (def->getBlock() != block)
-    return def->getBlock()->findAncestorOpInBlock(*point) != nullptr;
-  if (def->isBeforeInBlock(point))
-    return true;
-  if (!matchPattern(value, m_Constant()))
+/// Returns true when `value` is defined before `point` (in its block or in a
+/// block around it).
+static bool isAvailableAt(Value value, Operation *point) {
+  Block *defBlock = value.getParentBlock();
+  Operation *ancestor = defBlock->findAncestorOpInBlock(*point);
+  if (!ancestor)
     return false;
-  OpBuilder builder(point);
-  value = builder.clone(*def)->getResult(0);
+  if (isa<BlockArgument>(value))
+    return true;
+  Operation *def = value.getDefiningOp();
+  return def == ancestor ? false : def->isBeforeInBlock(ancestor);
+}
+
+/// The ops that move with a collective's start: the fresh buffers the
+/// collective reads or writes (allocated in its block before it, such as
+/// the rank-major layout of a sharded bucket or the receive buffer), the
+/// ops before it that fill them (copies and linalg ops, such as the packing
+/// of the accumulators into the layout), and the buffers those read that
+/// stay where they are (the accumulators, a reduced bucket).
+struct StartGroup {
+  llvm::SetVector<Value> fresh;
+  llvm::SetVector<Operation *> fills;
+  llvm::SetVector<Value> sources;
+};
+
+/// An op that may run earlier, at the start, when every buffer it writes is
+/// fresh: a copy or a linalg op on buffers.
+static bool isMovableFill(Operation *op) {
+  if (isa<memref::CopyOp>(op))
+    return true;
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  return linalgOp && linalgOp.hasPureBufferSemantics();
+}
+
+static SmallVector<Value> getWrittenBuffers(Operation *op) {
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return {copy.getTarget()};
+  return llvm::to_vector(cast<linalg::LinalgOp>(op).getDpsInits());
+}
+
+/// False when `op` (an access of the buffer `root`) only reads it: a copy
+/// from it or a linalg op on buffers that reads it, or a view or address of
+/// it. True for any other op (a call, a loop) and for a write.
+static bool mayWrite(Operation *op, Value root) {
+  if (isa<ViewLikeOpInterface, memref::ExtractAlignedPointerAsIndexOp,
+          arith::IndexCastOp>(op))
+    return false;
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return getViewRoot(copy.getTarget()) == root;
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || !linalgOp.hasPureBufferSemantics())
+    return true;
+  return llvm::any_of(linalgOp.getDpsInits(),
+                      [&](Value init) { return getViewRoot(init) == root; });
+}
+
+/// Classifies the buffers of `call` (a runtime collective) into a
+/// StartGroup (`inPlace`: an all-reduce, whose buffer is never fresh;
+/// without `moveFills` only a buffer nothing fills before the call is). False
+/// when an op that fills a fresh buffer cannot move.
+static bool collectStartGroup(func::CallOp call, ArrayRef<Value> buffers,
+                              bool inPlace, bool moveFills, StartGroup &group) {
+  Block *block = call->getBlock();
+  SmallVector<Value> worklist;
+  DenseSet<Value> seen;
+  for (Value buffer : buffers)
+    if (seen.insert(getViewRoot(buffer)).second)
+      worklist.push_back(getViewRoot(buffer));
+  while (!worklist.empty()) {
+    Value root = worklist.pop_back_val();
+    auto alloc = root.getDefiningOp<memref::AllocOp>();
+    SmallVector<Operation *> fills;
+    // An in-place all-reduce's bucket stays where it is (it is written by
+    // the regions).
+    bool fresh = !inPlace && alloc && alloc->getBlock() == block &&
+                 alloc->getNumOperands() == 0 && alloc->isBeforeInBlock(call);
+    if (fresh) {
+      SmallPtrSet<Operation *, 16> accesses;
+      collectAccesses(root, block, accesses);
+      for (Operation *op = alloc->getNextNode(); op != call && fresh;
+           op = op->getNextNode()) {
+        if (!accesses.contains(op) ||
+            isa<memref::ExtractAlignedPointerAsIndexOp, arith::IndexCastOp>(op))
+          continue;
+        if (moveFills && isMovableFill(op))
+          fills.push_back(op);
+        else
+          fresh = false;
+      }
+    }
+    if (!fresh) {
+      group.sources.insert(root);
+      continue;
+    }
+    group.fresh.insert(root);
+    for (Operation *fill : fills) {
+      group.fills.insert(fill);
+      for (Value operand : fill->getOperands())
+        if (isa<BaseMemRefType>(operand.getType()) &&
+            seen.insert(getViewRoot(operand)).second)
+          worklist.push_back(getViewRoot(operand));
+    }
+  }
+  // A fill that also writes a buffer that stays would move that write.
+  for (Operation *fill : group.fills)
+    for (Value written : getWrittenBuffers(fill))
+      if (!group.fresh.contains(getViewRoot(written)))
+        return false;
   return true;
 }
 
-/// When `loop` (the last op before the all-reduce that accesses `buffer`)
-/// runs at least once (constant bounds) and carries no memref, returns the op
-/// of its body before which the collective may start in the last iteration: the
-/// one after the body's last access of `buffer`. Null otherwise.
-static Operation *getStartPointInLastIteration(scf::ForOp loop, Value buffer) {
+/// Checks that `value` can be made available at `point`: it is already, or
+/// it is a fresh buffer (moved before `point`), or it is computed by pure
+/// ops from such values (collected in `clones`, cloned at `point`).
+static bool canMaterialize(Value value, Operation *point,
+                           const StartGroup &group,
+                           llvm::SetVector<Operation *> &clones) {
+  if (isAvailableAt(value, point) || group.fresh.contains(value))
+    return true;
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getNumRegions() != 0 || !isMemoryEffectFree(def))
+    return false;
+  if (clones.contains(def))
+    return true;
+  for (Value operand : def->getOperands())
+    if (!canMaterialize(operand, point, group, clones))
+      return false;
+  clones.insert(def);
+  return true;
+}
+
+/// The op of `loop`'s body (the last op before the collective that
+/// accesses one of `sources`) before which the collective may start in the
+/// last iteration: the one after the body's last access of a source. Null
+/// when the loop may not run (no constant trip count) or carries a memref.
+static Operation *getStartPointInLastIteration(scf::ForOp loop,
+                                               ArrayRef<Value> sources) {
   if (!loop)
     return nullptr;
   std::optional<APInt> trips = loop.getStaticTripCount();
@@ -151,8 +281,9 @@ static Operation *getStartPointInLastIteration(scf::ForOp loop, Value buffer) {
     return nullptr;
   Block *body = loop.getBody();
   SmallPtrSet<Operation *, 16> accesses;
-  if (!collectBufferAccesses(buffer, body, accesses))
-    return nullptr;
+  for (Value source : sources)
+    if (!collectBufferAccesses(source, body, accesses))
+      return nullptr;
   for (Operation *op = body->getTerminator()->getPrevNode(); op;
        op = op->getPrevNode())
     if (accesses.contains(op))
@@ -160,79 +291,170 @@ static Operation *getStartPointInLastIteration(scf::ForOp loop, Value buffer) {
   return nullptr;
 }
 
-/// Splits the runtime all-reduce `call` into a start after the last access
-/// of its buffer before it and a wait before the next access after it.
-/// Leaves a call of any other form alone.
-static void overlap(func::CallOp call) {
-  arith::IndexCastOp cast;
-  memref::ExtractAlignedPointerAsIndexOp address;
-  Value buffer = getReducedBuffer(call, cast, address);
-  if (!buffer)
-    return;
+/// Splits the runtime collective `call` of `form` into a start after the
+/// last access before it of the buffers it reads (with `moveFills`, the
+/// copies that fill its fresh buffers move there too) and a wait before the
+/// next access after it of the buffers it reads or writes. Returns false,
+/// changing nothing, where it cannot.
+static bool tryOverlap(func::CallOp call, const CollectiveForm &form,
+                       bool moveFills) {
+  SmallVector<Value> buffers;
+  for (unsigned i = 0; i < form.numBuffers; ++i) {
+    buffers.push_back(getAddressedBuffer(call.getOperand(i)));
+    if (!buffers.back())
+      return false;
+  }
   Block *block = call->getBlock();
-  SmallPtrSet<Operation *, 16> accesses;
-  if (!collectBufferAccesses(buffer, block, accesses))
-    return;
-  // The call's own address computation is not an access.
-  accesses.erase(call);
-  if (cast->hasOneUse())
-    accesses.erase(cast);
-  if (address->hasOneUse())
-    accesses.erase(address);
+  StartGroup group;
+  if (!collectStartGroup(call, buffers, /*inPlace=*/form.numBuffers == 1,
+                         moveFills, group))
+    return false;
 
-  // The first access after the call (or the terminator), then the last one
-  // before it.
+  // The ops the start must follow: an access of a buffer that stays and
+  // that the collective itself reads or writes, and a write of one that
+  // only the fills read (other than the fills and the call's own address
+  // computation).
+  DenseSet<Value> touchedRoots;
+  for (Value buffer : buffers)
+    touchedRoots.insert(getViewRoot(buffer));
+  SmallPtrSet<Operation *, 16> sourceAccesses;
+  DenseMap<Value, SmallPtrSet<Operation *, 16>> blockersOf;
+  for (Value source : group.sources) {
+    SmallPtrSet<Operation *, 16> accesses;
+    if (!collectBufferAccesses(source, block, accesses))
+      return false;
+    for (Operation *op : accesses)
+      if (touchedRoots.contains(source) || mayWrite(op, source)) {
+        sourceAccesses.insert(op);
+        if (!group.fills.contains(op) && op != call)
+          blockersOf[source].insert(op);
+      }
+  }
+  sourceAccesses.erase(call);
+  for (Operation *fill : group.fills)
+    sourceAccesses.erase(fill);
+  for (Value operand : call.getOperands().take_front(form.numBuffers)) {
+    auto cast = operand.getDefiningOp<arith::IndexCastOp>();
+    if (cast->hasOneUse())
+      sourceAccesses.erase(cast);
+    Operation *address = cast.getIn().getDefiningOp();
+    if (address->hasOneUse())
+      sourceAccesses.erase(address);
+  }
+
+  // The wait: before the first access after the call of a buffer the
+  // collective reads or writes (or the terminator).
+  SmallPtrSet<Operation *, 16> touched;
+  for (Value buffer : buffers)
+    if (!collectBufferAccesses(buffer, block, touched))
+      return false;
   Operation *waitPoint = block->getTerminator();
   for (Operation *op = call->getNextNode(); op; op = op->getNextNode())
-    if (accesses.contains(op)) {
+    if (touched.contains(op)) {
       waitPoint = op;
       break;
     }
+
+  // The start: after the last access of a source before the call, or the
+  // op that defines one.
   Operation *startPoint = &block->front();
   Operation *lastAccess = nullptr;
-  for (Operation *op = call->getPrevNode(); op; op = op->getPrevNode())
-    if (accesses.contains(op) || op == buffer.getDefiningOp()) {
+  for (Operation *op = call->getPrevNode(); op; op = op->getPrevNode()) {
+    bool defines = llvm::any_of(op->getResults(), [&](Value result) {
+      return group.sources.contains(result);
+    });
+    if (sourceAccesses.contains(op) || defines) {
       startPoint = op->getNextNode();
-      if (accesses.contains(op))
+      if (sourceAccesses.contains(op))
         lastAccess = op;
       break;
     }
-  // Never start before the buffer exists.
-  if (Operation *def = buffer.getDefiningOp();
-      def && def->getBlock() == block && startPoint->isBeforeInBlock(def))
-    startPoint = def->getNextNode();
+  }
+  // The fills move to the start: up, or down but never past a write of
+  // what they read.
+  for (Operation *fill : group.fills) {
+    if (startPoint == &block->front() || !fill->isBeforeInBlock(startPoint))
+      continue;
+    for (Value operand : fill->getOperands()) {
+      if (!isa<BaseMemRefType>(operand.getType()))
+        continue;
+      auto blockers = blockersOf.find(getViewRoot(operand));
+      if (blockers == blockersOf.end())
+        continue;
+      for (Operation *op = fill->getNextNode(); op != startPoint;
+           op = op->getNextNode())
+        if (blockers->second.contains(op))
+          return false;
+    }
+  }
+
+  // What the start needs where it goes: the fills' operands and the call's.
+  auto canStartAt = [&](Operation *point,
+                        llvm::SetVector<Operation *> &clones) {
+    for (Operation *fill : group.fills)
+      for (Value operand : fill->getOperands())
+        if (!canMaterialize(operand, point, group, clones))
+          return false;
+    for (Value buffer : buffers)
+      if (!canMaterialize(buffer, point, group, clones))
+        return false;
+    return llvm::all_of(
+        call.getOperands().drop_front(form.numBuffers),
+        [&](Value v) { return canMaterialize(v, point, group, clones); });
+  };
 
   // The loop of the final region's size: start in its last iteration when
   // everything the start needs is available before the loop.
   auto loop = dyn_cast_or_null<scf::ForOp>(lastAccess);
-  Operation *inner = getStartPointInLastIteration(loop, buffer);
-  SmallVector<Value> operands(call.getOperands().drop_front());
-  auto available = [&](Operation *point) {
-    return llvm::all_of(operands,
-                        [&](Value &v) { return makeAvailable(v, point); }) &&
-           makeAvailable(buffer, point);
-  };
-  if (inner && !available(loop))
+  Operation *inner =
+      getStartPointInLastIteration(loop, group.sources.getArrayRef());
+  llvm::SetVector<Operation *> clones;
+  if (inner && !canStartAt(loop, clones)) {
     inner = nullptr;
-  if (!inner && !available(startPoint))
-    return;
+    clones.clear();
+  }
+  // The fresh buffers are allocated right before the start (before the
+  // loop when it starts in the loop).
+  Operation *anchor = startPoint;
+  while (anchor != call && llvm::any_of(anchor->getResults(), [&](Value v) {
+           return group.fresh.contains(v);
+         }))
+    anchor = anchor->getNextNode();
+  if (!inner && !canStartAt(anchor, clones))
+    return false;
+  Operation *allocPoint = inner ? loop.getOperation() : anchor;
+  for (Value fresh : group.fresh)
+    if (allocPoint->isBeforeInBlock(fresh.getDefiningOp()))
+      fresh.getDefiningOp()->moveBefore(allocPoint);
 
   Location loc = call.getLoc();
-  OpBuilder builder(startPoint);
-  Type i64 = builder.getI64Type(), i32 = builder.getI32Type();
-  auto addressOf = [&](OpBuilder &b) {
+  OpBuilder builder(anchor);
+  Type i64 = builder.getI64Type();
+  SmallVector<Type> startTypes(call.getOperandTypes());
+  SmallVector<Type> waitTypes(form.numBuffers + 1, i64);
+  func::FuncOp startFn = getOrDeclareRuntimeFunction(
+      call, form.start, builder.getFunctionType(startTypes, {i64}));
+  func::FuncOp waitFn = getOrDeclareRuntimeFunction(
+      call, form.wait, builder.getFunctionType(waitTypes, {}));
+  auto addressOf = [&](OpBuilder &b, Value buffer) {
     Value pointer =
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
     return arith::IndexCastOp::create(b, loc, i64, pointer).getResult();
   };
-  func::FuncOp startFn = getOrDeclareRuntimeFunction(
-      call, "gaccrt_all_reduce_start",
-      builder.getFunctionType({i64, i64, i32, i32, i64}, {i64}));
-  func::FuncOp waitFn = getOrDeclareRuntimeFunction(
-      call, "gaccrt_all_reduce_wait", builder.getFunctionType({i64, i64}, {}));
+  // The fills (in their order) and the start, with the pure ops they need.
   auto createStart = [&](OpBuilder &b) {
-    SmallVector<Value> startOperands = {addressOf(b)};
-    startOperands.append(operands);
+    IRMapping mapping;
+    SmallVector<Operation *> moved;
+    for (Operation &op : *block)
+      if (clones.contains(&op) || group.fills.contains(&op))
+        moved.push_back(&op);
+    for (Operation *op : moved)
+      b.clone(*op, mapping);
+    SmallVector<Value> startOperands;
+    for (Value buffer : buffers)
+      startOperands.push_back(addressOf(b, mapping.lookupOrDefault(buffer)));
+    for (Value operand : call.getOperands().drop_front(form.numBuffers))
+      startOperands.push_back(mapping.lookupOrDefault(operand));
     return func::CallOp::create(b, loc, startFn, startOperands).getResult(0);
   };
   Value handle;
@@ -262,22 +484,39 @@ static void overlap(func::CallOp call) {
     handle = createStart(builder);
     builder.setInsertionPoint(waitPoint);
   }
-  func::CallOp::create(builder, loc, waitFn,
-                       ValueRange{handle, addressOf(builder)});
+  SmallVector<Value> waitOperands = {handle};
+  for (Value buffer : buffers)
+    waitOperands.push_back(addressOf(builder, buffer));
+  func::CallOp::create(builder, loc, waitFn, waitOperands);
 
-  llvm::SetVector<Operation *> constants;
-  for (Value value : call.getOperands().drop_front())
-    if (matchPattern(value, m_Constant()))
-      constants.insert(value.getDefiningOp());
-  call.erase();
-  // Constants that only the old call used.
-  for (Operation *constant : constants)
-    if (constant->use_empty())
-      constant->erase();
-  if (cast->use_empty())
-    cast.erase();
-  if (address->use_empty())
-    address.erase();
+  // The old call, the fills it replaces and what only they used.
+  SmallVector<Operation *> maybeDead;
+  auto erase = [&](Operation *op) {
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        maybeDead.push_back(def);
+    op->erase();
+  };
+  erase(call);
+  for (Operation *fill : llvm::reverse(group.fills))
+    erase(fill);
+  while (!maybeDead.empty()) {
+    Operation *op = maybeDead.pop_back_val();
+    if (!op->use_empty() || !isMemoryEffectFree(op) ||
+        op->getNumRegions() != 0 || isa<memref::AllocOp>(op))
+      continue;
+    erase(op);
+  }
+  return true;
+}
+
+/// tryOverlap with the fills moved to the start, else (a fill that also
+/// writes a buffer that stays, such as an optimizer update writing the state
+/// and the parameter shard to gather, or one that would move past a write of
+/// what it reads) with the collective starting after them.
+static void overlap(func::CallOp call, const CollectiveForm &form) {
+  if (!tryOverlap(call, form, /*moveFills=*/true) && form.numBuffers > 1)
+    tryOverlap(call, form, /*moveFills=*/false);
 }
 
 namespace {
@@ -285,15 +524,17 @@ struct OverlapAllReducePass
     : public gacc::impl::OverlapAllReducePassBase<OverlapAllReducePass> {
   void runOnOperation() override {
     GACC_VERIFY_PASS_RESULT();
-    SmallVector<func::CallOp> calls;
+    SmallVector<std::pair<func::CallOp, const CollectiveForm *>> calls;
     getOperation().walk([&](func::CallOp call) {
-      if (call.getCallee() == "gaccrt_all_reduce" &&
-          call.getNumOperands() == 5 &&
-          call->hasAttr(GaccDialect::kOverlapAttrName))
-        calls.push_back(call);
+      if (!call->hasAttr(GaccDialect::kOverlapAttrName))
+        return;
+      for (const CollectiveForm &form : kForms)
+        if (call.getCallee() == form.callee &&
+            call.getNumOperands() == form.numOperands)
+          calls.push_back({call, &form});
     });
-    for (func::CallOp call : calls)
-      overlap(call);
+    for (auto [call, form] : calls)
+      overlap(call, *form);
   }
 };
 } // namespace

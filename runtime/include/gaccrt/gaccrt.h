@@ -127,6 +127,27 @@ GACCRT_API void gaccrt_reduce_scatter(const void *send, void *recv,
  *  r * count. MPI: MPI_Allgather. Counted as a collective. */
 GACCRT_API void gaccrt_all_gather(const void *send, void *recv, int64_t count,
                                   int32_t dtype, int64_t bucket);
+/** Start gaccrt_reduce_scatter or gaccrt_all_gather of a bucket and return
+ *  at once with a handle (> 0) for gaccrt_reduce_scatter_wait /
+ *  gaccrt_all_gather_wait, as gaccrt_all_reduce_start does for an
+ *  all-reduce: `send` must not be written and `recv` not be read or written
+ *  until the wait returns. Started collectives of every kind run on one
+ *  communication thread in the order they were started; with one rank, no
+ *  data, or an MPI without MPI_THREAD_SERIALIZED the call completes before
+ *  it returns. Counted and traced as the blocking calls. */
+GACCRT_API int64_t gaccrt_reduce_scatter_start(const void *send, void *recv,
+                                               int64_t count, int32_t dtype,
+                                               int32_t kind, int64_t bucket);
+GACCRT_API int64_t gaccrt_all_gather_start(const void *send, void *recv,
+                                           int64_t count, int32_t dtype,
+                                           int64_t bucket);
+/** Wait until the started reduce-scatter / all-gather `handle` on these
+ *  buffers has finished. An unknown handle, a handle of another kind of
+ *  collective or another `recv` aborts with a message. */
+GACCRT_API void gaccrt_reduce_scatter_wait(int64_t handle, const void *send,
+                                           void *recv);
+GACCRT_API void gaccrt_all_gather_wait(int64_t handle, const void *send,
+                                       void *recv);
 /** Broadcasts `bytes` bytes at `data` from rank `root` to every rank. */
 GACCRT_API void gaccrt_broadcast(void *data, int64_t bytes, int root);
 /** Collective timeout in seconds (0, the default: wait forever). With a

@@ -180,6 +180,23 @@ GACCRT_API void gaccrt_cuda_reduce_scatter(const void *send, void *recv,
 GACCRT_API void gaccrt_cuda_all_gather(const void *send, void *recv,
                                        int64_t count, int32_t dtype,
                                        int64_t bucket);
+/** gaccrt_reduce_scatter_start / gaccrt_all_gather_start and their waits
+ *  (gaccrt.h) on device buffers: the NCCL call is enqueued on the
+ *  communication stream after the compute stream's work so far, and the
+ *  compute stream waits for it (on the device) only in the wait; a device
+ *  block freed in between is reused only after it. One rank: a device
+ *  copy on the compute stream, nothing to wait for. */
+GACCRT_API int64_t gaccrt_cuda_reduce_scatter_start(const void *send,
+                                                    void *recv, int64_t count,
+                                                    int32_t dtype, int32_t kind,
+                                                    int64_t bucket);
+GACCRT_API int64_t gaccrt_cuda_all_gather_start(const void *send, void *recv,
+                                                int64_t count, int32_t dtype,
+                                                int64_t bucket);
+GACCRT_API void gaccrt_cuda_reduce_scatter_wait(int64_t handle,
+                                                const void *send, void *recv);
+GACCRT_API void gaccrt_cuda_all_gather_wait(int64_t handle, const void *send,
+                                            void *recv);
 /** Starts gaccrt_cuda_all_reduce of a bucket and returns a handle (> 0) for
  *  gaccrt_cuda_all_reduce_wait: what code compiled with overlap-all-reduce
  *  calls right after the final micro-batch's last write into the bucket.

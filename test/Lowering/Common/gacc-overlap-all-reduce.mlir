@@ -275,3 +275,140 @@ func.func @carried_memref(%bucket: memref<4xf32>) {
   call @gaccrt_all_reduce(%a, %n, %dtype, %kind, %id) {gacc.overlap} : (i64, i64, i32, i32, i64) -> ()
   return
 }
+
+// -----
+
+// A sharded bucket (gacc-shard-optimizer-state): its accumulator is packed
+// into a fresh rank-major layout after the loop, then reduce-scattered into
+// a fresh buffer. The layout, the receive buffer and the packing copy move
+// with the start into the loop's last iteration, right after the last write
+// of the accumulator; unrelated work in the body runs after it. The wait
+// comes before the first read of the received shard.
+
+// CHECK-LABEL: func.func @scatter_packed
+// CHECK:         %[[SLOT:.*]] = memref.alloca() : memref<i64>
+// CHECK:         %[[RECV:.*]] = memref.alloc() : memref<3xf32>
+// CHECK-NEXT:    %[[LAYOUT:.*]] = memref.alloc() : memref<2x3xf32>
+// CHECK-NEXT:    scf.for
+// CHECK-NEXT:      linalg.fill ins(%{{.*}} : f32) outs(%[[ACC:.*]] : memref<4xf32>)
+// CHECK:           scf.if
+// CHECK-NEXT:        %[[DST:.*]] = memref.subview %[[LAYOUT]][0, 0] [2, 2] [1, 1]
+// CHECK-NEXT:        %[[SRC:.*]] = memref.expand_shape %[[ACC]]
+// CHECK-NEXT:        memref.copy %[[SRC]], %[[DST]]
+// CHECK-NEXT:        %[[FLAT:.*]] = memref.collapse_shape %[[LAYOUT]]
+// CHECK-NEXT:        memref.extract_aligned_pointer_as_index %[[FLAT]]
+// CHECK-NEXT:        arith.index_cast
+// CHECK-NEXT:        memref.extract_aligned_pointer_as_index %[[RECV]]
+// CHECK-NEXT:        arith.index_cast
+// CHECK-NEXT:        %[[H:.*]] = func.call @gaccrt_reduce_scatter_start(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (i64, i64, i64, i32, i32, i64) -> i64
+// CHECK-NEXT:        memref.store %[[H]], %[[SLOT]][]
+// CHECK-NEXT:      }
+// CHECK-NEXT:      func.call @work
+// CHECK-NEXT:    }
+// CHECK-NOT:     memref.copy %{{.*}}, %{{.*}} : memref<2x2xf32>
+// CHECK:         %[[W:.*]] = memref.load %[[SLOT]][]
+// CHECK:         call @gaccrt_reduce_scatter_wait(%[[W]], %{{.*}}, %{{.*}}) : (i64, i64, i64) -> ()
+// CHECK-NEXT:    memref.copy %[[RECV]], %{{.*}}
+// CHECK-NOT:     call @gaccrt_reduce_scatter(
+func.func private @gaccrt_reduce_scatter(i64, i64, i64, i32, i32, i64)
+func.func private @work(memref<8xf32>)
+func.func @scatter_packed(%acc: memref<4xf32>, %other: memref<8xf32>, %out: memref<3xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 3 : i64
+  %dtype = arith.constant 0 : i32
+  %kind = arith.constant 0 : i32
+  %id = arith.constant 0 : i64
+  scf.for %i = %c0 to %c2 step %c1 {
+    linalg.fill ins(%zero : f32) outs(%acc : memref<4xf32>)
+    func.call @work(%other) : (memref<8xf32>) -> ()
+  }
+  %layout = memref.alloc() : memref<2x3xf32>
+  %dst = memref.subview %layout[0, 0] [2, 2] [1, 1] : memref<2x3xf32> to memref<2x2xf32, strided<[3, 1]>>
+  %src = memref.expand_shape %acc [[0, 1]] output_shape [2, 2] : memref<4xf32> into memref<2x2xf32>
+  memref.copy %src, %dst : memref<2x2xf32> to memref<2x2xf32, strided<[3, 1]>>
+  %flat = memref.collapse_shape %layout [[0, 1]] : memref<2x3xf32> into memref<6xf32>
+  %p = memref.extract_aligned_pointer_as_index %flat : memref<6xf32> -> index
+  %a = arith.index_cast %p : index to i64
+  %recv = memref.alloc() : memref<3xf32>
+  %rp = memref.extract_aligned_pointer_as_index %recv : memref<3xf32> -> index
+  %ra = arith.index_cast %rp : index to i64
+  call @gaccrt_reduce_scatter(%a, %ra, %n, %dtype, %kind, %id) {gacc.overlap} : (i64, i64, i64, i32, i32, i64) -> ()
+  memref.copy %recv, %out : memref<3xf32> to memref<3xf32>
+  return
+}
+
+// -----
+
+// The packing copy reads the accumulator before an op writes it again: the
+// copy may not move down past that write, so it stays, and the
+// reduce-scatter starts right after it, before the write.
+
+// CHECK-LABEL: func.func @scatter_pack_then_write
+// CHECK:         memref.copy %[[ACC:.*]], %[[LAYOUT:.*]] : memref<4xf32> to memref<4xf32>
+// CHECK:         %[[H:.*]] = call @gaccrt_reduce_scatter_start(
+// CHECK-NEXT:    linalg.fill ins(%{{.*}} : f32) outs(%[[ACC]] : memref<4xf32>)
+// CHECK:         call @gaccrt_reduce_scatter_wait(%[[H]],
+// CHECK-NEXT:    memref.copy
+// CHECK-NOT:     call @gaccrt_reduce_scatter(
+func.func private @gaccrt_reduce_scatter(i64, i64, i64, i32, i32, i64)
+func.func @scatter_pack_then_write(%acc: memref<4xf32>, %out: memref<2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 2 : i64
+  %dtype = arith.constant 0 : i32
+  %kind = arith.constant 0 : i32
+  %id = arith.constant 0 : i64
+  %layout = memref.alloc() : memref<4xf32>
+  memref.copy %acc, %layout : memref<4xf32> to memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<4xf32>)
+  %p = memref.extract_aligned_pointer_as_index %layout : memref<4xf32> -> index
+  %a = arith.index_cast %p : index to i64
+  %recv = memref.alloc() : memref<2xf32>
+  %rp = memref.extract_aligned_pointer_as_index %recv : memref<2xf32> -> index
+  %ra = arith.index_cast %rp : index to i64
+  call @gaccrt_reduce_scatter(%a, %ra, %n, %dtype, %kind, %id) {gacc.overlap} : (i64, i64, i64, i32, i32, i64) -> ()
+  memref.copy %recv, %out : memref<2xf32> to memref<2xf32>
+  return
+}
+
+// -----
+
+// An all-gather whose send buffer is written by an op that also writes a
+// buffer that stays (an optimizer update writing the parameter shard and the
+// state): nothing moves; it starts right after that op and is waited for
+// where its result is read.
+
+// CHECK-LABEL: func.func @gather_after_update
+// CHECK:         linalg.generic
+// CHECK:         %[[H:.*]] = call @gaccrt_all_gather_start(
+// CHECK-NEXT:    call @work
+// CHECK-NEXT:    memref.extract_aligned_pointer_as_index
+// CHECK-NEXT:    arith.index_cast
+// CHECK-NEXT:    memref.extract_aligned_pointer_as_index
+// CHECK-NEXT:    arith.index_cast
+// CHECK-NEXT:    call @gaccrt_all_gather_wait(%[[H]], %{{.*}}, %{{.*}}) : (i64, i64, i64) -> ()
+// CHECK-NEXT:    memref.copy
+func.func private @gaccrt_all_gather(i64, i64, i64, i32, i64)
+func.func private @work(memref<8xf32>)
+func.func @gather_after_update(%state: memref<2xf32>, %other: memref<8xf32>, %out: memref<4xf32>) {
+  %n = arith.constant 2 : i64
+  %dtype = arith.constant 0 : i32
+  %id = arith.constant 0 : i64
+  %shard = memref.alloc() : memref<2xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} outs(%shard, %state : memref<2xf32>, memref<2xf32>) {
+  ^bb0(%s: f32, %m: f32):
+    %two = arith.addf %m, %m : f32
+    linalg.yield %two, %two : f32, f32
+  }
+  %p = memref.extract_aligned_pointer_as_index %shard : memref<2xf32> -> index
+  %a = arith.index_cast %p : index to i64
+  %all = memref.alloc() : memref<4xf32>
+  %rp = memref.extract_aligned_pointer_as_index %all : memref<4xf32> -> index
+  %ra = arith.index_cast %rp : index to i64
+  call @gaccrt_all_gather(%a, %ra, %n, %dtype, %id) {gacc.overlap} : (i64, i64, i64, i32, i64) -> ()
+  func.call @work(%other) : (memref<8xf32>) -> ()
+  memref.copy %all, %out : memref<4xf32> to memref<4xf32>
+  return
+}

@@ -303,28 +303,44 @@ def PlaceBucketsPass : Pass<"gacc-place-buckets", "ModuleOp"> {
 }
 
 def OverlapAllReducePass : Pass<"gacc-overlap-all-reduce", "ModuleOp"> {
-  let summary = "Start bucket all-reduces early and wait only where read";
+  let summary = "Start bucket collectives early and wait only where read";
   let description = [{
-    Runs after bufferization and gacc-place-buckets. Each runtime all-reduce
+    Runs after bufferization and gacc-place-buckets. Each runtime collective
     of a bucket marked `gacc.overlap` (`gaccrt_all_reduce` on the bucket's
-    address) becomes a `gaccrt_all_reduce_start` placed right after the last
-    op of its block before it that accesses the bucket's memory (in a step,
-    the final region's last write of an accumulator in the bucket) and a
-    `gaccrt_all_reduce_wait` on the returned handle placed right before the
-    first op after it that accesses the bucket (or the block's terminator).
+    address; with shard-optimizer-state, `gaccrt_reduce_scatter` and
+    `gaccrt_all_gather` from a send to a receive buffer) becomes a start
+    (`gaccrt_all_reduce_start`, `gaccrt_reduce_scatter_start`,
+    `gaccrt_all_gather_start`) placed right after the last op of its block
+    before it that accesses the memory the collective reads (in a step, the
+    final region's last write of an accumulator in the bucket) and a wait on
+    the returned handle (`gaccrt_all_reduce_wait(handle, buffer)`,
+    `gaccrt_reduce_scatter_wait` / `gaccrt_all_gather_wait(handle, send,
+    recv)`) placed right before the first op after it that accesses a buffer
+    the collective reads or writes (or the block's terminator).
     When that last accessing op is an `scf.for` with a constant, non-zero
     trip count and no memref iteration arguments (the loop of
     gacc-outline-micro-batches, the final region among its iterations), the
     start goes into the loop body instead, right after the body's last
     access, under `scf.if` on `iv + step >= ub`, and the handle reaches the
     wait through a `memref.alloca` slot.
-    Any op that uses the bucket or a view of it, other than the views
-    themselves, counts as an access, so the bucket is never touched while
-    the runtime reduces it.
+    A reduce-scatter or all-gather reads and writes fresh buffers: buffers
+    allocated in its block before it and written there only by copies and
+    linalg ops that write nothing else (the rank-major layout of a sharded
+    bucket, packed from the accumulators; the receive buffer). Those copies
+    move with the start, the allocations before it (before the loop), and
+    the start then follows the last write of what the copies read (of a
+    reduce-scatter, the accumulators: the packing runs in the final
+    region). A copy never moves past a write of what it reads; where one
+    would, or where one also writes a buffer that stays, nothing moves and
+    the collective starts after the copies.
+    Any op that uses a buffer or a view of it, other than the views
+    themselves, counts as an access, so a buffer is never touched while the
+    runtime reduces it.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def StridedCopiesToLinalgPass
