@@ -230,6 +230,58 @@ int64_t checkStartedAllReduces(int worldSize) {
   return 3 * n * 4;
 }
 
+/// shard-optimizer-state's collectives on the device, blocking and started
+/// (with compute work between the start and the wait): rank r receives
+/// block r of the summed send buffers, the all-gather concatenates the
+/// ranks' blocks; started and blocking results are the same bits.
+int64_t checkShardCollectives(int worldSize) {
+  const int64_t count = 1 << 18, total = count * worldSize;
+  std::vector<float> send(static_cast<size_t>(total));
+  for (int64_t i = 0; i < total; ++i)
+    send[i] = float(rank + 1) * float(i % 113) * 0.5f;
+  void *dsend = gaccrt_cuda_alloc(total * 4);
+  void *blocking = gaccrt_cuda_alloc(count * 4),
+       *started = gaccrt_cuda_alloc(count * 4);
+  void *gatheredBlocking = gaccrt_cuda_alloc(total * 4),
+       *gatheredStarted = gaccrt_cuda_alloc(total * 4),
+       *scratch = gaccrt_cuda_alloc(total * 4);
+  gaccrt_cuda_memcpy_h2d(dsend, send.data(), total * 4);
+  gaccrt_cuda_reduce_scatter(dsend, blocking, count, GACCRT_F32, GACCRT_SUM,
+                             20);
+  int64_t scatter = gaccrt_cuda_reduce_scatter_start(
+      dsend, started, count, GACCRT_F32, GACCRT_SUM, 21);
+  gaccrt_cuda_memcpy_d2d(scratch, dsend, total * 4); // reads only
+  gaccrt_cuda_reduce_scatter_wait(scatter, dsend, started);
+  gaccrt_cuda_all_gather(started, gatheredBlocking, count, GACCRT_F32, 22);
+  int64_t gather = gaccrt_cuda_all_gather_start(started, gatheredStarted, count,
+                                                GACCRT_F32, 23);
+  CHECK(gather > scatter && scatter > 0);
+  gaccrt_cuda_all_gather_wait(gather, started, gatheredStarted);
+  CHECK(gaccrt_cuda_all_reduces_in_flight() == 0);
+  std::vector<float> rb(static_cast<size_t>(count)),
+      rs(static_cast<size_t>(count)), gb(static_cast<size_t>(total)),
+      gs(static_cast<size_t>(total));
+  gaccrt_cuda_memcpy_d2h(rb.data(), blocking, count * 4);
+  gaccrt_cuda_memcpy_d2h(rs.data(), started, count * 4);
+  gaccrt_cuda_memcpy_d2h(gb.data(), gatheredBlocking, total * 4);
+  gaccrt_cuda_memcpy_d2h(gs.data(), gatheredStarted, total * 4);
+  for (void *p :
+       {dsend, blocking, started, gatheredBlocking, gatheredStarted, scratch})
+    gaccrt_cuda_free(p);
+  const float s = float(worldSize * (worldSize + 1) / 2);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < count; ++i)
+    wrong += rb[i] != s * float((rank * count + i) % 113) * 0.5f;
+  CHECK(wrong == 0);
+  CHECK(rb == rs);
+  CHECK(gb == gs);
+  for (int64_t i = 0; i < total; ++i)
+    wrong += gb[i] != s * float(i % 113) * 0.5f;
+  CHECK(wrong == 0);
+  // Counted with their send bytes (the all-gathers with none).
+  return 2 * total * 4;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -254,7 +306,8 @@ int main(int argc, char **argv) {
   int64_t bytes = checkSums(worldSize);
   bytes += checkLargeBucketAfterComputeWork(worldSize);
   bytes += checkStartedAllReduces(worldSize);
-  CHECK(gaccrt_collectives_issued() == 11);
+  bytes += checkShardCollectives(worldSize);
+  CHECK(gaccrt_collectives_issued() == 15);
   CHECK(gaccrt_bytes_reduced() == bytes);
   gaccrt_cuda_synchronize();
   double ms = gaccrt_cuda_elapsed_ms_since_mark();
