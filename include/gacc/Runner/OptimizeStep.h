@@ -65,6 +65,12 @@ llvm::Expected<std::vector<llvm::SmallString<0>>> generateObjects(
 /// SelectionDAG's combiner spent over 2 s at 100 layers of width 512.
 void setCheapToCompile(llvm::Function &function);
 
+/// Replaces every function of `module` that is identical to another one by
+/// that one (LLVM's MergeFunctions; the module's local functions first get
+/// unnamed_addr, as nothing compares their addresses, so that a duplicate is
+/// removed rather than made a thunk). generateObjects does this first.
+void mergeIdenticalFunctions(llvm::Module &module);
+
 /// The default number of parts of generateObjects: one per hardware
 /// thread, at most 8.
 unsigned getDefaultCodegenThreads();
