@@ -104,6 +104,8 @@ void gaccrt_internal_set_gemm_threads(int32_t threads) {
 
 int32_t gaccrt_internal_gemm_threads(void) { return gemmThreads(); }
 
+int32_t gaccrt_gemm_threads(void) { return gemmThreads(); }
+
 int32_t gaccrt_internal_last_gemm_threads(void) {
   return std::strcmp(lastLibrary, "avx512") == 0 ? avx512LastThreads() : 0;
 }

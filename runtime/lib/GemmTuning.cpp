@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -262,8 +263,16 @@ std::string cpuKey() {
 struct DiskCache {
   std::string path, cpu;
   std::unordered_map<GemmKey, int, GemmKeyHash> choices;
+  /// Whole-step choices on several GEMM threads, by thread count and step.
+  std::map<std::pair<int, std::string>, std::string> stepChoices;
   std::mutex appendMutex;
 };
+
+/// A line "gacc-gemm-step-1 CPU THREADS STEP LIBRARY": the library every GEMM
+/// of the step STEP (a key of its compiler's choosing, gacc-run's hash of the
+/// step and its options) runs on with THREADS GEMM threads under "auto", as
+/// timed on whole steps, one library per process (gacc-run --tune-gemm).
+constexpr const char *kStepCacheTag = "gacc-gemm-step-1";
 
 int parseCandidate(const std::string &name) {
   for (int candidate = 0; candidate < kCandidates; ++candidate)
@@ -285,6 +294,15 @@ DiskCache &diskCache() {
     std::ifstream file(c->path);
     std::string line;
     while (std::getline(file, line)) {
+      if (line.rfind(kStepCacheTag, 0) == 0) {
+        std::istringstream words(line);
+        std::string tag, cpu, step, library;
+        int threads = 0;
+        if ((words >> tag >> cpu >> threads >> step >> library) &&
+            tag == kStepCacheTag && cpu == c->cpu && threads > 1)
+          c->stepChoices[{threads, step}] = library;
+        continue;
+      }
       std::istringstream words(line);
       std::string tag, cpu, library;
       GemmKey key{};
@@ -305,18 +323,9 @@ DiskCache &diskCache() {
   return *cache;
 }
 
-/// Appends `key`'s decision to the cache file (one write of one line, with
-/// O_APPEND: processes deciding at once do not interleave their lines).
-void recordDecision(const GemmKey &key, int candidate) {
-  DiskCache &cache = diskCache();
-  if (cache.path.empty())
-    return;
-  std::string line = std::string(kCacheTag) + " " + cache.cpu;
-  for (int64_t v :
-       {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, int64_t(key.transA),
-        int64_t(key.transB), int64_t(key.readsC)})
-    line += " " + std::to_string(v);
-  line += std::string(" ") + candidateName(candidate) + "\n";
+/// Appends `line` to the cache file (one write of one line, with O_APPEND:
+/// processes deciding at once do not interleave their lines).
+void appendToCache(DiskCache &cache, const std::string &line) {
   std::lock_guard<std::mutex> lock(cache.appendMutex);
   // The folders on the way, as mkdir -p.
   for (size_t slash = cache.path.find('/', 1); slash != std::string::npos;
@@ -328,6 +337,31 @@ void recordDecision(const GemmKey &key, int candidate) {
     return;
   [[maybe_unused]] ssize_t written = ::write(fd, line.data(), line.size());
   ::close(fd);
+}
+
+/// Appends `key`'s decision to the cache file.
+void recordDecision(const GemmKey &key, int candidate) {
+  DiskCache &cache = diskCache();
+  if (cache.path.empty())
+    return;
+  std::string line = std::string(kCacheTag) + " " + cache.cpu;
+  for (int64_t v :
+       {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, int64_t(key.transA),
+        int64_t(key.transB), int64_t(key.readsC)})
+    line += " " + std::to_string(v);
+  line += std::string(" ") + candidateName(candidate) + "\n";
+  appendToCache(cache, line);
+}
+
+/// A step key is one word of letters, digits, '-', '_' and '.'.
+bool isStepKey(const char *key) {
+  if (!key || !*key)
+    return false;
+  for (const char *c = key; *c; ++c)
+    if (!std::isalnum(static_cast<unsigned char>(*c)) && *c != '-' &&
+        *c != '_' && *c != '.')
+      return false;
+  return true;
 }
 
 /// The fastest call: the early calls of a step are slowed down by first
@@ -531,4 +565,32 @@ int32_t gaccrt_internal_choose_gemm_library(const double *fastest_us,
     if (timed & (1 << library))
       libraries[count++] = library;
   return chooseLibrary(fastest_us, libraries, count, incumbent);
+}
+
+const char *gaccrt_gemm_use_step(const char *step_key) {
+  if (library() != Library::Auto || gemmThreads() == 1 || !isStepKey(step_key))
+    return nullptr;
+  DiskCache &cache = diskCache();
+  auto it = cache.stepChoices.find({gemmThreads(), step_key});
+  if (it == cache.stepChoices.end() ||
+      (it->second != "avx512" && it->second != "openblas") ||
+      gaccrt_set_gemm_library(it->second.c_str()) != 0)
+    return nullptr;
+  return gaccrt_gemm_library();
+}
+
+int32_t gaccrt_gemm_record_step(const char *step_key, const char *library) {
+  int threads = gemmThreads();
+  if (threads == 1 || !isStepKey(step_key) || !library ||
+      (std::strcmp(library, "avx512") != 0 &&
+       std::strcmp(library, "openblas") != 0))
+    return -1;
+  DiskCache &cache = diskCache();
+  if (cache.path.empty())
+    return -1;
+  cache.stepChoices[{threads, step_key}] = library;
+  appendToCache(cache, std::string(kStepCacheTag) + " " + cache.cpu + " " +
+                           std::to_string(threads) + " " + step_key + " " +
+                           library + "\n");
+  return 0;
 }

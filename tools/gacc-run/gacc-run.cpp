@@ -20,15 +20,21 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
 #include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <unistd.h>
+
+extern char **environ;
 
 using namespace mlir::gacc;
 namespace cl = llvm::cl;
@@ -73,6 +79,12 @@ static cl::opt<int64_t> rssEvery(
     cl::desc("Print the process's resident set size after every N steps "
              "(rank 0; bench/soak.sh checks that it stays flat)"),
     cl::value_desc("N"), cl::init(0), cl::cat(category));
+static cl::opt<bool> tuneGemm(
+    "tune-gemm",
+    cl::desc("With several GEMM threads under GACCRT_GEMM=auto: time this "
+             "step with every GEMM on each library (a process per library), "
+             "record the fastest in the GEMM cache for later runs, and use it"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
                            cl::init(false), cl::cat(category));
 static cl::opt<bool>
@@ -126,6 +138,109 @@ static double scalarValue(const NpyArray &array) {
                           : *reinterpret_cast<const double *>(f64.data.data());
 }
 
+/// The key of this step in the GEMM cache: a hash of the step's file and of
+/// the flags that change what is compiled (not those that only say how long
+/// it runs, what it reads or writes, or what it prints).
+static std::string getStepKey(int argc, char **argv) {
+  auto buffer = llvm::MemoryBuffer::getFile(inputFile);
+  std::string text = buffer ? (*buffer)->getBuffer().str() : inputFile;
+  static const char *const kVolatile[] = {"--steps",
+                                          "--warmup",
+                                          "--input-dir",
+                                          "--output-dir",
+                                          "--seed",
+                                          "--trace",
+                                          "--dump-llvm-ir",
+                                          "--compile-threads",
+                                          "--collective-timeout",
+                                          "--rss-every",
+                                          "--quiet",
+                                          "--print-results",
+                                          "--tune-gemm",
+                                          "-steps",
+                                          "-warmup"};
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (arg == inputFile.getValue() ||
+        llvm::any_of(kVolatile, [&](const char *flag) {
+          return arg == flag || arg.starts_with(std::string(flag) + "=");
+        }))
+      continue;
+    text += '\0';
+    text += arg.str();
+  }
+  return "step-" + llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true);
+}
+
+/// --tune-gemm: runs this step (with the same flags, 12 steps, 2 of them
+/// warm-up) in a process per library with every GEMM on it, and records the
+/// library of the fastest median step in the GEMM cache. Returns the
+/// library, or an empty string (with `message` saying why) when nothing was
+/// recorded.
+static std::string tuneGemmLibrary(int argc, char **argv,
+                                   const std::string &key,
+                                   std::string &message) {
+  std::string self = llvm::sys::fs::getMainExecutable(
+      argv[0], reinterpret_cast<void *>(&tuneGemmLibrary));
+  std::vector<std::string> args = {self};
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (arg == "--tune-gemm" || arg.starts_with("--steps") ||
+        arg.starts_with("--warmup") || arg.starts_with("--trace") ||
+        arg.starts_with("--output-dir") || arg == "--quiet" ||
+        arg == "--print-results" || arg.starts_with("--dump-llvm-ir"))
+      continue;
+    args.push_back(arg.str());
+  }
+  args.push_back("--steps=12");
+  args.push_back("--warmup=2");
+  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::string best, timings;
+  double bestMs = 0;
+  for (const char *library : {"avx512", "openblas"}) {
+    llvm::SmallString<128> output;
+    if (llvm::sys::fs::createTemporaryFile("gacc-tune-gemm", "txt", output))
+      continue;
+    std::vector<std::string> env;
+    for (char **e = environ; *e; ++e) {
+      llvm::StringRef var(*e);
+      if (!var.starts_with("GACCRT_GEMM=") &&
+          !var.starts_with("GACCRT_BACKEND="))
+        env.push_back(var.str());
+    }
+    env.push_back(std::string("GACCRT_GEMM=") + library);
+    env.push_back("GACCRT_BACKEND=single");
+    std::vector<llvm::StringRef> envRefs(env.begin(), env.end());
+    std::optional<llvm::StringRef> redirects[] = {
+        std::nullopt, llvm::StringRef(output), llvm::StringRef(output)};
+    int rc = llvm::sys::ExecuteAndWait(self, argRefs, envRefs, redirects);
+    auto text = llvm::MemoryBuffer::getFile(output);
+    llvm::sys::fs::remove(output);
+    if (rc != 0 || !text)
+      continue;
+    llvm::StringRef out = (*text)->getBuffer();
+    size_t at = out.find("time/step median ");
+    double ms = 0;
+    if (at == llvm::StringRef::npos ||
+        out.substr(at + 17).split(' ').first.getAsDouble(ms))
+      continue;
+    timings += std::string(timings.empty() ? "" : ", ") + library + " " +
+               llvm::formatv("{0:f2}", ms).str() + " ms";
+    if (best.empty() || ms < bestMs) {
+      best = library;
+      bestMs = ms;
+    }
+  }
+  if (best.empty()) {
+    message = "no library ran the step";
+    return "";
+  }
+  message = timings;
+  if (gaccrt_gemm_record_step(key.c_str(), best.c_str()) != 0)
+    message += "; not recorded (GACCRT_GEMM_CACHE is off or cannot be written)";
+  return best;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   PipelineFlags pipelineFlags;
@@ -174,6 +289,35 @@ int main(int argc, char **argv) {
       return fail("--trace='" + traceFile + "': cannot write in '" +
                   parent.str().str() + "'");
     gaccrt_trace_enable(traceFile.c_str());
+  }
+
+  // GACCRT_GEMM=auto on several GEMM threads: every GEMM on the library
+  // timed fastest for this step (--tune-gemm, now or in an earlier run).
+  std::string stepKey = getStepKey(argc, argv);
+  std::string gemmNote;
+  if (tuneGemm) {
+    if (world > 1)
+      return fail("--tune-gemm runs on one rank (it starts a process per "
+                  "library); tune, then run the ranks");
+    if (llvm::StringRef(gaccrt_gemm_library()) != "auto")
+      return fail("--tune-gemm needs GACCRT_GEMM=auto (it is '" +
+                  std::string(gaccrt_gemm_library()) + "')");
+    if (gaccrt_gemm_threads() == 1) {
+      gemmNote = "one GEMM thread: each GEMM shape is timed as it runs; "
+                 "nothing to tune per step";
+    } else {
+      std::string message;
+      std::string chosen = tuneGemmLibrary(argc, argv, stepKey, message);
+      if (chosen.empty())
+        return fail("--tune-gemm: " + message);
+      gemmNote = "tuned on " + std::to_string(gaccrt_gemm_threads()) +
+                 " GEMM threads (" + message + "): " + chosen;
+      gaccrt_set_gemm_library(chosen.c_str());
+    }
+  } else if (const char *used = gaccrt_gemm_use_step(stepKey.c_str())) {
+    gemmNote = std::string(used) + " for every GEMM (this step's choice on " +
+               std::to_string(gaccrt_gemm_threads()) +
+               " GEMM threads in the GEMM cache)";
   }
 
   options.traceRegions = !traceFile.empty();
@@ -227,6 +371,8 @@ int main(int argc, char **argv) {
                  << llvm::format("%.0f", compileMs) << " ms ("
                  << (step->getReleasedCompilerBytes() >> 20)
                  << " MiB of compiler code released)\n";
+    if (!gemmNote.empty())
+      llvm::outs() << "GEMM library: " << gemmNote << " [" << stepKey << "]\n";
   }
 
   // loss-scale=dynamic: the scale and its growth tracker are the last two

@@ -148,6 +148,22 @@ GACCRT_API void gaccrt_reduce_scatter_wait(int64_t handle, const void *send,
                                            void *recv);
 GACCRT_API void gaccrt_all_gather_wait(int64_t handle, const void *send,
                                        void *recv);
+/** Under GACCRT_GEMM=auto with several GEMM threads: when the GEMM cache
+ *  (GACCRT_GEMM_CACHE, runtime/README.md) has a whole-step choice for the
+ *  step `step_key` (one word: letters, digits, '-', '_', '.') at this thread
+ *  count on this CPU, every GEMM of the process runs on that library
+ *  ("avx512" or "openblas"; gaccrt_set_gemm_library) and its name is
+ *  returned; otherwise nothing changes and NULL is returned. */
+GACCRT_API const char *gaccrt_gemm_use_step(const char *step_key);
+/** The number of threads a GEMM runs on (OpenBLAS's thread count). */
+GACCRT_API int32_t gaccrt_gemm_threads(void);
+/** Records in the GEMM cache that the step `step_key` runs fastest with
+ *  every GEMM on `library` ("avx512" or "openblas") at this GEMM thread count
+ *  (more than one), as timed on whole steps, one library per process
+ *  (gacc-run --tune-gemm). Returns 0, or -1 (one GEMM thread, a bad key or
+ *  library, no cache file). */
+GACCRT_API int32_t gaccrt_gemm_record_step(const char *step_key,
+                                           const char *library);
 /** Broadcasts `bytes` bytes at `data` from rank `root` to every rank. */
 GACCRT_API void gaccrt_broadcast(void *data, int64_t bytes, int root);
 /** Collective timeout in seconds (0, the default: wait forever). With a
