@@ -19,7 +19,9 @@
 # GEMMs run on OpenBLAS's THREADS threads either way, and with THREADS
 # intra-op threads as well its OpenMP and OpenBLAS threads compete, which
 # made its 3x512 step 2-3x slower on 2 threads than this, its best setting;
-# bench/README.md).
+# bench/README.md), BENCH_TUNE_GEMM (1: gacc-run --tune-gemm once per m
+# before the timed runs, which then use the step's tuned GEMM library on
+# several threads; default 0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${1:-1}
@@ -75,6 +77,12 @@ for m in $MS; do
     gacc=("$BUILD/bin/gacc-run-aot" "$tmp/step.so")
   else
     gacc=("$BUILD/bin/gacc-run" "$tmp/mlp.mlir" --micro-batches="$m")
+    # BENCH_TUNE_GEMM=1: the step's GEMM library on several threads timed
+    # first (gacc-run --tune-gemm, recorded in the GEMM cache, which the
+    # timed runs then read).
+    if [ "${BENCH_TUNE_GEMM:-0}" = 1 ]; then
+      "${gacc[@]}" --tune-gemm --quiet
+    fi
   fi
   for round in $(seq "$ROUNDS"); do
     /usr/bin/time -v -o "$tmp/gacc.time" "${gacc[@]}" \
