@@ -317,22 +317,19 @@ static bool tryOverlap(func::CallOp call, const CollectiveForm &form,
   DenseSet<Value> touchedRoots;
   for (Value buffer : buffers)
     touchedRoots.insert(getViewRoot(buffer));
-  SmallPtrSet<Operation *, 16> sourceAccesses;
   DenseMap<Value, SmallPtrSet<Operation *, 16>> blockersOf;
+  SmallPtrSet<Operation *, 16> sourceAccesses;
   for (Value source : group.sources) {
     SmallPtrSet<Operation *, 16> accesses;
     if (!collectBufferAccesses(source, block, accesses))
       return false;
     for (Operation *op : accesses)
-      if (touchedRoots.contains(source) || mayWrite(op, source)) {
+      if (op != call && !group.fills.contains(op) &&
+          (touchedRoots.contains(source) || mayWrite(op, source))) {
+        blockersOf[source].insert(op);
         sourceAccesses.insert(op);
-        if (!group.fills.contains(op) && op != call)
-          blockersOf[source].insert(op);
       }
   }
-  sourceAccesses.erase(call);
-  for (Operation *fill : group.fills)
-    sourceAccesses.erase(fill);
   for (Value operand : call.getOperands().take_front(form.numBuffers)) {
     auto cast = operand.getDefiningOp<arith::IndexCastOp>();
     if (cast->hasOneUse())
@@ -489,12 +486,14 @@ static bool tryOverlap(func::CallOp call, const CollectiveForm &form,
     waitOperands.push_back(addressOf(builder, buffer));
   func::CallOp::create(builder, loc, waitFn, waitOperands);
 
-  // The old call, the fills it replaces and what only they used.
-  SmallVector<Operation *> maybeDead;
+  // The old call, the fills it replaces and what only they used (a set: an
+  // op that several erased ops used is looked at, and erased, once).
+  llvm::SetVector<Operation *> maybeDead;
   auto erase = [&](Operation *op) {
     for (Value operand : op->getOperands())
       if (Operation *def = operand.getDefiningOp())
-        maybeDead.push_back(def);
+        maybeDead.insert(def);
+    maybeDead.remove(op);
     op->erase();
   };
   erase(call);
