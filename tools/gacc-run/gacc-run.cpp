@@ -138,36 +138,51 @@ static double scalarValue(const NpyArray &array) {
                           : *reinterpret_cast<const double *>(f64.data.data());
 }
 
+/// argv[1..] without the flags named in `dropped` and, when `dropFile`,
+/// the step's file; every other flag written as "--name" or "--name=value"
+/// however it was given ("-name", "-name value", "--name=value"), so that
+/// the same flags give the same arguments.
+static std::vector<std::string>
+getArgsWithout(int argc, char **argv, llvm::ArrayRef<llvm::StringRef> dropped,
+               bool dropFile) {
+  auto &options = cl::getRegisteredOptions();
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (!arg.starts_with("-") || arg == "-") {
+      if (!dropFile || arg != inputFile.getValue())
+        args.push_back(arg.str());
+      continue;
+    }
+    auto [name, value] = arg.ltrim('-').split('=');
+    std::string flag = "--" + name.str();
+    if (arg.contains('=')) {
+      flag += "=" + value.str();
+    } else if (cl::Option *option = options.lookup(name);
+               option && option->getValueExpectedFlag() == cl::ValueRequired &&
+               i + 1 < argc) {
+      flag += "=" + std::string(argv[++i]); // its value
+    }
+    if (!llvm::is_contained(dropped, name))
+      args.push_back(flag);
+  }
+  return args;
+}
+
 /// The key of this step in the GEMM cache: a hash of the step's file and of
 /// the flags that change what is compiled (not those that only say how long
 /// it runs, what it reads or writes, or what it prints).
 static std::string getStepKey(int argc, char **argv) {
   auto buffer = llvm::MemoryBuffer::getFile(inputFile);
   std::string text = buffer ? (*buffer)->getBuffer().str() : inputFile;
-  static const char *const kVolatile[] = {"--steps",
-                                          "--warmup",
-                                          "--input-dir",
-                                          "--output-dir",
-                                          "--seed",
-                                          "--trace",
-                                          "--dump-llvm-ir",
-                                          "--compile-threads",
-                                          "--collective-timeout",
-                                          "--rss-every",
-                                          "--quiet",
-                                          "--print-results",
-                                          "--tune-gemm",
-                                          "-steps",
-                                          "-warmup"};
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg(argv[i]);
-    if (arg == inputFile.getValue() ||
-        llvm::any_of(kVolatile, [&](const char *flag) {
-          return arg == flag || arg.starts_with(std::string(flag) + "=");
-        }))
-      continue;
+  for (const std::string &arg : getArgsWithout(
+           argc, argv,
+           {"steps", "warmup", "input-dir", "output-dir", "seed", "trace",
+            "dump-llvm-ir", "compile-threads", "collective-timeout",
+            "rss-every", "quiet", "print-results", "tune-gemm"},
+           /*dropFile=*/true)) {
     text += '\0';
-    text += arg.str();
+    text += arg;
   }
   return "step-" + llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true);
 }
@@ -183,15 +198,12 @@ static std::string tuneGemmLibrary(int argc, char **argv,
   std::string self = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&tuneGemmLibrary));
   std::vector<std::string> args = {self};
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef arg(argv[i]);
-    if (arg == "--tune-gemm" || arg.starts_with("--steps") ||
-        arg.starts_with("--warmup") || arg.starts_with("--trace") ||
-        arg.starts_with("--output-dir") || arg == "--quiet" ||
-        arg == "--print-results" || arg.starts_with("--dump-llvm-ir"))
-      continue;
-    args.push_back(arg.str());
-  }
+  for (std::string &arg :
+       getArgsWithout(argc, argv,
+                      {"tune-gemm", "steps", "warmup", "trace", "output-dir",
+                       "quiet", "print-results", "dump-llvm-ir"},
+                      /*dropFile=*/false))
+    args.push_back(std::move(arg));
   args.push_back("--steps=12");
   args.push_back("--warmup=2");
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
