@@ -308,6 +308,15 @@ AllReduceCall validateAllReduce(const char *caller, void *data, int64_t count,
   return {data, count, dtype, kind, bucket, op};
 }
 
+/// The trace args of a collective run on track `track` that began at
+/// `begin` and was started at `start`: a started one (track 1) says how long
+/// it was queued behind earlier ones.
+std::string startedTraceArgs(int track, double begin, double start) {
+  return track ? ", \"overlapped\": true, \"queued_us\": " +
+                     std::to_string(static_cast<int64_t>(begin - start))
+               : std::string();
+}
+
 /// Reduces `call` over the ranks and records its trace event on `track`.
 /// A started call's event begins at its start (`startedUs`, >= 0), and says
 /// how long it was queued behind earlier ones.
@@ -325,10 +334,7 @@ void runAllReduce(Backend &backend, const AllReduceCall &call, int track,
         "{\"bytes\": " + std::to_string(call.count * dtypeBytes(call.dtype)) +
         ", \"count\": " + std::to_string(call.count) + ", \"kind\": \"" +
         reductionKindName(call.kind) + "\", \"dtype\": \"" +
-        dtypeName(call.dtype) + "\"" +
-        (track ? ", \"overlapped\": true, \"queued_us\": " +
-                     std::to_string(static_cast<int64_t>(begin - start))
-               : std::string()) +
+        dtypeName(call.dtype) + "\"" + startedTraceArgs(track, begin, start) +
         "}";
     traceComplete("all-reduce bucket " + std::to_string(call.bucket),
                   "collective", start, end - start, args, track);
@@ -353,8 +359,10 @@ struct CommunicationThread {
   std::mutex mutex;
   std::condition_variable changed;
   /// Started calls by handle, with the time of their start (trace); the
-  /// work runs on the communication thread and is given that time.
-  std::deque<std::tuple<int64_t, std::function<void(double)>, double>> queue;
+  /// work runs on the communication thread and is given its trace track
+  /// and that time.
+  std::deque<std::tuple<int64_t, std::function<void(int, double)>, double>>
+      queue;
   /// Started calls not yet finished, by handle.
   std::map<int64_t, Pending> pending;
   /// The last handle given out.
@@ -371,7 +379,7 @@ struct CommunicationThread {
         return;
       auto [handle, work, startedUs] = queue.front();
       lock.unlock();
-      work(startedUs);
+      work(/*track=*/1, startedUs);
       lock.lock();
       queue.pop_front();
       pending.erase(handle);
@@ -379,18 +387,18 @@ struct CommunicationThread {
     }
   }
 
-  /// Starts `work` (or runs it at once, after the started ones, when `async`
-  /// is false) and returns its handle.
-  int64_t start(bool async, const Pending &call,
-                std::function<void(double)> work) {
+  /// Starts `work`, a collective of `count` elements, and returns its
+  /// handle; with one rank, no data, or a backend that must stay on this
+  /// thread, runs it at once (after the started ones) instead.
+  int64_t start(Backend &backend, int64_t count, const Pending &call,
+                std::function<void(int, double)> work) {
     std::unique_lock<std::mutex> lock(mutex);
     int64_t handle = ++lastHandle;
-    if (!async) {
-      // Nothing to overlap (one rank, no data) or a backend that must stay
-      // on this thread: run it now, after the started ones.
+    if (backend.worldSize() == 1 || count == 0 ||
+        !backend.allowsCommunicationThread()) {
       changed.wait(lock, [&] { return pending.empty(); });
       lock.unlock();
-      work(-1.0);
+      work(/*track=*/0, -1.0);
       return handle;
     }
     if (!running) {
@@ -482,12 +490,10 @@ int64_t gaccrt_all_reduce_start(void *data, int64_t count, int32_t dtype,
   Backend &backend = ensureInitialized();
   AllReduceCall call = validateAllReduce("gaccrt_all_reduce_start", data, count,
                                          dtype, kind, bucket);
-  bool async = backend.worldSize() > 1 && count > 0 &&
-               backend.allowsCommunicationThread();
   return communicationThread().start(
-      async, {data, bucket, "all-reduce"},
-      [&backend, call, async](double startedUs) {
-        runAllReduce(backend, call, /*track=*/async ? 1 : 0, startedUs);
+      backend, count, {data, bucket, "all-reduce"},
+      [&backend, call](int track, double startedUs) {
+        runAllReduce(backend, call, track, startedUs);
       });
 }
 
@@ -673,29 +679,23 @@ void runShardCall(Backend &backend, const ShardCall &call, int track,
   }
   if (!tracing)
     return;
-  traceComplete(
-      std::string(call.gather ? "all-gather" : "reduce-scatter") + " bucket " +
-          std::to_string(call.bucket),
-      "collective", start, gaccrt_now_us() - start,
-      "{\"bytes\": " + std::to_string(world * bytes) + ", \"dtype\": \"" +
-          dtypeName(call.dtype) + "\"" +
-          (track ? ", \"overlapped\": true, \"queued_us\": " +
-                       std::to_string(static_cast<int64_t>(begin - start))
-                 : std::string()) +
-          "}",
-      track);
+  traceComplete(std::string(call.gather ? "all-gather" : "reduce-scatter") +
+                    " bucket " + std::to_string(call.bucket),
+                "collective", start, gaccrt_now_us() - start,
+                "{\"bytes\": " + std::to_string(world * bytes) +
+                    ", \"dtype\": \"" + dtypeName(call.dtype) + "\"" +
+                    startedTraceArgs(track, begin, start) + "}",
+                track);
 }
 
 /// Starts `call` on the communication thread (or runs it at once where
 /// nothing can overlap) and returns its handle.
 int64_t startShardCall(Backend &backend, const ShardCall &call) {
-  bool async = backend.worldSize() > 1 && call.count > 0 &&
-               backend.allowsCommunicationThread();
   return communicationThread().start(
-      async,
+      backend, call.count,
       {call.recv, call.bucket, call.gather ? "all-gather" : "reduce-scatter"},
-      [&backend, call, async](double startedUs) {
-        runShardCall(backend, call, /*track=*/async ? 1 : 0, startedUs);
+      [&backend, call](int track, double startedUs) {
+        runShardCall(backend, call, track, startedUs);
       });
 }
 } // namespace
