@@ -12,11 +12,12 @@
 // for each p of the inner size it loads NV vectors of row p of B and
 // broadcasts MR elements of column p of op(A). op(A) may have any strides
 // (the weight gradient's A^T is read in place); B must have unit column
-// stride, and is read in place. A transposed B (the backward-data GEMM,
-// x W^T) is either computed as C^T = op(B)^T op(A)^T into a scratch buffer
-// and added to C in 16 x 16 blocks transposed in registers (few rows of C,
-// transposedGemm), or packed transposed panel by panel (packedGemm). The
-// order of the tiles follows the large operand's rows (see kernelGemm).
+// stride; its rows of an inner block are copied into 64-column panels
+// (packPanels) unless few rows of C read a narrow B. A transposed B (the
+// backward-data GEMM, x W^T) is either computed as C^T = op(B)^T op(A)^T into a
+// scratch buffer and added to C in 16 x 16 blocks transposed in registers (few
+// rows of C, transposedGemm), or packed transposed panel by panel (packedGemm).
+// The order of the tiles follows the large operand's rows (see kernelGemm).
 // With several GEMM threads a GEMM is split into slices of C, one per
 // thread (parallelGemm, GemmThreads.cpp).
 //
@@ -234,27 +235,6 @@ tileAt(int64_t rows, int64_t cols, int64_t kc, float alpha, const float *at,
   }
 }
 
-/// One tile of C of `rows` rows from row i0 and the columns from j0 below
-/// `n` (at most 64), over the inner rows [k0, k0 + kc), then all of the
-/// `seconds` further pairs'.
-GACCRT_AVX512 inline void
-kernelTile(int64_t rows, int64_t n, int64_t i0, int64_t j0, int64_t k0,
-           int64_t kc, float alpha, const float *a, int64_t rsA, int64_t csA,
-           const float *b, int64_t ldb, bool loadC, float *c, int64_t ldc,
-           const Prefetch &prefetch, const SecondGemm *second = nullptr,
-           int seconds = 0) {
-  int64_t cols = std::min<int64_t>(64, n - j0);
-  SecondGemm at[kMaxSeconds];
-  for (int g = 0; g < seconds; ++g) {
-    at[g] = second[g];
-    at[g].a += i0 * at[g].rsA;
-    at[g].b += j0;
-  }
-  tileAt(rows, cols, kc, alpha, a + i0 * rsA + k0 * csA, rsA, csA,
-         b + k0 * ldb + j0, ldb, loadC, c + i0 * ldc + j0, ldc, prefetch, at,
-         seconds);
-}
-
 /// The tiles of at most `most` rows that `rows` rows take.
 constexpr int64_t tileCount(int64_t rows, int64_t most) {
   return (rows + most - 1) / most;
@@ -305,6 +285,50 @@ inline Prefetch bandPrefetch(int64_t m, int64_t n, float *c, int64_t ldc,
   return prefetch;
 }
 
+/// The calling thread's packed rows of B (packPanels).
+thread_local std::vector<float> packedB;
+
+/// Copies B[0:kc, 0:n] (row-major, ldb) to `to` as 64-column panels one
+/// after the other (panel q's row p at (q * kc + p) * 64; a last panel
+/// narrower than 64 columns keeps 64-float rows). A tile then reads its
+/// kc x 64 panel in memory order: in place, the rows of a panel are ldb
+/// floats apart, and at 4 KiB (a 1024-wide layer) every row of the panel
+/// and every row of a row-major op(A) map to the same L1 set, so that a
+/// tile reloads both from L2 in every inner step (a 512 x 1024 x 1024
+/// forward GEMM ran at half the rate of its backward-data GEMM, which packs
+/// W: bench/README.md).
+GACCRT_AVX512 void packPanels(const float *b, int64_t ldb, int64_t n,
+                              int64_t kc, float *to) {
+  int64_t panels = (n + 63) / 64;
+  for (int64_t p = 0; p < kc; ++p)
+    for (int64_t q = 0; q < panels; ++q) {
+      int64_t cols = std::min<int64_t>(64, n - 64 * q);
+      for (int64_t j = 0; j < cols; j += 16) {
+        __mmask16 mask = cols - j >= 16 ? __mmask16(0xffff)
+                                        : __mmask16((1u << (cols - j)) - 1);
+        _mm512_storeu_ps(to + (q * kc + p) * 64 + j,
+                         _mm512_maskz_loadu_ps(mask, b + p * ldb + 64 * q + j));
+      }
+    }
+}
+
+/// packPanels into the calling thread's packedB.
+GACCRT_AVX512 const float *packPanels(const float *b, int64_t ldb, int64_t n,
+                                      int64_t kc) {
+  packedB.resize(size_t((n + 63) / 64 * kc * 64));
+  packPanels(b, ldb, n, kc, packedB.data());
+  return packedB.data();
+}
+
+/// Whether the tiles of a GEMM with m rows of C whose tiles go down B's
+/// panels read them from a packed copy: when the panel serves more than
+/// one band of tiles of 32 rows, or its rows are 4 KiB or more apart (the
+/// L1 set conflicts above); for 32 rows of a 512-wide layer, the copy cost
+/// as much as it saved.
+constexpr bool packsPanels(int64_t m, int64_t ldb) {
+  return m > 32 || ldb >= 1024;
+}
+
 /// C = alpha * op(A) * B + (C if `accumulate`), C row-major (ldc), B
 /// row-major (ldb), op(A)[i, p] = a[i * rsA + p * csA]; `alongRows` is
 /// tilesAlongRows(m, k) of the whole GEMM when this is a slice of it.
@@ -342,12 +366,16 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
     int64_t kc = std::min(block, k - k0);
     bool loadC = accumulate || k0 > 0;
     if (alongRows) {
+      // Every band reads all of the block's rows of B: packed once.
+      const float *packed = packPanels(b + k0 * ldb, ldb, n, kc);
       for (int64_t band = 0; band < bands; ++band) {
         int64_t i0 = tileStart(m, bands, band);
         int64_t rows = tileStart(m, bands, band + 1) - i0;
         for (int64_t j0 = 0; j0 < n; j0 += 64)
-          kernelTile(rows, n, i0, j0, k0, kc, alpha, a, rsA, csA, b, ldb, loadC,
-                     c, ldc, bandPrefetch(m, n, c, ldc, bands, band, j0));
+          tileAt(rows, std::min<int64_t>(64, n - j0), kc, alpha,
+                 a + i0 * rsA + k0 * csA, rsA, csA, packed + j0 * kc, 64, loadC,
+                 c + i0 * ldc + j0, ldc,
+                 bandPrefetch(m, n, c, ldc, bands, band, j0));
       }
       continue;
     }
@@ -365,13 +393,21 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
       int64_t lines = nextRows > 0 ? nextRows * nextLinesPerRow : 0;
       int64_t tiles = tileCount(m, maxRows(nv));
       int64_t halves = a2 ? 2 : 1;
+      int64_t cols = std::min<int64_t>(64, n - j0);
+      const float *panel = b + k0 * ldb + j0;
+      int64_t ldPanel = ldb;
+      if (packsPanels(halves * m, ldb)) {
+        panel = packPanels(panel, ldb, cols, kc);
+        ldPanel = 64;
+      }
       for (int64_t half = 0; half < halves; ++half)
         for (int64_t t = 0; t < tiles; ++t) {
           int64_t i0 = tileStart(m, tiles, t);
-          kernelTile(tileStart(m, tiles, t + 1) - i0, n, i0, j0, k0, kc, alpha,
-                     half ? a2 : a, rsA, csA, b, ldb, loadC, half ? c2 : c, ldc,
-                     shareOfBlock(b + nextK * ldb + nextJ, ldb, nextLinesPerRow,
-                                  lines, halves * tiles, half * tiles + t));
+          tileAt(tileStart(m, tiles, t + 1) - i0, cols, kc, alpha,
+                 (half ? a2 : a) + i0 * rsA + k0 * csA, rsA, csA, panel,
+                 ldPanel, loadC, (half ? c2 : c) + i0 * ldc + j0, ldc,
+                 shareOfBlock(b + nextK * ldb + nextJ, ldb, nextLinesPerRow,
+                              lines, halves * tiles, half * tiles + t));
         }
     }
   }
@@ -392,14 +428,35 @@ GACCRT_AVX512 void pairedGemm(int64_t m, int64_t n, int64_t k, float alpha,
                               const float *b, int64_t ldb, bool accumulate,
                               const SecondGemm *second, int seconds, float *c,
                               int64_t ldc) {
+  // Every band reads all rows of every B: each packed once, one after the
+  // other (packPanels).
+  int64_t panelFloats = (n + 63) / 64 * 64, inner = k;
+  for (int g = 0; g < seconds; ++g)
+    inner += second[g].k;
+  packedB.resize(size_t(panelFloats * inner));
+  const float *packed[kMaxSeconds + 1];
+  float *to = packedB.data();
+  for (int g = 0; g <= seconds; ++g) {
+    int64_t kg = g ? second[g - 1].k : k;
+    packPanels(g ? second[g - 1].b : b, g ? second[g - 1].ldb : ldb, n, kg, to);
+    packed[g] = to;
+    to += panelFloats * kg;
+  }
   int64_t bands = tileCount(m, bandRows(n));
   for (int64_t band = 0; band < bands; ++band) {
     int64_t i0 = tileStart(m, bands, band);
     int64_t rows = tileStart(m, bands, band + 1) - i0;
     for (int64_t j0 = 0; j0 < n; j0 += 64) {
-      kernelTile(rows, n, i0, j0, 0, k, alpha, a, rsA, csA, b, ldb, accumulate,
-                 c, ldc, bandPrefetch(m, n, c, ldc, bands, band, j0), second,
-                 seconds);
+      SecondGemm at[kMaxSeconds];
+      for (int g = 0; g < seconds; ++g) {
+        at[g] = second[g];
+        at[g].a += i0 * at[g].rsA;
+        at[g].b = packed[g + 1] + j0 * at[g].k;
+        at[g].ldb = 64;
+      }
+      tileAt(rows, std::min<int64_t>(64, n - j0), k, alpha, a + i0 * rsA, rsA,
+             csA, packed[0] + j0 * k, 64, accumulate, c + i0 * ldc + j0, ldc,
+             bandPrefetch(m, n, c, ldc, bands, band, j0), at, seconds);
     }
   }
 }

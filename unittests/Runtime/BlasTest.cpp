@@ -265,6 +265,9 @@ TEST(Sgemm, AllTransposesBetasAndLayoutsMatchNaiveLoop) {
     // panels of 64 columns, a masked one here, with an inner size that
     // ends inside a block of 16.
     runLayoutMatrix(70, 20, 130);
+    // Few rows of C and rows of B 4 KiB or more apart: B's panels packed
+    // all the same (17 of them, the last 6 columns wide).
+    runLayoutMatrix(5, 1030, 70);
   }
   gaccrt_set_gemm_library(initial.c_str());
 }
