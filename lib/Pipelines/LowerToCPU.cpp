@@ -135,6 +135,10 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   }
   if (options.bufferizeOnly)
     return;
+  // A GEMM's bias and activation on its final tiles (lowered by
+  // gacc-parallel-loops-to-runtime).
+  if (options.blas && options.parallelLoops && options.gemmEpilogues)
+    pm.addPass(createFuseGemmEpiloguesPass());
   // Free buffers after their last use (not at the end of the step, as the
   // upstream ownership-based deallocation would).
   pm.addPass(createDeallocateBuffersPass());

@@ -61,6 +61,19 @@ struct Prefetch {
   int64_t stride = 0, linesPerRow = 1, first = 0, count = 0;
 };
 
+/// The epilogue of a GEMM (gaccrt_sgemm_epilogue) as a slice of its C sees
+/// it: rectangles of the slice at rows and columns offset by row0 and col0
+/// in the whole C. Calls nothing without an epilogue.
+struct SliceEpilogue {
+  const Epilogue *epilogue = nullptr;
+  int64_t row0 = 0, col0 = 0;
+  void operator()(int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
+    if (epilogue)
+      epilogue->fn(epilogue->context, row0 + i0, row0 + i1, col0 + j0,
+                   col0 + j1);
+  }
+};
+
 /// Tile t's share, when `tiles` tiles share them evenly in row-major order,
 /// of the prefetches of a block of `lines` lines from `base` (linesPerRow
 /// lines per row, rows `stride` floats apart).
@@ -356,7 +369,8 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
                               const float *a, int64_t rsA, int64_t csA,
                               const float *b, int64_t ldb, bool accumulate,
                               float *c, int64_t ldc, bool alongRows,
-                              const float *a2 = nullptr, float *c2 = nullptr) {
+                              const float *a2 = nullptr, float *c2 = nullptr,
+                              const SliceEpilogue &done = SliceEpilogue()) {
   int64_t block = alongRows ? rowsInnerBlock(n) : kInnerBlock;
   // Along rows: even bands of up to 6 rows of C (the widest tile's; a
   // narrower tile takes more rows, so one tile spans a band), each swept
@@ -365,17 +379,21 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
   for (int64_t k0 = 0; k0 < k; k0 += block) {
     int64_t kc = std::min(block, k - k0);
     bool loadC = accumulate || k0 > 0;
+    bool last = k0 + kc == k;
     if (alongRows) {
       // Every band reads all of the block's rows of B: packed once.
       const float *packed = packPanels(b + k0 * ldb, ldb, n, kc);
       for (int64_t band = 0; band < bands; ++band) {
         int64_t i0 = tileStart(m, bands, band);
         int64_t rows = tileStart(m, bands, band + 1) - i0;
-        for (int64_t j0 = 0; j0 < n; j0 += 64)
-          tileAt(rows, std::min<int64_t>(64, n - j0), kc, alpha,
-                 a + i0 * rsA + k0 * csA, rsA, csA, packed + j0 * kc, 64, loadC,
-                 c + i0 * ldc + j0, ldc,
+        for (int64_t j0 = 0; j0 < n; j0 += 64) {
+          int64_t cols = std::min<int64_t>(64, n - j0);
+          tileAt(rows, cols, kc, alpha, a + i0 * rsA + k0 * csA, rsA, csA,
+                 packed + j0 * kc, 64, loadC, c + i0 * ldc + j0, ldc,
                  bandPrefetch(m, n, c, ldc, bands, band, j0));
+          if (last)
+            done(i0, i0 + rows, j0, j0 + cols);
+        }
       }
       continue;
     }
@@ -402,12 +420,14 @@ GACCRT_AVX512 void kernelGemm(int64_t m, int64_t n, int64_t k, float alpha,
       }
       for (int64_t half = 0; half < halves; ++half)
         for (int64_t t = 0; t < tiles; ++t) {
-          int64_t i0 = tileStart(m, tiles, t);
-          tileAt(tileStart(m, tiles, t + 1) - i0, cols, kc, alpha,
+          int64_t i0 = tileStart(m, tiles, t), i1 = tileStart(m, tiles, t + 1);
+          tileAt(i1 - i0, cols, kc, alpha,
                  (half ? a2 : a) + i0 * rsA + k0 * csA, rsA, csA, panel,
                  ldPanel, loadC, (half ? c2 : c) + i0 * ldc + j0, ldc,
                  shareOfBlock(b + nextK * ldb + nextJ, ldb, nextLinesPerRow,
                               lines, halves * tiles, half * tiles + t));
+          if (last)
+            done(i0, i1, j0, j0 + cols);
         }
     }
   }
@@ -464,7 +484,7 @@ GACCRT_AVX512 void pairedGemm(int64_t m, int64_t n, int64_t k, float alpha,
 GACCRT_AVX512 void packedGemm(int64_t m, int64_t n, int64_t k, float alpha,
                               const float *a, int64_t rsA, int64_t csA,
                               const float *w, int64_t ldw, bool accumulate,
-                              float *c, int64_t ldc);
+                              float *c, int64_t ldc, const SliceEpilogue &done);
 
 /// How a GEMM's tiles go (see kernelGemm, packedGemm and transposedGemm).
 enum class Order { Rows, PairedRows, Panels, PackedPanels, Transposed };
@@ -474,7 +494,8 @@ GACCRT_AVX512 void transposedGemm(int64_t m, int64_t n, int64_t k, float alpha,
                                   const float *w, int64_t ldw, bool accumulate,
                                   float *c, int64_t ldc, bool alongRows,
                                   const float *a2 = nullptr,
-                                  float *c2 = nullptr);
+                                  float *c2 = nullptr,
+                                  const SliceEpilogue &done = SliceEpilogue());
 
 /// A GEMM split into slices of C for several threads: bands of rows when its
 /// tiles go along the rows of C, else 64-column panels (for a transposed B,
@@ -499,6 +520,9 @@ struct Slices {
   /// (same ldc) sharing B (gaccrt_sgemm_rows_pair); null for one GEMM.
   const float *a2 = nullptr;
   float *c2 = nullptr;
+  /// The epilogue of gaccrt_sgemm_epilogue (one GEMM, not PairedRows or a
+  /// second op(A)), or null.
+  const Epilogue *epilogue = nullptr;
   /// Set by parallelGemm: the slices of C (units of `unit` rows or
   /// columns) and how many parts share them.
   int64_t units = 0, unit = 0;
@@ -515,7 +539,7 @@ GACCRT_AVX512 void runSlice(void *context, int part) {
     if (first < last)
       kernelGemm(last - first, s.n, s.k, s.alpha, s.a + first * s.rsA, s.rsA,
                  s.csA, s.b, s.ldb, s.accumulate, s.c + first * s.ldc, s.ldc,
-                 true);
+                 true, nullptr, nullptr, SliceEpilogue{s.epilogue, first, 0});
     return;
   case Order::PairedRows: {
     last = std::min(last, s.m);
@@ -536,13 +560,15 @@ GACCRT_AVX512 void runSlice(void *context, int part) {
     if (first < last)
       kernelGemm(s.m, last - first, s.k, s.alpha, s.a, s.rsA, s.csA,
                  s.b + first, s.ldb, s.accumulate, s.c + first, s.ldc, false,
-                 s.a2, s.c2 ? s.c2 + first : nullptr);
+                 s.a2, s.c2 ? s.c2 + first : nullptr,
+                 SliceEpilogue{s.epilogue, 0, first});
     return;
   case Order::PackedPanels:
     last = std::min(last, s.n);
     if (first < last)
       packedGemm(s.m, last - first, s.k, s.alpha, s.a, s.rsA, s.csA,
-                 s.b + first * s.ldb, s.ldb, s.accumulate, s.c + first, s.ldc);
+                 s.b + first * s.ldb, s.ldb, s.accumulate, s.c + first, s.ldc,
+                 SliceEpilogue{s.epilogue, 0, first});
     return;
   case Order::Transposed:
     last = std::min(last, s.n);
@@ -550,7 +576,8 @@ GACCRT_AVX512 void runSlice(void *context, int part) {
       transposedGemm(s.m, last - first, s.k, s.alpha, s.a, s.rsA, s.csA,
                      s.b + first * s.ldb, s.ldb, s.accumulate, s.c + first,
                      s.ldc, tilesAlongRows(s.n, s.k), s.a2,
-                     s.c2 ? s.c2 + first : nullptr);
+                     s.c2 ? s.c2 + first : nullptr,
+                     SliceEpilogue{s.epilogue, 0, first});
     return;
   }
 }
@@ -587,11 +614,12 @@ GACCRT_AVX512 void parallelGemm(Slices slices, int threads) {
 GACCRT_AVX512 void parallelGemm(int64_t m, int64_t n, int64_t k, float alpha,
                                 const float *a, int64_t rsA, int64_t csA,
                                 const float *b, int64_t ldb, bool accumulate,
-                                float *c, int64_t ldc, int threads) {
+                                float *c, int64_t ldc, int threads,
+                                const Epilogue *epilogue) {
   Order order = tilesAlongRows(m, k) ? Order::Rows : Order::Panels;
-  parallelGemm(
-      Slices{m, n, k, alpha, a, rsA, csA, b, ldb, accumulate, c, ldc, order},
-      threads);
+  Slices slices{m, n, k, alpha, a, rsA, csA, b, ldb, accumulate, c, ldc, order};
+  slices.epilogue = epilogue;
+  parallelGemm(slices, threads);
 }
 
 /// vpermt2ps indices of transpose16's stages: stage s swaps the off-diagonal
@@ -695,7 +723,8 @@ thread_local std::vector<float> packedPanel;
 GACCRT_AVX512 void packedGemm(int64_t m, int64_t n, int64_t k, float alpha,
                               const float *a, int64_t rsA, int64_t csA,
                               const float *w, int64_t ldw, bool accumulate,
-                              float *c, int64_t ldc) {
+                              float *c, int64_t ldc,
+                              const SliceEpilogue &done) {
   packedPanel.resize(size_t(kInnerBlock * 64));
   float *panel = packedPanel.data();
   for (int64_t j0 = 0; j0 < n; j0 += 64) {
@@ -712,12 +741,13 @@ GACCRT_AVX512 void packedGemm(int64_t m, int64_t n, int64_t k, float alpha,
       int64_t nextLinesPerRow = (std::min(kInnerBlock, k - nextK) + 15) / 16;
       int64_t lines = nextRows * nextLinesPerRow;
       for (int64_t t = 0; t < tiles; ++t) {
-        int64_t i0 = tileStart(m, tiles, t);
-        tileAt(tileStart(m, tiles, t + 1) - i0, cols, kc, alpha,
-               a + i0 * rsA + k0 * csA, rsA, csA, panel, 64,
-               accumulate || k0 > 0, c + i0 * ldc + j0, ldc,
+        int64_t i0 = tileStart(m, tiles, t), i1 = tileStart(m, tiles, t + 1);
+        tileAt(i1 - i0, cols, kc, alpha, a + i0 * rsA + k0 * csA, rsA, csA,
+               panel, 64, accumulate || k0 > 0, c + i0 * ldc + j0, ldc,
                shareOfBlock(w + nextJ * ldw + nextK, ldw, nextLinesPerRow,
                             lines, tiles, t));
+        if (k0 + kc == k)
+          done(i0, i1, j0, j0 + cols);
       }
     }
   }
@@ -771,7 +801,8 @@ GACCRT_AVX512 void transposedGemm(int64_t m, int64_t n, int64_t k, float alpha,
                                   const float *a, int64_t rsA, int64_t csA,
                                   const float *w, int64_t ldw, bool accumulate,
                                   float *c, int64_t ldc, bool alongRows,
-                                  const float *a2, float *c2) {
+                                  const float *a2, float *c2,
+                                  const SliceEpilogue &done) {
   int64_t width = a2 ? 2 * m : m;
   const float *aT = a;
   int64_t ldaT = csA;
@@ -795,6 +826,7 @@ GACCRT_AVX512 void transposedGemm(int64_t m, int64_t n, int64_t k, float alpha,
   kernelGemm(n, width, k, 1.0f, w, ldw, 1, aT, ldaT, /*accumulate=*/false, t,
              width, alongRows);
   addTransposed(t, width, m, n, alpha, accumulate ? 1.0f : 0.0f, c, ldc);
+  done(0, m, 0, n);
   if (a2)
     addTransposed(t + m, width, m, n, alpha, accumulate ? 1.0f : 0.0f, c2, ldc);
   releaseLargeScratch(scratchT);
@@ -817,22 +849,40 @@ bool gaccrt::avx512Sgemm(const GemmArgs &args) {
   int64_t m = args.m, n = args.n, k = args.k;
   float *c = args.c;
   int64_t ldc = args.cRowStride;
+  if (args.bColStride != 1 && args.bRowStride != 1)
+    return false;
+  // The caller's epilogue, if this is its C: applied tile by tile.
+  Epilogue epilogue;
+  if (pendingEpilogue && pendingEpilogue.c == c && pendingEpilogue.m == m &&
+      pendingEpilogue.n == n) {
+    epilogue = pendingEpilogue;
+    pendingEpilogue = Epilogue();
+  }
+  const Epilogue *done = epilogue ? &epilogue : nullptr;
+  prescaleC(args.beta, m, n, c, ldc);
   if (args.bColStride == 1) {
-    prescaleC(args.beta, m, n, c, ldc);
     parallelGemm(m, n, k, args.alpha, args.a, args.aRowStride, args.aColStride,
                  args.b, args.bRowStride, args.beta != 0.0f, c, ldc,
-                 args.threads);
+                 args.threads, done);
     return true;
   }
-  if (args.bRowStride != 1)
-    return false;
   // op(B) is column-major, i.e. B stored row-major n x k (W of x W^T).
-  prescaleC(args.beta, m, n, c, ldc);
-  parallelGemm(
-      Slices{m, n, k, args.alpha, args.a, args.aRowStride, args.aColStride,
-             args.b, args.bColStride, args.beta != 0.0f, c, ldc,
-             transposedRoute(m, k) ? Order::Transposed : Order::PackedPanels},
-      args.threads);
+  Slices slices{m,
+                n,
+                k,
+                args.alpha,
+                args.a,
+                args.aRowStride,
+                args.aColStride,
+                args.b,
+                args.bColStride,
+                args.beta != 0.0f,
+                c,
+                ldc,
+                transposedRoute(m, k) ? Order::Transposed
+                                      : Order::PackedPanels};
+  slices.epilogue = done;
+  parallelGemm(slices, args.threads);
   return true;
 }
 

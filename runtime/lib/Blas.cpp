@@ -96,11 +96,36 @@ std::string gaccrt::sizesArgs(int64_t m, int64_t n, int64_t k,
          ", \"trans_b\": " + (tb ? "1" : "0");
 }
 
+thread_local Epilogue gaccrt::pendingEpilogue;
+
+namespace {
+
+/// One epilogue run after its GEMM, in bands of rows.
+struct EpilogueRows {
+  const Epilogue *epilogue;
+  int64_t n;
+};
+
+void runEpilogueRows(void *context, int64_t lo, int64_t hi) {
+  const EpilogueRows &rows = *static_cast<const EpilogueRows *>(context);
+  rows.epilogue->fn(rows.epilogue->context, lo, hi, 0, rows.n);
+}
+
+/// Runs `epilogue` on all of an m x n C, in bands of rows on the GEMM
+/// threads.
+void runEpilogueAfter(const Epilogue &epilogue, int64_t m, int64_t n) {
+  EpilogueRows rows{&epilogue, n};
+  // A few operations per element: a bias and an activation.
+  gaccrt_parallel_for(runEpilogueRows, &rows, m, 4 * n);
+}
+
+} // namespace
+
 void gaccrt::runSgemm(const char *caller, bool ta, bool tb, float alpha,
                       float beta, const Matrix &am, const Matrix &bm,
                       const Matrix &cm, const char *name,
                       const std::string &traceShape,
-                      const std::string &traceArgs) {
+                      const std::string &traceArgs, const Epilogue &epilogue) {
   lastLibrary = "none";
   GemmSizes sizes;
   std::string mismatch = checkGemmShapes(ta, tb, am.size0, am.size1, bm.size0,
@@ -121,6 +146,8 @@ void gaccrt::runSgemm(const char *caller, bool ta, bool tb, float alpha,
 
   int64_t cStride0 = cm.stride0, cStride1 = cm.stride1;
   float *c = cm.aligned + cm.offset;
+  // Whether the epilogue is still to run (not taken by the kernels).
+  bool epilogueLeft = bool(epilogue);
   if (k == 0) {
     scale(c, m, n, cStride0, cStride1, beta);
   } else {
@@ -133,7 +160,15 @@ void gaccrt::runSgemm(const char *caller, bool ta, bool tb, float alpha,
     int64_t cColMajorRowStride = m <= 1 ? 1 : cStride0;
     int64_t cColMajorColStride = n <= 1 ? std::max<int64_t>(m, 1) : cStride1;
     if (cColStride == 1 && cRowStride >= n) {
+      if (epilogue) {
+        pendingEpilogue = epilogue;
+        pendingEpilogue.c = c;
+        pendingEpilogue.m = m;
+        pendingEpilogue.n = n;
+      }
       rowMajorSgemm(a, b, m, n, k, alpha, beta, c, cRowStride);
+      epilogueLeft = bool(pendingEpilogue);
+      pendingEpilogue = Epilogue();
     } else if (cColMajorRowStride == 1 && cColMajorColStride >= m) {
       // Column-major C: compute C^T = op(B)^T * op(A)^T in row-major terms.
       Operand bT = {b.data, b.rows, b.cols, b.ld, !b.transposed, {}};
@@ -155,6 +190,9 @@ void gaccrt::runSgemm(const char *caller, bool ta, bool tb, float alpha,
           c[i * cStride0 + j * cStride1] = temporary[i * n + j];
     }
   }
+
+  if (epilogueLeft)
+    runEpilogueAfter(epilogue, m, n);
 
   if (tracing) {
     double end = gaccrt_now_us();
@@ -191,4 +229,28 @@ void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha, float beta,
            {aAligned, aOffset, aSize0, aSize1, aStride0, aStride1},
            {bAligned, bOffset, bSize0, bSize1, bStride0, bStride1},
            {cAligned, cOffset, cSize0, cSize1, cStride0, cStride1});
+}
+
+void gaccrt_sgemm_epilogue(
+    int32_t transA, int32_t transB, float alpha, float beta, float *aAlloc,
+    float *aAligned, int64_t aOffset, int64_t aSize0, int64_t aSize1,
+    int64_t aStride0, int64_t aStride1, float *bAlloc, float *bAligned,
+    int64_t bOffset, int64_t bSize0, int64_t bSize1, int64_t bStride0,
+    int64_t bStride1, float *cAlloc, float *cAligned, int64_t cOffset,
+    int64_t cSize0, int64_t cSize1, int64_t cStride0, int64_t cStride1,
+    void (*epilogue)(void *, int64_t, int64_t, int64_t, int64_t),
+    void *context) {
+  (void)aAlloc;
+  (void)bAlloc;
+  (void)cAlloc;
+  if (!epilogue)
+    fatal("gaccrt_sgemm_epilogue: NULL epilogue");
+  Epilogue work;
+  work.fn = epilogue;
+  work.context = context;
+  runSgemm("gaccrt_sgemm_epilogue", transA != 0, transB != 0, alpha, beta,
+           {aAligned, aOffset, aSize0, aSize1, aStride0, aStride1},
+           {bAligned, bOffset, bSize0, bSize1, bStride0, bStride1},
+           {cAligned, cOffset, cSize0, cSize1, cStride0, cStride1}, nullptr, "",
+           ", \"epilogue\": true", work);
 }

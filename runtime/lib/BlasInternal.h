@@ -110,7 +110,8 @@ struct Matrix {
 void runSgemm(const char *caller, bool ta, bool tb, float alpha, float beta,
               const Matrix &am, const Matrix &bm, const Matrix &cm,
               const char *name = nullptr, const std::string &traceShape = "",
-              const std::string &traceArgs = "");
+              const std::string &traceArgs = "",
+              const Epilogue &epilogue = Epilogue());
 
 } // namespace gaccrt
 

@@ -35,6 +35,24 @@ struct GemmArgs {
   int threads = 1;
 };
 
+/// The elementwise work a GEMM runs on the rectangles of its C once they
+/// are final (gaccrt_sgemm_epilogue): fn(context, i0, i1, j0, j1) in the
+/// indices of the caller's C.
+struct Epilogue {
+  void (*fn)(void *, int64_t, int64_t, int64_t, int64_t) = nullptr;
+  void *context = nullptr;
+  /// The caller's row-major C (its first element) and sizes: a kernel GEMM
+  /// takes the epilogue only for this C, computed as it is stored.
+  const float *c = nullptr;
+  int64_t m = 0, n = 0;
+  explicit operator bool() const { return fn != nullptr; }
+};
+
+/// The epilogue of the calling thread's gaccrt_sgemm_epilogue while its GEMM
+/// runs; avx512Sgemm takes it (and clears it) when it computes that C in
+/// place, else the caller runs it after the GEMM.
+extern thread_local Epilogue pendingEpilogue;
+
 /// Runs `args` through oneDNN; false (nothing written) when oneDNN is not
 /// available or has no brgemm kernel (AVX-512) for the layout.
 bool onednnSgemm(const GemmArgs &args);

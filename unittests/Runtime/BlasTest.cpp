@@ -1199,3 +1199,84 @@ TEST(SgemmDeathTest, MismatchedShapesNameTheShapes) {
 }
 
 } // namespace
+
+namespace {
+/// What an epilogue test sees: C (row-major, ldc), the output it writes and
+/// how often each element was visited.
+struct EpilogueProbe {
+  const float *c;
+  int64_t ldc, n;
+  std::vector<float> out;
+  std::vector<int> visits;
+};
+
+void probeEpilogue(void *context, int64_t i0, int64_t i1, int64_t j0,
+                   int64_t j1) {
+  auto &probe = *static_cast<EpilogueProbe *>(context);
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t j = j0; j < j1; ++j) {
+      probe.out[i * probe.n + j] = 2.0f * probe.c[i * probe.ldc + j] + 1.0f;
+      ++probe.visits[i * probe.n + j];
+    }
+}
+} // namespace
+
+// gaccrt_sgemm_epilogue: the epilogue sees every element of C once, after
+// it is final, on every library and route of the kernels (tiles along the
+// rows of C, down B's panels, W packed transposed, the transposed route),
+// on one and several threads, and for a C the kernels do not compute in
+// place (column-major: run after the GEMM).
+TEST(Sgemm, EpilogueSeesEveryElementOnceWhenFinal) {
+  std::string initial = gaccrt_gemm_library();
+  struct Shape {
+    int64_t m, n, k;
+    bool tb, colMajorC;
+  };
+  const Shape shapes[] = {{300, 70, 100, false, false},
+                          {70, 200, 600, false, false},
+                          {100, 130, 70, true, false},
+                          {20, 150, 300, true, false},
+                          {33, 40, 50, false, true}};
+  for (const std::string &library : libraries())
+    for (int32_t threads : {1, 2}) {
+      SCOPED_TRACE(library + ", threads=" + std::to_string(threads));
+      ASSERT_EQ(gaccrt_set_gemm_library(library.c_str()), 0);
+      GemmThreads scope(threads);
+      for (const Shape &shape : shapes) {
+        auto [m, n, k, tb, colMajorC] = shape;
+        SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" +
+                     std::to_string(k));
+        std::vector<float> a(m * k), b(k * n), c(m * n, 7.0f);
+        for (size_t i = 0; i < a.size(); ++i)
+          a[i] = float(int(i * 7 % 13) - 6) / 8.0f;
+        for (size_t i = 0; i < b.size(); ++i)
+          b[i] = float(int(i * 5 % 11) - 5) / 4.0f;
+        // B stored k x n, or n x k for tb; C row-major, or column-major.
+        int64_t bS0 = tb ? k : n, bS1 = 1;
+        int64_t cS0 = colMajorC ? 1 : n, cS1 = colMajorC ? m : 1;
+        EpilogueProbe probe{c.data(), n, n, std::vector<float>(m * n, -1.0f),
+                            std::vector<int>(m * n, 0)};
+        // The probe reads C row-major: for a column-major C it reads the
+        // transposed element, which the check below expects.
+        if (colMajorC)
+          probe.ldc = n;
+        gaccrt_sgemm_epilogue(0, tb, 1.0f, 0.5f, a.data(), a.data(), 0, m, k, k,
+                              1, b.data(), b.data(), 0, tb ? n : k, tb ? k : n,
+                              bS0, bS1, c.data(), c.data(), 0, m, n, cS0, cS1,
+                              probeEpilogue, &probe);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            ASSERT_EQ(probe.visits[i * n + j], 1) << i << ", " << j;
+            ASSERT_EQ(probe.out[i * n + j], 2.0f * c[i * n + j] + 1.0f)
+                << i << ", " << j;
+          }
+        // The GEMM itself: against gaccrt_sgemm.
+        std::vector<float> expected(m * n, 7.0f);
+        gaccrt_sgemm(0, tb, 1.0f, 0.5f, a.data(), a.data(), 0, m, k, k, 1,
+                     b.data(), b.data(), 0, tb ? n : k, tb ? k : n, bS0, bS1,
+                     expected.data(), expected.data(), 0, m, n, cS0, cS1);
+        ASSERT_EQ(c, expected);
+      }
+    }
+  gaccrt_set_gemm_library(initial.c_str());
+}

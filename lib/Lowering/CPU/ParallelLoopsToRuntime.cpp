@@ -154,12 +154,33 @@ public:
 
   /// Outlines `loop` if it qualifies.
   void outline(scf::ParallelOp loop);
+  /// Lowers `unit` (gacc-fuse-gemm-epilogues) to gaccrt_sgemm_epilogue, or
+  /// to its call and loop in turn (the loop outlined as any other) when it
+  /// is not a gaccrt_sgemm call and one 2-D loop from zero by ones.
+  void outlineEpilogue(scf::ExecuteRegionOp unit);
   /// Sizes each function's context slot for the largest of its structs.
   void finish();
 
 private:
   /// The context struct's field type of `value`, if it can travel there.
   Type getFieldType(Value value);
+  /// Collects into `captures` the values that `loop` uses from above (its
+  /// bounds included) except constants, which go into `constants`; false
+  /// when one cannot travel in the context struct.
+  bool collectCaptures(scf::ParallelOp loop, SmallVectorImpl<Capture> &captures,
+                       SmallVectorImpl<Operation *> &constants);
+  /// Creates the function of `type` (a context pointer first) that runs
+  /// `loop`'s body, after `loop`'s function, with the constants cloned and
+  /// the captures loaded from the struct into `mapping`; `builder` is left
+  /// at the end of its entry block.
+  func::FuncOp createBody(scf::ParallelOp loop, FunctionType type,
+                          ArrayRef<Capture> captures,
+                          ArrayRef<Operation *> constants, IRMapping &mapping,
+                          OpBuilder &builder);
+  /// Stores the captures into the context struct of `loop`'s function at
+  /// `builder`'s insertion point and returns the context pointer.
+  Value storeContext(OpBuilder &builder, scf::ParallelOp loop,
+                     ArrayRef<Capture> captures);
 
   ModuleOp module;
   int64_t minWork;
@@ -190,6 +211,102 @@ Type LoopOutliner::getFieldType(Value value) {
   return {};
 }
 
+bool LoopOutliner::collectCaptures(scf::ParallelOp loop,
+                                   SmallVectorImpl<Capture> &captures,
+                                   SmallVectorImpl<Operation *> &constants) {
+  // The values from above: the loop's bounds and what its body uses.
+  llvm::SetVector<Value> used(loop->getOperands().begin(),
+                              loop->getOperands().end());
+  getUsedValuesDefinedAbove(loop.getRegion(), used);
+  for (Value value : used) {
+    Operation *def = value.getDefiningOp();
+    if (def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
+        def->hasTrait<OpTrait::ConstantLike>()) {
+      if (!llvm::is_contained(constants, def))
+        constants.push_back(def);
+      continue;
+    }
+    Type fieldType = getFieldType(value);
+    if (!fieldType)
+      return false;
+    captures.push_back({value, fieldType});
+  }
+  return true;
+}
+
+/// The context struct of `captures`.
+static LLVM::LLVMStructType getStructType(MLIRContext *ctx,
+                                          ArrayRef<Capture> captures) {
+  SmallVector<Type> fieldTypes = llvm::map_to_vector(
+      captures, [](const Capture &c) { return c.fieldType; });
+  return LLVM::LLVMStructType::getLiteral(ctx, fieldTypes);
+}
+
+func::FuncOp LoopOutliner::createBody(scf::ParallelOp loop, FunctionType type,
+                                      ArrayRef<Capture> captures,
+                                      ArrayRef<Operation *> constants,
+                                      IRMapping &mapping, OpBuilder &builder) {
+  Location loc = loop.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(loop.getContext());
+  auto structType = getStructType(loop.getContext(), captures);
+  // The outlined body, after the function that runs it.
+  auto func = loop->getParentOfType<func::FuncOp>();
+  func::FuncOp body = createInternalFunction(func, "_parallel", type, symbols);
+  Block *entry = &body.front();
+  builder.setInsertionPointToStart(entry);
+  for (Operation *constant : constants)
+    builder.clone(*constant, mapping);
+  for (auto [index, capture] : llvm::enumerate(captures)) {
+    Value field = LLVM::GEPOp::create(
+        builder, loc, ptrType, structType, entry->getArgument(0),
+        ArrayRef<LLVM::GEPArg>{0, int32_t(index)});
+    Value value = LLVM::LoadOp::create(builder, loc, capture.fieldType, field);
+    Type valueType = capture.value.getType();
+    if (isa<IndexType>(valueType))
+      value = arith::IndexCastOp::create(builder, loc, valueType, value);
+    else if (isa<MemRefType>(valueType))
+      value = UnrealizedConversionCastOp::create(builder, loc, valueType, value)
+                  .getResult(0);
+    mapping.map(capture.value, value);
+  }
+  return body;
+}
+
+Value LoopOutliner::storeContext(OpBuilder &builder, scf::ParallelOp loop,
+                                 ArrayRef<Capture> captures) {
+  Location loc = loop.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(loop.getContext());
+  auto i64Type = IntegerType::get(loop.getContext(), 64);
+  if (captures.empty())
+    return LLVM::ZeroOp::create(builder, loc, ptrType);
+  auto structType = getStructType(loop.getContext(), captures);
+  auto func = loop->getParentOfType<func::FuncOp>();
+  // One slot per function, sized for its largest struct (finish()).
+  auto &[slot, bytes] = contextSlots[func];
+  if (!slot) {
+    auto allocaBuilder = OpBuilder::atBlockBegin(&func.getBody().front());
+    Value one = LLVM::ConstantOp::create(allocaBuilder, loc, i64Type,
+                                         allocaBuilder.getI64IntegerAttr(1));
+    slot = LLVM::AllocaOp::create(allocaBuilder, loc, ptrType, structType, one,
+                                  /*alignment=*/16);
+  }
+  bytes = std::max<uint64_t>(bytes, dataLayout.getTypeSize(structType));
+  for (auto [index, capture] : llvm::enumerate(captures)) {
+    Value value = capture.value;
+    if (isa<IndexType>(value.getType()))
+      value = arith::IndexCastOp::create(builder, loc, i64Type, value);
+    else if (isa<MemRefType>(value.getType()))
+      value = UnrealizedConversionCastOp::create(builder, loc,
+                                                 capture.fieldType, value)
+                  .getResult(0);
+    Value field =
+        LLVM::GEPOp::create(builder, loc, ptrType, structType, slot,
+                            ArrayRef<LLVM::GEPArg>{0, int32_t(index)});
+    LLVM::StoreOp::create(builder, loc, value, field);
+  }
+  return slot;
+}
+
 void LoopOutliner::outline(scf::ParallelOp loop) {
   if (!loop.getInitVals().empty())
     return;
@@ -218,58 +335,22 @@ void LoopOutliner::outline(scf::ParallelOp loop) {
       return;
   }
 
-  // The values from above: the loop's bounds and what its body uses.
-  llvm::SetVector<Value> used(loop->getOperands().begin(),
-                              loop->getOperands().end());
-  getUsedValuesDefinedAbove(loop.getRegion(), used);
   SmallVector<Capture> captures;
   SmallVector<Operation *> constants;
-  for (Value value : used) {
-    Operation *def = value.getDefiningOp();
-    if (def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
-        def->hasTrait<OpTrait::ConstantLike>()) {
-      if (!llvm::is_contained(constants, def))
-        constants.push_back(def);
-      continue;
-    }
-    Type fieldType = getFieldType(value);
-    if (!fieldType)
-      return;
-    captures.push_back({value, fieldType});
-  }
+  if (!collectCaptures(loop, captures, constants))
+    return;
 
   MLIRContext *ctx = loop.getContext();
   Location loc = loop.getLoc();
-  auto func = loop->getParentOfType<func::FuncOp>();
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto i64Type = IntegerType::get(ctx, 64);
   auto indexType = IndexType::get(ctx);
   auto bodyType = FunctionType::get(ctx, {ptrType, i64Type, i64Type}, {});
-  SmallVector<Type> fieldTypes = llvm::map_to_vector(
-      captures, [](const Capture &c) { return c.fieldType; });
-  auto structType = LLVM::LLVMStructType::getLiteral(ctx, fieldTypes);
-
-  // The outlined body, after the function that runs it.
-  func::FuncOp body =
-      createInternalFunction(func, "_parallel", bodyType, symbols);
-  Block *entry = &body.front();
-  auto builder = OpBuilder::atBlockBegin(entry);
+  OpBuilder builder(ctx);
   IRMapping mapping;
-  for (Operation *constant : constants)
-    builder.clone(*constant, mapping);
-  for (auto [index, capture] : llvm::enumerate(captures)) {
-    Value field = LLVM::GEPOp::create(
-        builder, loc, ptrType, structType, entry->getArgument(0),
-        ArrayRef<LLVM::GEPArg>{0, int32_t(index)});
-    Value value = LLVM::LoadOp::create(builder, loc, capture.fieldType, field);
-    Type type = capture.value.getType();
-    if (isa<IndexType>(type))
-      value = arith::IndexCastOp::create(builder, loc, type, value);
-    else if (isa<MemRefType>(type))
-      value = UnrealizedConversionCastOp::create(builder, loc, type, value)
-                  .getResult(0);
-    mapping.map(capture.value, value);
-  }
+  func::FuncOp body =
+      createBody(loop, bodyType, captures, constants, mapping, builder);
+  Block *entry = &body.front();
   // Iterations [lo, hi) of the first dimension: lb + lo * step up to
   // min(lb + hi * step, ub).
   Value lower = mapping.lookup(loop.getLowerBound()[0]);
@@ -306,35 +387,7 @@ void LoopOutliner::outline(scf::ParallelOp loop) {
 
   // The caller: the captures stored in the struct, then the call.
   builder.setInsertionPoint(loop);
-  Value context;
-  if (captures.empty()) {
-    context = LLVM::ZeroOp::create(builder, loc, ptrType);
-  } else {
-    // One slot per function, sized for its largest struct (finish()).
-    auto &[slot, bytes] = contextSlots[func];
-    if (!slot) {
-      auto allocaBuilder = OpBuilder::atBlockBegin(&func.getBody().front());
-      Value one = LLVM::ConstantOp::create(allocaBuilder, loc, i64Type,
-                                           allocaBuilder.getI64IntegerAttr(1));
-      slot = LLVM::AllocaOp::create(allocaBuilder, loc, ptrType, structType,
-                                    one, /*alignment=*/16);
-    }
-    bytes = std::max<uint64_t>(bytes, dataLayout.getTypeSize(structType));
-    context = slot;
-  }
-  for (auto [index, capture] : llvm::enumerate(captures)) {
-    Value value = capture.value;
-    if (isa<IndexType>(value.getType()))
-      value = arith::IndexCastOp::create(builder, loc, i64Type, value);
-    else if (isa<MemRefType>(value.getType()))
-      value = UnrealizedConversionCastOp::create(builder, loc,
-                                                 capture.fieldType, value)
-                  .getResult(0);
-    Value field =
-        LLVM::GEPOp::create(builder, loc, ptrType, structType, context,
-                            ArrayRef<LLVM::GEPArg>{0, int32_t(index)});
-    LLVM::StoreOp::create(builder, loc, value, field);
-  }
+  Value context = storeContext(builder, loop, captures);
   // The first dimension's trip count, ceil((ub - lb) / step); the runtime
   // runs nothing when it is not positive.
   Value count;
@@ -375,6 +428,86 @@ void LoopOutliner::outline(scf::ParallelOp loop) {
   loop.erase();
 }
 
+
+/// Moves the ops of `unit`'s block (but its yield) before it and erases it.
+static void unwrap(scf::ExecuteRegionOp unit) {
+  Block &body = unit.getRegion().front();
+  body.getTerminator()->erase();
+  unit->getBlock()->getOperations().splice(Block::iterator(unit),
+                                           body.getOperations());
+  unit.erase();
+}
+
+void LoopOutliner::outlineEpilogue(scf::ExecuteRegionOp unit) {
+  Block &block = unit.getRegion().front();
+  func::CallOp call;
+  scf::ParallelOp loop;
+  bool other = false;
+  for (Operation &op : block.without_terminator()) {
+    if (func::CallOp sgemm = getSgemmCall(&op); sgemm && !call && !loop)
+      call = sgemm;
+    else if (auto parallel = dyn_cast<scf::ParallelOp>(op); parallel && !loop)
+      loop = parallel;
+    else if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
+      other = true;
+  }
+  auto isIndex = [](Value value, int64_t expected) {
+    std::optional<int64_t> constant = getConstantIntValue(value);
+    return constant && *constant == expected;
+  };
+  SmallVector<Capture> captures;
+  SmallVector<Operation *> constants;
+  if (other || !call || !loop || loop.getNumLoops() != 2 ||
+      !loop.getInitVals().empty() ||
+      !llvm::all_of(loop.getLowerBound(),
+                    [&](Value v) { return isIndex(v, 0); }) ||
+      !llvm::all_of(loop.getStep(), [&](Value v) { return isIndex(v, 1); }) ||
+      !collectCaptures(loop, captures, constants)) {
+    unwrap(unit);
+    if (loop)
+      outline(loop);
+    return;
+  }
+
+  // epilogue(context, i0, i1, j0, j1): the loop over [i0, i1) x [j0, j1).
+  MLIRContext *ctx = loop.getContext();
+  Location loc = loop.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(ctx);
+  auto i64Type = IntegerType::get(ctx, 64);
+  auto indexType = IndexType::get(ctx);
+  auto bodyType = FunctionType::get(
+      ctx, {ptrType, i64Type, i64Type, i64Type, i64Type}, {});
+  OpBuilder builder(ctx);
+  IRMapping mapping;
+  func::FuncOp body =
+      createBody(loop, bodyType, captures, constants, mapping, builder);
+  Block *entry = &body.front();
+  SmallVector<Value> bounds = llvm::map_to_vector(
+      entry->getArguments().drop_front(), [&](BlockArgument argument) -> Value {
+        return arith::IndexCastOp::create(builder, loc, indexType, argument);
+      });
+  auto slice = cast<scf::ParallelOp>(builder.clone(*loop, mapping));
+  for (unsigned dim = 0; dim < 2; ++dim) {
+    slice.getLowerBoundMutable()[dim].assign(bounds[2 * dim]);
+    slice.getUpperBoundMutable()[dim].assign(bounds[2 * dim + 1]);
+  }
+  func::ReturnOp::create(builder, loc);
+
+  // gaccrt_sgemm_epilogue(the call's operands, body, context) where the
+  // loop was (what it uses from the block is defined by then).
+  builder.setInsertionPoint(loop);
+  Value context = storeContext(builder, loop, captures);
+  SmallVector<Value> arguments(call.getOperands());
+  arguments.push_back(func::ConstantOp::create(builder, loc, bodyType,
+                                               SymbolRefAttr::get(body)));
+  arguments.push_back(context);
+  createRuntimeCall(builder, call.getLoc(), "gaccrt_sgemm_epilogue",
+                    arguments);
+  loop.erase();
+  call.erase();
+  unwrap(unit);
+}
+
 namespace {
 struct ParallelLoopsToRuntimePass
     : public gacc::impl::ParallelLoopsToRuntimePassBase<
@@ -395,6 +528,10 @@ struct ParallelLoopsToRuntimePass
       module.walk([&](scf::ParallelOp loop) {
         if (loop->hasAttr(kConcurrentCopiesAttr) != bool(copies))
           return;
+        // A GEMM's epilogue: lowered with its GEMM below.
+        if (auto unit = dyn_cast<scf::ExecuteRegionOp>(loop->getParentOp());
+            unit && unit->hasAttr(kGemmEpilogueAttr))
+          return;
         Operation *parent = loop->getParentOp();
         while (parent && isa<scf::ForOp, scf::IfOp, scf::WhileOp,
                              scf::IndexSwitchOp, scf::ExecuteRegionOp>(parent))
@@ -405,6 +542,15 @@ struct ParallelLoopsToRuntimePass
       for (scf::ParallelOp loop : loops)
         outliner.outline(loop);
     }
+    // After the concurrent copies, whose outlined bodies hold their
+    // epilogues' units then.
+    SmallVector<scf::ExecuteRegionOp> units;
+    module.walk([&](scf::ExecuteRegionOp unit) {
+      if (unit->hasAttr(kGemmEpilogueAttr))
+        units.push_back(unit);
+    });
+    for (scf::ExecuteRegionOp unit : units)
+      outliner.outlineEpilogue(unit);
     outliner.finish();
   }
 };

@@ -54,6 +54,12 @@ std::optional<int32_t> getRuntimeDType(Type type);
 /// `kind`: GACCRT_SUM, ... from gaccrt.h), if the runtime has it.
 std::optional<int32_t> getRuntimeReductionKind(shard::ReductionKind kind);
 
+/// Marks the `scf.execute_region` of a gaccrt_sgemm call and the
+/// elementwise loop that runs on its C's final tiles
+/// (gacc-fuse-gemm-epilogues; gacc-parallel-loops-to-runtime lowers it to
+/// gaccrt_sgemm_epilogue).
+constexpr llvm::StringLiteral kGemmEpilogueAttr = "gacc.gemm_epilogue";
+
 /// `op` when it is a gaccrt_sgemm call (transA, transB, alpha, beta, A, B,
 /// C: gacc-matmul-to-blas), else null.
 func::CallOp getSgemmCall(Operation *op);

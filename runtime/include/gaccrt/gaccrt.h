@@ -277,6 +277,29 @@ GACCRT_API void gaccrt_sgemm(int32_t transA, int32_t transB, float alpha,
                              int64_t cSize0, int64_t cSize1, int64_t cStride0,
                              int64_t cStride1);
 
+/** gaccrt_sgemm, then epilogue(context, i0, i1, j0, j1) for the rectangles
+ *  [i0, i1) x [j0, j1) of a partition of C (rows by columns, in the
+ *  indices of C as passed), each once its elements are final: the compiled
+ *  elementwise loop that reads C (a bias, an activation) on every element
+ *  exactly once. On gaccrt's AVX-512 kernels with a row-major C each tile
+ *  calls it right after its last store, while the tile is in cache, on the
+ *  thread that computed it; otherwise it runs after the GEMM over bands of
+ *  rows, on the GEMM threads as gaccrt_parallel_for runs a loop. The
+ *  rectangles are disjoint and may run concurrently: the epilogue must
+ *  touch nothing but its rectangle's elements of its outputs and read
+ *  nothing that it or the GEMM writes elsewhere. gacc's lowering fuses a
+ *  GEMM with the elementwise loop after it this way
+ *  (gacc-fuse-gemm-epilogues). */
+GACCRT_API void gaccrt_sgemm_epilogue(
+    int32_t transA, int32_t transB, float alpha, float beta, float *aAlloc,
+    float *aAligned, int64_t aOffset, int64_t aSize0, int64_t aSize1,
+    int64_t aStride0, int64_t aStride1, float *bAlloc, float *bAligned,
+    int64_t bOffset, int64_t bSize0, int64_t bSize1, int64_t bStride0,
+    int64_t bStride1, float *cAlloc, float *cAligned, int64_t cOffset,
+    int64_t cSize0, int64_t cSize1, int64_t cStride0, int64_t cStride1,
+    void (*epilogue)(void *, int64_t, int64_t, int64_t, int64_t),
+    void *context);
+
 /** Two accumulating GEMMs into one C:
  *  C = alpha * (op(A1) * op(B1) + op(A2) * op(B2)) + beta * C. Where both
  *  run on gaccrt's AVX-512 kernels and have a weight gradient's layout (C

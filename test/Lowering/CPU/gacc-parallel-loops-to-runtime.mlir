@@ -262,3 +262,82 @@ func.func @in_launch(%a: memref<128x128xf32>) {
   }
   return
 }
+
+// -----
+
+// A GEMM and its epilogue (gacc-fuse-gemm-epilogues) become one call of
+// gaccrt_sgemm_epilogue: the GEMM's operands, then the outlined loop over a
+// rectangle [i0, i1) x [j0, j1) of C and its context (C and the bias). The
+// loop is outlined whatever its work (no min-work) and not as a
+// gaccrt_parallel_for.
+
+// CHECK-LABEL: func.func private @gaccrt_sgemm_epilogue
+// CHECK-SAME:    (!llvm.ptr, i64, i64, i64, i64) -> (), !llvm.ptr)
+// CHECK-LABEL: func.func @epilogue
+// CHECK-NOT:     execute_region
+// CHECK:         %[[FN:.*]] = constant @epilogue_parallel : (!llvm.ptr, i64, i64, i64, i64) -> ()
+// CHECK:         call @gaccrt_sgemm_epilogue(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FN]], %{{.*}})
+// CHECK-NOT:     gaccrt_parallel_for
+// CHECK-NOT:     scf.parallel
+// CHECK:         return
+// CHECK-LABEL: func.func private @epilogue_parallel
+// CHECK-SAME:    (%{{.*}}: !llvm.ptr, %[[I0:.*]]: i64, %[[I1:.*]]: i64, %[[J0:.*]]: i64, %[[J1:.*]]: i64)
+// CHECK-DAG:     %[[LI:.*]] = arith.index_cast %[[I0]] : i64 to index
+// CHECK-DAG:     %[[UI:.*]] = arith.index_cast %[[I1]] : i64 to index
+// CHECK-DAG:     %[[LJ:.*]] = arith.index_cast %[[J0]] : i64 to index
+// CHECK-DAG:     %[[UJ:.*]] = arith.index_cast %[[J1]] : i64 to index
+// CHECK:         scf.parallel (%{{.*}}, %{{.*}}) = (%[[LI]], %[[LJ]]) to (%[[UI]], %[[UJ]])
+func.func private @gaccrt_sgemm(i32, i32, f32, f32, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>)
+func.func @epilogue(%a: memref<?x?xf32, strided<[?, ?], offset: ?>>, %b: memref<?x?xf32, strided<[?, ?], offset: ?>>, %c: memref<8x32xf32>, %bias: memref<32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %i0 = arith.constant 0 : i32
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %cc = memref.cast %c : memref<8x32xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  scf.execute_region {
+    func.call @gaccrt_sgemm(%i0, %i0, %one, %zero, %a, %b, %cc) : (i32, i32, f32, f32, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>) -> ()
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c8, %c32) step (%c1, %c1) {
+      %v = memref.load %c[%i, %j] : memref<8x32xf32>
+      %w = memref.load %bias[%j] : memref<32xf32>
+      %s = arith.addf %v, %w : f32
+      memref.store %s, %c[%i, %j] : memref<8x32xf32>
+      scf.reduce
+    }
+    scf.yield
+  } {gacc.gemm_epilogue}
+  return
+}
+
+// -----
+
+// A unit whose loop does not start at zero (not what gacc-fuse-gemm-epilogues
+// makes) is the call and the loop in turn, the loop outlined as any other.
+
+// CHECK-LABEL: func.func @epilogue_unwrapped
+// CHECK-NOT:     execute_region
+// CHECK:         call @gaccrt_sgemm(
+// CHECK:         call @gaccrt_parallel_for(
+// CHECK-NOT:     gaccrt_sgemm_epilogue
+func.func private @gaccrt_sgemm(i32, i32, f32, f32, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>)
+func.func @epilogue_unwrapped(%a: memref<?x?xf32, strided<[?, ?], offset: ?>>, %b: memref<?x?xf32, strided<[?, ?], offset: ?>>, %c: memref<256x256xf32>) {
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %i0 = arith.constant 0 : i32
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %cc = memref.cast %c : memref<256x256xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  scf.execute_region {
+    func.call @gaccrt_sgemm(%i0, %i0, %one, %zero, %a, %b, %cc) : (i32, i32, f32, f32, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>) -> ()
+    scf.parallel (%i, %j) = (%c1, %c1) to (%c256, %c256) step (%c1, %c1) {
+      %v = memref.load %c[%i, %j] : memref<256x256xf32>
+      %s = arith.maximumf %v, %zero : f32
+      memref.store %s, %c[%i, %j] : memref<256x256xf32>
+      scf.reduce
+    }
+    scf.yield
+  } {gacc.gemm_epilogue}
+  return
+}

@@ -139,6 +139,45 @@ def PairAccumulatingGemmsPass
                            "::mlir::scf::SCFDialect"];
 }
 
+def FuseGemmEpiloguesPass : Pass<"gacc-fuse-gemm-epilogues", "ModuleOp"> {
+  let summary = "Run the elementwise loop after a GEMM on its final tiles";
+  let description = [{
+    Runs after gacc-pair-accumulating-gemms on the host, before the
+    deallocation and arena passes (which then see the GEMM and the loop as
+    one op, so that the loop's outputs never share bytes with the GEMM's
+    operands). A `gaccrt_sgemm` call (transA, transB, alpha, beta, A, B, C)
+    and the `linalg.generic` right after it (only allocations and ops
+    without memory effects in between, which move before the call) become
+    one `scf.execute_region` marked `gacc.gemm_epilogue` when the generic:
+
+    - has two loops, both parallel, buffer operands and a body that only
+      computes (no op with memory effects or regions);
+    - reads C (the call's C without its `memref.cast`) through the identity
+      map, and no other view of C's buffer;
+    - writes only buffers of their own (a `memref.alloc` each, through the
+      identity map) that are none of the GEMM's A, B and C and none of the
+      generic's inputs.
+
+    So each element the generic writes depends on C only through the same
+    element, and what it reads besides C (a bias) is written by neither the
+    GEMM nor the generic. gacc-parallel-loops-to-runtime then outlines the
+    generic's loop for a rectangle of C and calls `gaccrt_sgemm_epilogue`,
+    which runs it on each tile of C once the tile is final (gaccrt's AVX-512
+    kernels: right after its last store, on the thread that computed it;
+    other libraries: after the GEMM, in bands of rows on the GEMM threads).
+    Every element is computed by the same operations on the same values as
+    before: the results are bit for bit those of the unfused step. The
+    forward GEMM of a layer with its bias and activation (the pre-activation
+    and activation as the generic's two outputs) is the case this is for:
+    the elementwise pass then reads C from cache instead of memory. Where
+    the unit is not lowered (no `parallel-loops`), it stays the call and the
+    loop in turn.
+  }];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def PlanArenaPass : Pass<"gacc-plan-arena", "ModuleOp"> {
   let summary = "Place the step's buffers in one arena planned at compile time";
   let description = [{
