@@ -428,7 +428,6 @@ void LoopOutliner::outline(scf::ParallelOp loop) {
   loop.erase();
 }
 
-
 /// Moves the ops of `unit`'s block (but its yield) before it and erases it.
 static void unwrap(scf::ExecuteRegionOp unit) {
   Block &body = unit.getRegion().front();
@@ -475,8 +474,8 @@ void LoopOutliner::outlineEpilogue(scf::ExecuteRegionOp unit) {
   auto ptrType = LLVM::LLVMPointerType::get(ctx);
   auto i64Type = IntegerType::get(ctx, 64);
   auto indexType = IndexType::get(ctx);
-  auto bodyType = FunctionType::get(
-      ctx, {ptrType, i64Type, i64Type, i64Type, i64Type}, {});
+  auto bodyType =
+      FunctionType::get(ctx, {ptrType, i64Type, i64Type, i64Type, i64Type}, {});
   OpBuilder builder(ctx);
   IRMapping mapping;
   func::FuncOp body =
@@ -501,8 +500,7 @@ void LoopOutliner::outlineEpilogue(scf::ExecuteRegionOp unit) {
   arguments.push_back(func::ConstantOp::create(builder, loc, bodyType,
                                                SymbolRefAttr::get(body)));
   arguments.push_back(context);
-  createRuntimeCall(builder, call.getLoc(), "gaccrt_sgemm_epilogue",
-                    arguments);
+  createRuntimeCall(builder, call.getLoc(), "gaccrt_sgemm_epilogue", arguments);
   loop.erase();
   call.erase();
   unwrap(unit);
