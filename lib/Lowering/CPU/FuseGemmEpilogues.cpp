@@ -118,7 +118,11 @@ static bool isAfter(Operation *op, linalg::GenericOp generic) {
 static void reuseC(linalg::GenericOp generic, func::CallOp call) {
   Value c = stripCasts(call.getOperand(6));
   auto cAlloc = c.getDefiningOp<memref::AllocOp>();
-  if (!cAlloc || !cAlloc.getDynamicSizes().empty())
+  // C allocated where the GEMM runs: a C allocated outside a loop around
+  // it holds the previous iteration's values, which an output yielded to
+  // the next iteration would still need when the GEMM overwrites them.
+  if (!cAlloc || !cAlloc.getDynamicSizes().empty() ||
+      cAlloc->getBlock() != generic->getBlock())
     return;
   for (Operation *user : c.getUsers()) {
     if (user == generic)
@@ -131,6 +135,7 @@ static void reuseC(linalg::GenericOp generic, func::CallOp call) {
   for (OpOperand &init : generic.getDpsInitsMutable()) {
     auto alloc = init.get().getDefiningOp<memref::AllocOp>();
     if (!alloc || alloc.getType() != cAlloc.getType() ||
+        alloc->getBlock() != generic->getBlock() ||
         !generic.getMatchingIndexingMap(&init).isIdentity() ||
         !llvm::all_of(alloc->getUsers(), [&](Operation *user) {
           return user == generic || isAfter(user, generic);

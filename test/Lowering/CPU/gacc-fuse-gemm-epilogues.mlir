@@ -162,3 +162,45 @@ func.func @refused(%x: memref<32x32xf32>, %w: memref<32x32xf32>, %arg: memref<32
   }
   return
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// C allocated outside the loop around the GEMM: fused, but the output,
+// yielded to the next iteration, keeps its buffer (the next iteration's
+// GEMM overwrites C while the yielded value is still read).
+
+// CHECK-LABEL: func.func @c_outside_loop
+// CHECK:         scf.for
+// CHECK:           %[[OUT:.*]] = memref.alloc() : memref<8x32xf32>
+// CHECK:           scf.execute_region {
+// CHECK:             linalg.generic
+// CHECK-SAME:          outs(%[[OUT]] : memref<8x32xf32>)
+// CHECK:           } {gacc.gemm_epilogue}
+// CHECK:           scf.yield %[[OUT]]
+func.func private @gaccrt_sgemm(i32, i32, f32, f32, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>)
+func.func @c_outside_loop(%x: memref<8x16xf32>, %w: memref<16x32xf32>, %init: memref<8x32xf32>) -> memref<8x32xf32> {
+  %i0 = arith.constant 0 : i32
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 4 : index
+  %st = arith.constant 1 : index
+  %c = memref.alloc() : memref<8x32xf32>
+  %xc = memref.cast %x : memref<8x16xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  %wc = memref.cast %w : memref<16x32xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  %cc = memref.cast %c : memref<8x32xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  %r = scf.for %iv = %lb to %ub step %st iter_args(%prev = %init) -> memref<8x32xf32> {
+    func.call @gaccrt_sgemm(%i0, %i0, %one, %one, %xc, %wc, %cc) : (i32, i32, f32, f32, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>) -> ()
+    %out = memref.alloc() : memref<8x32xf32>
+    linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%c, %prev : memref<8x32xf32>, memref<8x32xf32>) outs(%out : memref<8x32xf32>) {
+    ^bb0(%in: f32, %p: f32, %o: f32):
+      %s = arith.addf %in, %p : f32
+      linalg.yield %s : f32
+    }
+    scf.yield %out : memref<8x32xf32>
+  }
+  return %r : memref<8x32xf32>
+}

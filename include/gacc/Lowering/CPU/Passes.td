@@ -160,7 +160,12 @@ def FuseGemmEpiloguesPass : Pass<"gacc-fuse-gemm-epilogues", "ModuleOp"> {
 
     So each element the generic writes depends on C only through the same
     element, and what it reads besides C (a bias) is written by neither the
-    GEMM nor the generic. gacc-parallel-loops-to-runtime then outlines the
+    GEMM nor the generic. When C (a `memref.alloc` without dynamic sizes in
+    the generic's block) is read by nothing after the generic, one output
+    of the same type allocated in that block and touched by nothing before
+    the generic becomes C itself: the generic writes it over the element of
+    C it has just read (the layer's pre-activation over the GEMM's result),
+    a buffer less. gacc-parallel-loops-to-runtime then outlines the
     generic's loop for a rectangle of C and calls `gaccrt_sgemm_epilogue`,
     which runs it on each tile of C once the tile is final (gaccrt's AVX-512
     kernels: right after its last store, on the thread that computed it;
