@@ -213,13 +213,16 @@ thread_local std::unordered_map<GemmKey, GemmTuning, GemmKeyHash> tunings;
 /// run the shape on the library decided from its first call, untimed. The
 /// file is GACCRT_GEMM_CACHE (a path; "off" or empty: no cache), else
 /// $XDG_CACHE_HOME/gacc/gemm-tuning.txt, else ~/.cache/gacc/gemm-tuning.txt.
-/// A line is "gacc-gemm-1 CPU M N K LDA LDB LDC TA TB READS_C LIBRARY"; CPU
+/// A line is "gacc-gemm-2 CPU M N K LDA LDB LDC TA TB READS_C LIBRARY"; CPU
 /// is the CPU's model name (/proc/cpuinfo) with the libraries this gaccrt
 /// can run, so that a file shared between machines (an NFS home) keeps
 /// each machine's decisions apart. Lines that do not parse, of other CPUs
 /// or naming a library this process cannot run are ignored; the last line
 /// of a shape wins. Failing to read or write the file only loses the cache.
-constexpr const char *kCacheTag = "gacc-gemm-1";
+/// The tag's number changes when gaccrt's kernels do (2: B packed), so that
+/// a newer gaccrt times its shapes afresh rather than follow decisions
+/// measured against older kernels.
+constexpr const char *kCacheTag = "gacc-gemm-2";
 
 std::string cachePath() {
   if (const char *env = std::getenv("GACCRT_GEMM_CACHE")) {
@@ -268,11 +271,11 @@ struct DiskCache {
   std::mutex appendMutex;
 };
 
-/// A line "gacc-gemm-step-1 CPU THREADS STEP LIBRARY": the library every GEMM
+/// A line "gacc-gemm-step-2 CPU THREADS STEP LIBRARY": the library every GEMM
 /// of the step STEP (a key of its compiler's choosing, gacc-run's hash of the
 /// step and its options) runs on with THREADS GEMM threads under "auto", as
 /// timed on whole steps, one library per process (gacc-run --tune-gemm).
-constexpr const char *kStepCacheTag = "gacc-gemm-step-1";
+constexpr const char *kStepCacheTag = "gacc-gemm-step-2";
 
 int parseCandidate(const std::string &name) {
   for (int candidate = 0; candidate < kCandidates; ++candidate)
