@@ -21,7 +21,8 @@
 # made its 3x512 step 2-3x slower on 2 threads than this, its best setting;
 # bench/README.md), BENCH_TUNE_GEMM (1: gacc-run --tune-gemm once per m
 # before the timed runs, which then use the step's tuned GEMM library on
-# several threads; default 0).
+# several threads; default 0: the first gacc-run of a step on several
+# threads tunes it unless the GEMM cache has its choice, docs/Tools.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${1:-1}
@@ -49,14 +50,15 @@ blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || echo unknown)
 # gaccrt's GEMM libraries (runtime/README.md#gemm): by default ("auto") each
 # GEMM shape is timed on oneDNN, OpenBLAS and gaccrt's AVX-512 kernels in its
 # first calls and keeps the fastest (oneDNN only with one thread on AVX-512;
-# with several threads the kernels run every GEMM on AVX-512, untimed);
+# with several threads every GEMM runs on the kernels or on OpenBLAS, as
+# timed on whole steps at the step's first run and kept in the GEMM cache);
 # "onednn" is a fixed shape rule. What each m's step ended up with is
 # printed after the table.
 case "${GACCRT_GEMM:-auto}" in
   auto) if [ "$THREADS" = 1 ]; then
           gemm="oneDNN, gaccrt's AVX-512 kernels or OpenBLAS per shape, timed in the first calls (auto)"
         else
-          gemm="gaccrt's AVX-512 kernels on $THREADS threads (auto; OpenBLAS without AVX-512)"
+          gemm="gaccrt's AVX-512 kernels or OpenBLAS for every GEMM on $THREADS threads, the step's choice timed at its first run (auto, GEMM cache)"
         fi ;;
   avx512) gemm="gaccrt's AVX-512 kernels" ;;
   onednn) gemm="oneDNN (forward, backward-data; weight gradients with b >= 512) + OpenBLAS (the rest) where oneDNN can run" ;;

@@ -582,6 +582,10 @@ const char *gaccrt_gemm_use_step(const char *step_key) {
   return gaccrt_gemm_library();
 }
 
+int32_t gaccrt_gemm_cache_enabled(void) {
+  return diskCache().path.empty() ? 0 : 1;
+}
+
 int32_t gaccrt_gemm_record_step(const char *step_key, const char *library) {
   int threads = gemmThreads();
   if (threads == 1 || !isStepKey(step_key) || !library ||

@@ -85,6 +85,13 @@ static cl::opt<bool> tuneGemm(
              "step with every GEMM on each library (a process per library), "
              "record the fastest in the GEMM cache for later runs, and use it"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> autoTuneGemm(
+    "auto-tune-gemm",
+    cl::desc("With several GEMM threads under GACCRT_GEMM=auto, on one rank, "
+             "with a GEMM cache that has no choice for this step: tune it "
+             "first, as --tune-gemm does (default on; =false keeps "
+             "gaccrt's kernels untimed)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
                            cl::init(false), cl::cat(category));
 static cl::opt<bool>
@@ -198,11 +205,11 @@ static std::string tuneGemmLibrary(int argc, char **argv,
   std::string self = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&tuneGemmLibrary));
   std::vector<std::string> args = {self};
-  for (std::string &arg :
-       getArgsWithout(argc, argv,
-                      {"tune-gemm", "steps", "warmup", "trace", "output-dir",
-                       "quiet", "print-results", "dump-llvm-ir"},
-                      /*dropFile=*/false))
+  for (std::string &arg : getArgsWithout(
+           argc, argv,
+           {"tune-gemm", "auto-tune-gemm", "steps", "warmup", "trace",
+            "output-dir", "quiet", "print-results", "dump-llvm-ir"},
+           /*dropFile=*/false))
     args.push_back(std::move(arg));
   args.push_back("--steps=12");
   args.push_back("--warmup=2");
@@ -330,6 +337,27 @@ int main(int argc, char **argv) {
     gemmNote = std::string(used) + " for every GEMM (this step's choice on " +
                std::to_string(gaccrt_gemm_threads()) +
                " GEMM threads in the GEMM cache)";
+  } else if (autoTuneGemm && world == 1 &&
+             llvm::StringRef(gaccrt_gemm_library()) == "auto" &&
+             gaccrt_gemm_threads() > 1 && gaccrt_gemm_cache_enabled()) {
+    // The first run of this step at this thread count on this CPU: which
+    // library runs it fastest is measured here, once (docs/Tools.md).
+    int threads = gaccrt_gemm_threads();
+    if (print) {
+      llvm::outs() << "gacc-run: first run of this step on " << threads
+                   << " GEMM threads here: timing it on each GEMM library "
+                      "(once; --auto-tune-gemm=false skips)\n";
+      llvm::outs().flush();
+    }
+    std::string message;
+    std::string chosen = tuneGemmLibrary(argc, argv, stepKey, message);
+    if (chosen.empty()) {
+      gemmNote = "not tuned (" + message + "): gaccrt's kernels";
+    } else {
+      gemmNote = "tuned at first use on " + std::to_string(threads) +
+                 " GEMM threads (" + message + "): " + chosen;
+      gaccrt_set_gemm_library(chosen.c_str());
+    }
   }
 
   options.traceRegions = !traceFile.empty();

@@ -164,6 +164,10 @@ GACCRT_API int32_t gaccrt_gemm_threads(void);
  *  library, no cache file). */
 GACCRT_API int32_t gaccrt_gemm_record_step(const char *step_key,
                                            const char *library);
+/** 1 when this process has a GEMM cache file (GACCRT_GEMM_CACHE is not
+ *  "off" or empty and the CPU model is known), else 0: whether
+ *  gaccrt_gemm_record_step can keep a choice for later processes. */
+GACCRT_API int32_t gaccrt_gemm_cache_enabled(void);
 /** Broadcasts `bytes` bytes at `data` from rank `root` to every rank. */
 GACCRT_API void gaccrt_broadcast(void *data, int64_t bytes, int root);
 /** Collective timeout in seconds (0, the default: wait forever). With a
