@@ -185,10 +185,11 @@ int gaccrt_init(void) {
     }
   }
 
-  if (std::string gemmError = checkGemmLibraryEnv(); !gemmError.empty()) {
-    std::fprintf(stderr, "gaccrt: error: %s\n", gemmError.c_str());
-    return 1;
-  }
+  for (const std::string &envError : {checkGemmLibraryEnv(), checkCopiesEnv()})
+    if (!envError.empty()) {
+      std::fprintf(stderr, "gaccrt: error: %s\n", envError.c_str());
+      return 1;
+    }
 
   std::unique_ptr<Backend> backend =
       useMpi ? createMpiBackend() : createSingleBackend();

@@ -107,6 +107,13 @@ bool kernelsTakeEveryGemm();
 /// names a library this gaccrt has (gaccrt_init reports it).
 std::string checkGemmLibraryEnv();
 
+/// Whether the copies of gaccrt_parallel_copies always run in turn
+/// (gaccrt_set_copies("lockstep"), GACCRT_COPIES=lockstep).
+bool copiesInLockstep();
+
+/// The error for an unknown GACCRT_COPIES, else "".
+std::string checkCopiesEnv();
+
 } // namespace gaccrt
 
 #endif // GACCRT_LIB_GEMM_H

@@ -29,6 +29,19 @@ namespace {
 
 std::atomic<Library> chosenLibrary{Library::Unset};
 
+/// gaccrt_set_copies: 0 unset (GACCRT_COPIES decides), 1 concurrent, 2
+/// lockstep.
+std::atomic<int> copiesMode{0};
+
+/// 1 for "concurrent", 2 for "lockstep", 0 for anything else.
+int parseCopies(const char *name) {
+  if (std::strcmp(name, "concurrent") == 0)
+    return 1;
+  if (std::strcmp(name, "lockstep") == 0)
+    return 2;
+  return 0;
+}
+
 /// Parses a library name; Unset for an unknown one, for oneDNN when it is
 /// not available (no header at build time or no libdnnl.so.2) and for the
 /// AVX-512 kernels on a CPU without AVX-512F. "auto" is OpenBLAS when it is
@@ -62,6 +75,40 @@ std::string gaccrt::checkGemmLibraryEnv() {
   if (!onednnAvailable())
     names += " (oneDNN's libdnnl.so.2 is not available)";
   return "GACCRT_GEMM must be " + names + ", got '" + env + "'";
+}
+
+std::string gaccrt::checkCopiesEnv() {
+  const char *env = std::getenv("GACCRT_COPIES");
+  if (!env || !*env || parseCopies(env) != 0)
+    return "";
+  return std::string("GACCRT_COPIES must be 'concurrent' or 'lockstep', "
+                     "got '") +
+         env + "'";
+}
+
+bool gaccrt::copiesInLockstep() {
+  int mode = copiesMode.load(std::memory_order_relaxed);
+  if (mode == 0) {
+    const char *env = std::getenv("GACCRT_COPIES");
+    int initial = env && *env ? parseCopies(env) : 1;
+    if (initial == 0)
+      fatal(checkCopiesEnv());
+    copiesMode.compare_exchange_strong(mode, initial);
+    mode = copiesMode.load(std::memory_order_relaxed);
+  }
+  return mode == 2;
+}
+
+int32_t gaccrt_set_copies(const char *mode) {
+  int parsed = mode ? parseCopies(mode) : 0;
+  if (parsed == 0)
+    return -1;
+  copiesMode.store(parsed, std::memory_order_relaxed);
+  return 0;
+}
+
+const char *gaccrt_copies(void) {
+  return copiesInLockstep() ? "lockstep" : "concurrent";
 }
 
 Library gaccrt::library() {

@@ -234,7 +234,8 @@ int32_t gaccrt_copies_concurrent(int64_t count) {
   // thread when the pool is taken); else the copies in turn, each GEMM and
   // loop of theirs split over every thread as usual.
   int threads = gemmThreads();
-  return threads > 1 && threads <= count && kernelsTakeEveryGemm();
+  return threads > 1 && threads <= count && kernelsTakeEveryGemm() &&
+         !copiesInLockstep();
 }
 
 void gaccrt_parallel_copies(void (*body)(void *, int64_t, int64_t),

@@ -274,7 +274,9 @@ struct DiskCache {
 /// A line "gacc-gemm-step-2 CPU THREADS STEP LIBRARY": the library every GEMM
 /// of the step STEP (a key of its compiler's choosing, gacc-run's hash of the
 /// step and its options) runs on with THREADS GEMM threads under "auto", as
-/// timed on whole steps, one library per process (gacc-run --tune-gemm).
+/// timed on whole steps, one library per process (gacc-run --tune-gemm):
+/// one of kStepChoices ("avx512-lockstep": the kernels, the copies of a
+/// pair in lockstep).
 constexpr const char *kStepCacheTag = "gacc-gemm-step-2";
 
 int parseCandidate(const std::string &name) {
@@ -570,16 +572,32 @@ int32_t gaccrt_internal_choose_gemm_library(const double *fastest_us,
   return chooseLibrary(fastest_us, libraries, count, incumbent);
 }
 
+/// The whole-step choices: a library, or the kernels with the copies of a
+/// pair in lockstep.
+constexpr const char *kStepChoices[] = {"avx512", "avx512-lockstep",
+                                        "openblas"};
+
+/// The choice among kStepChoices named `name`, or null.
+const char *stepChoice(const char *name) {
+  for (const char *choice : kStepChoices)
+    if (name && std::strcmp(name, choice) == 0)
+      return choice;
+  return nullptr;
+}
+
 const char *gaccrt_gemm_use_step(const char *step_key) {
   if (library() != Library::Auto || gemmThreads() == 1 || !isStepKey(step_key))
     return nullptr;
   DiskCache &cache = diskCache();
   auto it = cache.stepChoices.find({gemmThreads(), step_key});
-  if (it == cache.stepChoices.end() ||
-      (it->second != "avx512" && it->second != "openblas") ||
-      gaccrt_set_gemm_library(it->second.c_str()) != 0)
+  if (it == cache.stepChoices.end())
     return nullptr;
-  return gaccrt_gemm_library();
+  const char *choice = stepChoice(it->second.c_str());
+  bool lockstep = choice && std::strcmp(choice, "avx512-lockstep") == 0;
+  if (!choice || gaccrt_set_gemm_library(lockstep ? "avx512" : choice) != 0 ||
+      gaccrt_set_copies(lockstep ? "lockstep" : "concurrent") != 0)
+    return nullptr;
+  return choice;
 }
 
 int32_t gaccrt_gemm_cache_enabled(void) {
@@ -588,9 +606,7 @@ int32_t gaccrt_gemm_cache_enabled(void) {
 
 int32_t gaccrt_gemm_record_step(const char *step_key, const char *library) {
   int threads = gemmThreads();
-  if (threads == 1 || !isStepKey(step_key) || !library ||
-      (std::strcmp(library, "avx512") != 0 &&
-       std::strcmp(library, "openblas") != 0))
+  if (threads == 1 || !isStepKey(step_key) || !stepChoice(library))
     return -1;
   DiskCache &cache = diskCache();
   if (cache.path.empty())

@@ -194,13 +194,24 @@ static std::string getStepKey(int argc, char **argv) {
   return "step-" + llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true);
 }
 
+/// Runs every GEMM of this process as the whole-step choice `choice` says
+/// (gaccrt_gemm_use_step): on "avx512" or "openblas", or on the kernels with
+/// the copies of a pair in lockstep ("avx512-lockstep").
+static void applyStepChoice(llvm::StringRef choice) {
+  bool lockstep = choice == "avx512-lockstep";
+  gaccrt_set_gemm_library(lockstep ? "avx512" : choice.str().c_str());
+  gaccrt_set_copies(lockstep ? "lockstep" : "concurrent");
+}
+
 /// --tune-gemm: runs this step (with the same flags, 12 steps, 2 of them
-/// warm-up) in a process per library with every GEMM on it, and records the
-/// library of the fastest median step in the GEMM cache. Returns the
-/// library, or an empty string (with `message` saying why) when nothing was
-/// recorded.
+/// warm-up) in a process per candidate, with every GEMM on the kernels
+/// ("avx512"), on OpenBLAS ("openblas") and, with `lockstepToo` (a step with
+/// concurrent copies), on the kernels with the copies of each pair in
+/// lockstep ("avx512-lockstep"), and records the candidate of the fastest
+/// median step in the GEMM cache. Returns the candidate, or an empty string
+/// (with `message` saying why) when no process ran the step.
 static std::string tuneGemmLibrary(int argc, char **argv,
-                                   const std::string &key,
+                                   const std::string &key, bool lockstepToo,
                                    std::string &message) {
   std::string self = llvm::sys::fs::getMainExecutable(
       argv[0], reinterpret_cast<void *>(&tuneGemmLibrary));
@@ -216,7 +227,10 @@ static std::string tuneGemmLibrary(int argc, char **argv,
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::string best, timings;
   double bestMs = 0;
-  for (const char *library : {"avx512", "openblas"}) {
+  for (llvm::StringRef library : {"avx512", "avx512-lockstep", "openblas"}) {
+    bool lockstep = library == "avx512-lockstep";
+    if (lockstep && !lockstepToo)
+      continue;
     llvm::SmallString<128> output;
     if (llvm::sys::fs::createTemporaryFile("gacc-tune-gemm", "txt", output))
       continue;
@@ -224,10 +238,14 @@ static std::string tuneGemmLibrary(int argc, char **argv,
     for (char **e = environ; *e; ++e) {
       llvm::StringRef var(*e);
       if (!var.starts_with("GACCRT_GEMM=") &&
-          !var.starts_with("GACCRT_BACKEND="))
+          !var.starts_with("GACCRT_BACKEND=") &&
+          !var.starts_with("GACCRT_COPIES="))
         env.push_back(var.str());
     }
-    env.push_back(std::string("GACCRT_GEMM=") + library);
+    env.push_back(lockstep ? "GACCRT_GEMM=avx512"
+                           : "GACCRT_GEMM=" + library.str());
+    env.push_back(lockstep ? "GACCRT_COPIES=lockstep"
+                           : "GACCRT_COPIES=concurrent");
     env.push_back("GACCRT_BACKEND=single");
     std::vector<llvm::StringRef> envRefs(env.begin(), env.end());
     std::optional<llvm::StringRef> redirects[] = {
@@ -243,10 +261,10 @@ static std::string tuneGemmLibrary(int argc, char **argv,
     if (at == llvm::StringRef::npos ||
         out.substr(at + 17).split(' ').first.getAsDouble(ms))
       continue;
-    timings += std::string(timings.empty() ? "" : ", ") + library + " " +
+    timings += std::string(timings.empty() ? "" : ", ") + library.str() + " " +
                llvm::formatv("{0:f2}", ms).str() + " ms";
     if (best.empty() || ms < bestMs) {
-      best = library;
+      best = library.str();
       bestMs = ms;
     }
   }
@@ -314,6 +332,10 @@ int main(int argc, char **argv) {
   // timed fastest for this step (--tune-gemm, now or in an earlier run).
   std::string stepKey = getStepKey(argc, argv);
   std::string gemmNote;
+  // The copies of a pair may run concurrently or in lockstep: both forms
+  // are candidates.
+  bool lockstepToo = options.microBatches >= 2 && options.pairGemms &&
+                     options.concurrentCopies;
   if (tuneGemm) {
     if (world > 1)
       return fail("--tune-gemm runs on one rank (it starts a process per "
@@ -326,12 +348,13 @@ int main(int argc, char **argv) {
                  "nothing to tune per step";
     } else {
       std::string message;
-      std::string chosen = tuneGemmLibrary(argc, argv, stepKey, message);
+      std::string chosen =
+          tuneGemmLibrary(argc, argv, stepKey, lockstepToo, message);
       if (chosen.empty())
         return fail("--tune-gemm: " + message);
       gemmNote = "tuned on " + std::to_string(gaccrt_gemm_threads()) +
                  " GEMM threads (" + message + "): " + chosen;
-      gaccrt_set_gemm_library(chosen.c_str());
+      applyStepChoice(chosen);
     }
   } else if (const char *used = gaccrt_gemm_use_step(stepKey.c_str())) {
     gemmNote = std::string(used) + " for every GEMM (this step's choice on " +
@@ -345,18 +368,20 @@ int main(int argc, char **argv) {
     int threads = gaccrt_gemm_threads();
     if (print) {
       llvm::outs() << "gacc-run: first run of this step on " << threads
-                   << " GEMM threads here: timing it on each GEMM library "
-                      "(once; --auto-tune-gemm=false skips)\n";
+                   << " GEMM threads here: timing it on each GEMM library"
+                   << (lockstepToo ? " and form of its copies" : "")
+                   << " (once; --auto-tune-gemm=false skips)\n";
       llvm::outs().flush();
     }
     std::string message;
-    std::string chosen = tuneGemmLibrary(argc, argv, stepKey, message);
+    std::string chosen =
+        tuneGemmLibrary(argc, argv, stepKey, lockstepToo, message);
     if (chosen.empty()) {
       gemmNote = "not tuned (" + message + "): gaccrt's kernels";
     } else {
       gemmNote = "tuned at first use on " + std::to_string(threads) +
                  " GEMM threads (" + message + "): " + chosen;
-      gaccrt_set_gemm_library(chosen.c_str());
+      applyStepChoice(chosen);
     }
   }
 

@@ -1087,16 +1087,22 @@ TEST(ParallelCopies, OneThreadPerCopyOrAllInTurn) {
     int32_t threads;
     const char *library;
     bool concurrent;
+    const char *copies = "concurrent";
   };
   bool kernels = avx512Runs();
+  // gaccrt_set_copies("lockstep"): in turn even where the rule says one
+  // copy per thread.
   for (Setting setting :
        {Setting{1, "avx512", false}, Setting{2, "avx512", kernels},
         Setting{2, "auto", kernels}, Setting{2, "openblas", false},
-        Setting{3, "avx512", false}}) {
+        Setting{3, "avx512", false}, Setting{2, "avx512", false, "lockstep"},
+        Setting{2, "auto", false, "lockstep"}}) {
     SCOPED_TRACE(std::to_string(setting.threads) + " threads, " +
-                 setting.library);
+                 setting.library + ", " + setting.copies);
     if (gaccrt_set_gemm_library(setting.library) != 0)
       continue;
+    ASSERT_EQ(gaccrt_set_copies(setting.copies), 0);
+    EXPECT_STREQ(gaccrt_copies(), setting.copies);
     GemmThreads scope(setting.threads);
     if (!scope.took(setting.threads))
       continue;
@@ -1128,6 +1134,9 @@ TEST(ParallelCopies, OneThreadPerCopyOrAllInTurn) {
     }
   }
   gaccrt_set_gemm_library(initial.c_str());
+  gaccrt_set_copies("concurrent");
+  EXPECT_EQ(gaccrt_set_copies("sometimes"), -1);
+  EXPECT_STREQ(gaccrt_copies(), "concurrent");
 }
 
 TEST(Sgemm, DegenerateSizes) {

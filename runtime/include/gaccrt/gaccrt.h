@@ -152,13 +152,16 @@ GACCRT_API void gaccrt_all_gather_wait(int64_t handle, const void *send,
  *  (GACCRT_GEMM_CACHE, runtime/README.md) has a whole-step choice for the
  *  step `step_key` (one word: letters, digits, '-', '_', '.') at this thread
  *  count on this CPU, every GEMM of the process runs on that library
- *  ("avx512" or "openblas"; gaccrt_set_gemm_library) and its name is
- *  returned; otherwise nothing changes and NULL is returned. */
+ *  ("avx512" or "openblas"; gaccrt_set_gemm_library), or on the kernels
+ *  with the copies of a pair in lockstep ("avx512-lockstep";
+ *  gaccrt_set_copies), and the choice is returned; otherwise nothing
+ *  changes and NULL is returned. */
 GACCRT_API const char *gaccrt_gemm_use_step(const char *step_key);
 /** The number of threads a GEMM runs on (OpenBLAS's thread count). */
 GACCRT_API int32_t gaccrt_gemm_threads(void);
 /** Records in the GEMM cache that the step `step_key` runs fastest with
- *  every GEMM on `library` ("avx512" or "openblas") at this GEMM thread count
+ *  every GEMM on `library` ("avx512", "avx512-lockstep" or "openblas", see
+ *  gaccrt_gemm_use_step) at this GEMM thread count
  *  (more than one), as timed on whole steps, one library per process
  *  (gacc-run --tune-gemm). Returns 0, or -1 (one GEMM thread, a bad key or
  *  library, no cache file). */
@@ -435,11 +438,19 @@ GACCRT_API void gaccrt_parallel_for(void (*body)(void *, int64_t, int64_t),
  *  GEMM and loop in it split over every thread as usual. Traced events of
  *  a slice off the caller are on their own track ("copy 2", ...). */
 /** Whether gaccrt_parallel_copies(..., count) runs one copy per thread (1)
- *  or the copies in turn on the caller (0), by the rule above. gacc's
- *  lowering asks before the copies of a pair, and runs them in lockstep
- *  (their GEMMs of one weight as gaccrt_sgemm_rows_pair) when they would
- *  run in turn. */
+ *  or the copies in turn on the caller (0), by the rule above, unless
+ *  gaccrt_set_copies("lockstep") (or GACCRT_COPIES=lockstep) has the copies
+ *  always run in turn. gacc's lowering asks before the copies of a pair,
+ *  and runs them in lockstep (their GEMMs of one weight as
+ *  gaccrt_sgemm_rows_pair) when they would run in turn. */
 GACCRT_API int32_t gaccrt_copies_concurrent(int64_t count);
+/** How the copies of gaccrt_parallel_copies run: "concurrent" (the rule
+ *  above, the default) or "lockstep" (always in turn, i.e. gacc's lockstep
+ *  form). The initial setting is GACCRT_COPIES (gaccrt_init rejects another
+ *  value). Returns 0, or -1 and changes nothing for another name. */
+GACCRT_API int32_t gaccrt_set_copies(const char *mode);
+/** The setting of gaccrt_set_copies: "concurrent" or "lockstep". */
+GACCRT_API const char *gaccrt_copies(void);
 
 GACCRT_API void gaccrt_parallel_copies(void (*body)(void *, int64_t, int64_t),
                                        void *context, int64_t count);
