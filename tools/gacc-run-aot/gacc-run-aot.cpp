@@ -3,7 +3,8 @@
 //
 // gacc-run-aot STEP.so [--steps=K] [--warmup=N] [--input-dir=DIR]
 //   [--output-dir=DIR] [--seed=S] [--trace=FILE] [--collective-timeout=S]
-//   [--save-inputs=DIR] [--print-results] [--quiet]
+//   [--save-inputs=DIR] [--print-results] [--quiet] [--tune-gemm]
+//   [--auto-tune-gemm=false]
 //
 // Runs a training step compiled by gacc-compile: opens the library, reads
 // its signature (gacc_step_signature) and calls gacc_step K times with the
@@ -16,11 +17,14 @@
 // those of the call alone (CUDA events for CUDA steps), without copies or
 // first-touch page faults of fresh buffers.
 // --save-inputs writes the first step's inputs as DIR/arg<i>.npy (for
-// --input-dir of another run).
+// --input-dir of another run). --tune-gemm and --auto-tune-gemm choose the
+// library of a step's GEMMs on several threads as gacc-run does
+// (StepTuning.h), under a key hashed from the step library's bytes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "StepIO.h"
+#include "StepTuning.h"
 
 #include "gaccrt/gaccrt.h"
 
@@ -48,13 +52,18 @@ struct Flags {
   double collectiveTimeout = 0;
   bool printResults = false;
   bool quiet = false;
+  bool tuneGemm = false;
+  bool autoTuneGemm = true;
+  /// The arguments that run the same step again (StepGemmSetup::args).
+  std::vector<std::string> rerunArgs;
 };
 
 const char kUsage[] =
     "usage: gacc-run-aot STEP.so [--steps=K] [--warmup=N] [--input-dir=DIR]\n"
     "         [--output-dir=DIR] [--seed=S] [--trace=FILE]\n"
     "         [--collective-timeout=SECONDS] [--save-inputs=DIR]\n"
-    "         [--print-results] [--quiet]\n"
+    "         [--print-results] [--quiet] [--tune-gemm]\n"
+    "         [--auto-tune-gemm=false]\n"
     "Runs a training step compiled by gacc-compile (see gacc-run for the\n"
     "input and output conventions).\n";
 } // namespace
@@ -90,6 +99,8 @@ static bool parseFlags(int argc, char **argv, Flags &flags,
                        std::string &error) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    size_t rerunStart = flags.rerunArgs.size();
+    flags.rerunArgs.push_back(arg);
     if (arg.rfind("--", 0) != 0) {
       if (!flags.library.empty()) {
         error = "more than one step library ('" + flags.library + "', '" + arg +
@@ -111,6 +122,7 @@ static bool parseFlags(int argc, char **argv, Flags &flags,
         return true;
       if (i + 1 < argc) {
         value = argv[++i];
+        flags.rerunArgs.push_back(value);
         return true;
       }
       error = "--" + name + " needs a value";
@@ -149,6 +161,11 @@ static bool parseFlags(int argc, char **argv, Flags &flags,
       flags.printResults = true;
     } else if (name == "quiet" && !hasValue) {
       flags.quiet = true;
+    } else if (name == "tune-gemm" && !hasValue) {
+      flags.tuneGemm = true;
+    } else if (name == "auto-tune-gemm" &&
+               (!hasValue || value == "true" || value == "false")) {
+      flags.autoTuneGemm = !hasValue || value == "true";
     } else if (name == "help" && !hasValue) {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -156,6 +173,12 @@ static bool parseFlags(int argc, char **argv, Flags &flags,
       error = "unknown option '" + arg + "'";
       return false;
     }
+    // A rerun of the step (a tuning process) runs as many steps as it is
+    // told, writes nothing and prints its summary.
+    if (name == "steps" || name == "warmup" || name == "output-dir" ||
+        name == "trace" || name == "save-inputs" || name == "print-results" ||
+        name == "quiet" || name == "tune-gemm" || name == "auto-tune-gemm")
+      flags.rerunArgs.resize(rerunStart);
   }
   if (flags.library.empty()) {
     error = "no step library given (compile one with gacc-compile)";
@@ -206,6 +229,23 @@ int main(int argc, char **argv) {
     gaccrt_trace_enable(flags.traceFile.c_str());
   }
 
+  // GACCRT_GEMM=auto on several GEMM threads: every GEMM on the whole-step
+  // choice measured for this step library (--tune-gemm, or its first run
+  // here).
+  StepGemmSetup gemmSetup;
+  gemmSetup.tool = "gacc-run-aot";
+  gemmSetup.args = flags.rerunArgs;
+  gemmSetup.key = getStepLibraryKey(flags.library);
+  gemmSetup.tune = flags.tuneGemm;
+  gemmSetup.autoTune = flags.autoTuneGemm && !gemmSetup.key.empty();
+  gemmSetup.lockstepToo = stepLibraryHasCopies(flags.library);
+  gemmSetup.print = print;
+  std::string gemmNote;
+  if (gemmSetup.key.empty() && flags.tuneGemm)
+    return fail("cannot read '" + flags.library + "'");
+  if (!gemmSetup.key.empty() && !setUpStepGemms(gemmSetup, gemmNote, error))
+    return fail(error);
+
   double loadStart = gaccrt_now_us();
   StepLibrary library;
   if (!loadStepLibrary(flags.library, library, error))
@@ -243,6 +283,9 @@ int main(int argc, char **argv) {
                 static_cast<long long>(signature.batchSize),
                 signature.split.c_str(), world, world == 1 ? "" : "s",
                 gaccrt_backend_name(), loadMs);
+  if (print && !gemmNote.empty())
+    std::printf("GEMM library: %s [%s]\n", gemmNote.c_str(),
+                gemmSetup.key.c_str());
 
   auto invoke = [&](void **packed, size_t, std::string &) {
     entry(packed);

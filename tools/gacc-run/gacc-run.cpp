@@ -13,6 +13,7 @@
 
 #include "gacc/Runner/PipelineFlags.h"
 #include "gacc/Runner/StepRunner.h"
+#include "gacc/Runner/StepTuning.h"
 #include "gacc/Transforms/LossScaleMode.h"
 
 #include "gaccrt/gaccrt.h"
@@ -20,11 +21,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Support/xxhash.h"
 
@@ -33,8 +32,6 @@
 #include <csignal>
 #include <cstdio>
 #include <unistd.h>
-
-extern char **environ;
 
 using namespace mlir::gacc;
 namespace cl = llvm::cl;
@@ -194,90 +191,6 @@ static std::string getStepKey(int argc, char **argv) {
   return "step-" + llvm::utohexstr(llvm::xxh3_64bits(text), /*LowerCase=*/true);
 }
 
-/// Runs every GEMM of this process as the whole-step choice `choice` says
-/// (gaccrt_gemm_use_step): on "avx512" or "openblas", or on the kernels with
-/// the copies of a pair in lockstep ("avx512-lockstep").
-static void applyStepChoice(llvm::StringRef choice) {
-  bool lockstep = choice == "avx512-lockstep";
-  gaccrt_set_gemm_library(lockstep ? "avx512" : choice.str().c_str());
-  gaccrt_set_copies(lockstep ? "lockstep" : "concurrent");
-}
-
-/// --tune-gemm: runs this step (with the same flags, 12 steps, 2 of them
-/// warm-up) in a process per candidate, with every GEMM on the kernels
-/// ("avx512"), on OpenBLAS ("openblas") and, with `lockstepToo` (a step with
-/// concurrent copies), on the kernels with the copies of each pair in
-/// lockstep ("avx512-lockstep"), and records the candidate of the fastest
-/// median step in the GEMM cache. Returns the candidate, or an empty string
-/// (with `message` saying why) when no process ran the step.
-static std::string tuneGemmLibrary(int argc, char **argv,
-                                   const std::string &key, bool lockstepToo,
-                                   std::string &message) {
-  std::string self = llvm::sys::fs::getMainExecutable(
-      argv[0], reinterpret_cast<void *>(&tuneGemmLibrary));
-  std::vector<std::string> args = {self};
-  for (std::string &arg : getArgsWithout(
-           argc, argv,
-           {"tune-gemm", "auto-tune-gemm", "steps", "warmup", "trace",
-            "output-dir", "quiet", "print-results", "dump-llvm-ir"},
-           /*dropFile=*/false))
-    args.push_back(std::move(arg));
-  args.push_back("--steps=12");
-  args.push_back("--warmup=2");
-  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
-  std::string best, timings;
-  double bestMs = 0;
-  for (llvm::StringRef library : {"avx512", "avx512-lockstep", "openblas"}) {
-    bool lockstep = library == "avx512-lockstep";
-    if (lockstep && !lockstepToo)
-      continue;
-    llvm::SmallString<128> output;
-    if (llvm::sys::fs::createTemporaryFile("gacc-tune-gemm", "txt", output))
-      continue;
-    std::vector<std::string> env;
-    for (char **e = environ; *e; ++e) {
-      llvm::StringRef var(*e);
-      if (!var.starts_with("GACCRT_GEMM=") &&
-          !var.starts_with("GACCRT_BACKEND=") &&
-          !var.starts_with("GACCRT_COPIES="))
-        env.push_back(var.str());
-    }
-    env.push_back(lockstep ? "GACCRT_GEMM=avx512"
-                           : "GACCRT_GEMM=" + library.str());
-    env.push_back(lockstep ? "GACCRT_COPIES=lockstep"
-                           : "GACCRT_COPIES=concurrent");
-    env.push_back("GACCRT_BACKEND=single");
-    std::vector<llvm::StringRef> envRefs(env.begin(), env.end());
-    std::optional<llvm::StringRef> redirects[] = {
-        std::nullopt, llvm::StringRef(output), llvm::StringRef(output)};
-    int rc = llvm::sys::ExecuteAndWait(self, argRefs, envRefs, redirects);
-    auto text = llvm::MemoryBuffer::getFile(output);
-    llvm::sys::fs::remove(output);
-    if (rc != 0 || !text)
-      continue;
-    llvm::StringRef out = (*text)->getBuffer();
-    size_t at = out.find("time/step median ");
-    double ms = 0;
-    if (at == llvm::StringRef::npos ||
-        out.substr(at + 17).split(' ').first.getAsDouble(ms))
-      continue;
-    timings += std::string(timings.empty() ? "" : ", ") + library.str() + " " +
-               llvm::formatv("{0:f2}", ms).str() + " ms";
-    if (best.empty() || ms < bestMs) {
-      best = library.str();
-      bestMs = ms;
-    }
-  }
-  if (best.empty()) {
-    message = "no library ran the step";
-    return "";
-  }
-  message = timings;
-  if (gaccrt_gemm_record_step(key.c_str(), best.c_str()) != 0)
-    message += "; not recorded (GACCRT_GEMM_CACHE is off or cannot be written)";
-  return best;
-}
-
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   PipelineFlags pipelineFlags;
@@ -328,62 +241,30 @@ int main(int argc, char **argv) {
     gaccrt_trace_enable(traceFile.c_str());
   }
 
-  // GACCRT_GEMM=auto on several GEMM threads: every GEMM on the library
-  // timed fastest for this step (--tune-gemm, now or in an earlier run).
-  std::string stepKey = getStepKey(argc, argv);
-  std::string gemmNote;
-  // The copies of a pair may run concurrently or in lockstep: both forms
+  // GACCRT_GEMM=auto on several GEMM threads: every GEMM on the whole-step
+  // choice measured for this step (--tune-gemm, or its first run here).
+  StepGemmSetup gemmSetup;
+  gemmSetup.tool = "gacc-run";
+  gemmSetup.self = llvm::sys::fs::getMainExecutable(
+      argv[0], reinterpret_cast<void *>(&getStepKey));
+  gemmSetup.args =
+      getArgsWithout(argc, argv,
+                     {"tune-gemm", "auto-tune-gemm", "steps", "warmup", "trace",
+                      "output-dir", "quiet", "print-results", "dump-llvm-ir"},
+                     /*dropFile=*/false);
+  gemmSetup.key = getStepKey(argc, argv);
+  gemmSetup.tune = tuneGemm;
+  gemmSetup.autoTune = autoTuneGemm;
+  // The copies of a pair may run side by side or in lockstep: both forms
   // are candidates.
-  bool lockstepToo = options.microBatches >= 2 && options.pairGemms &&
-                     options.concurrentCopies;
-  if (tuneGemm) {
-    if (world > 1)
-      return fail("--tune-gemm runs on one rank (it starts a process per "
-                  "library); tune, then run the ranks");
-    if (llvm::StringRef(gaccrt_gemm_library()) != "auto")
-      return fail("--tune-gemm needs GACCRT_GEMM=auto (it is '" +
-                  std::string(gaccrt_gemm_library()) + "')");
-    if (gaccrt_gemm_threads() == 1) {
-      gemmNote = "one GEMM thread: each GEMM shape is timed as it runs; "
-                 "nothing to tune per step";
-    } else {
-      std::string message;
-      std::string chosen =
-          tuneGemmLibrary(argc, argv, stepKey, lockstepToo, message);
-      if (chosen.empty())
-        return fail("--tune-gemm: " + message);
-      gemmNote = "tuned on " + std::to_string(gaccrt_gemm_threads()) +
-                 " GEMM threads (" + message + "): " + chosen;
-      applyStepChoice(chosen);
-    }
-  } else if (const char *used = gaccrt_gemm_use_step(stepKey.c_str())) {
-    gemmNote = std::string(used) + " for every GEMM (this step's choice on " +
-               std::to_string(gaccrt_gemm_threads()) +
-               " GEMM threads in the GEMM cache)";
-  } else if (autoTuneGemm && world == 1 &&
-             llvm::StringRef(gaccrt_gemm_library()) == "auto" &&
-             gaccrt_gemm_threads() > 1 && gaccrt_gemm_cache_enabled()) {
-    // The first run of this step at this thread count on this CPU: which
-    // library runs it fastest is measured here, once (docs/Tools.md).
-    int threads = gaccrt_gemm_threads();
-    if (print) {
-      llvm::outs() << "gacc-run: first run of this step on " << threads
-                   << " GEMM threads here: timing it on each GEMM library"
-                   << (lockstepToo ? " and form of its copies" : "")
-                   << " (once; --auto-tune-gemm=false skips)\n";
-      llvm::outs().flush();
-    }
-    std::string message;
-    std::string chosen =
-        tuneGemmLibrary(argc, argv, stepKey, lockstepToo, message);
-    if (chosen.empty()) {
-      gemmNote = "not tuned (" + message + "): gaccrt's kernels";
-    } else {
-      gemmNote = "tuned at first use on " + std::to_string(threads) +
-                 " GEMM threads (" + message + "): " + chosen;
-      applyStepChoice(chosen);
-    }
-  }
+  gemmSetup.lockstepToo = options.microBatches >= 2 && options.pairGemms &&
+                          options.concurrentCopies;
+  gemmSetup.print = print;
+  std::string gemmNote;
+  llvm::outs().flush();
+  if (!setUpStepGemms(gemmSetup, gemmNote, error))
+    return fail(error);
+  const std::string &stepKey = gemmSetup.key;
 
   options.traceRegions = !traceFile.empty();
   // The compiler's code is not needed while the steps run: its pages leave
