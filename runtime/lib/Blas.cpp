@@ -111,15 +111,22 @@ void runEpilogueRows(void *context, int64_t lo, int64_t hi) {
   rows.epilogue->fn(rows.epilogue->context, lo, hi, 0, rows.n);
 }
 
-/// Runs `epilogue` on all of an m x n C, in bands of rows on the GEMM
-/// threads.
-void runEpilogueAfter(const Epilogue &epilogue, int64_t m, int64_t n) {
+} // namespace
+
+void gaccrt::runEpilogueAfter(const Epilogue &epilogue, int64_t m, int64_t n) {
   EpilogueRows rows{&epilogue, n};
   // A few operations per element: a bias and an activation.
   gaccrt_parallel_for(runEpilogueRows, &rows, m, 4 * n);
 }
 
-} // namespace
+void gaccrt::runPendingEpilogue(const float *c, int64_t m, int64_t n) {
+  if (!pendingEpilogue || pendingEpilogue.c != c || pendingEpilogue.m != m ||
+      pendingEpilogue.n != n)
+    return;
+  Epilogue epilogue = pendingEpilogue;
+  pendingEpilogue = Epilogue();
+  runEpilogueAfter(epilogue, m, n);
+}
 
 void gaccrt::runSgemm(const char *caller, bool ta, bool tb, float alpha,
                       float beta, const Matrix &am, const Matrix &bm,

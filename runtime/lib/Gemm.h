@@ -53,6 +53,14 @@ struct Epilogue {
 /// place, else the caller runs it after the GEMM.
 extern thread_local Epilogue pendingEpilogue;
 
+/// Runs `epilogue` on all of an m x n C, in bands of rows on the GEMM
+/// threads (a GEMM on a library other than the kernels).
+void runEpilogueAfter(const Epilogue &epilogue, int64_t m, int64_t n);
+
+/// Runs and clears the pending epilogue when it is this C's and the GEMM
+/// left it (ran on a library other than the kernels).
+void runPendingEpilogue(const float *c, int64_t m, int64_t n);
+
 /// Runs `args` through oneDNN; false (nothing written) when oneDNN is not
 /// available or has no brgemm kernel (AVX-512) for the layout.
 bool onednnSgemm(const GemmArgs &args);

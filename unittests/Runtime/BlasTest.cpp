@@ -1289,3 +1289,32 @@ TEST(Sgemm, EpilogueSeesEveryElementOnceWhenFinal) {
     }
   gaccrt_set_gemm_library(initial.c_str());
 }
+
+TEST(Sgemm, EpilogueRunsOnceInEveryCallOfATunedShape) {
+  // "auto" on one thread: a shape's first calls cycle through the libraries
+  // (untimed, then timed: the epilogue counts in each library's time), the
+  // later ones run on the chosen library. Each call sees each element once.
+  std::string initial = gaccrt_gemm_library();
+  ASSERT_EQ(gaccrt_set_gemm_library("auto"), 0);
+  GemmThreads scope(1);
+  const int64_t m = 96, n = 128, k = 96;
+  std::vector<float> a(m * k), b(k * n);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = float(int(i * 7 % 13) - 6) / 8.0f;
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = float(int(i * 5 % 11) - 5) / 4.0f;
+  for (int call = 0; call < 3 * (2 + 4) + 3; ++call) {
+    SCOPED_TRACE("call " + std::to_string(call));
+    std::vector<float> c(m * n, 7.0f);
+    EpilogueProbe probe{c.data(), n, n, std::vector<float>(m * n, -1.0f),
+                        std::vector<int>(m * n, 0)};
+    gaccrt_sgemm_epilogue(0, 0, 1.0f, 0.0f, a.data(), a.data(), 0, m, k, k, 1,
+                          b.data(), b.data(), 0, k, n, n, 1, c.data(), c.data(),
+                          0, m, n, n, 1, probeEpilogue, &probe);
+    for (int64_t i = 0; i < m * n; ++i) {
+      ASSERT_EQ(probe.visits[i], 1) << i;
+      ASSERT_EQ(probe.out[i], 2.0f * c[i] + 1.0f) << i;
+    }
+  }
+  gaccrt_set_gemm_library(initial.c_str());
+}
