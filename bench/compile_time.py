@@ -50,8 +50,10 @@ ROOT = os.path.dirname(HERE)
 def command(tool, bin_dir, graph, m, lower, tmp):
     """The command line that compiles `graph` with `tool`."""
     if tool == "run":
+        # Compile time only: no GEMM tuning at a step's first run (it runs
+        # the step in further processes, docs/Tools.md).
         return [os.path.join(bin_dir, "gacc-run"), graph,
-                f"--micro-batches={m}", "--steps=1"]
+                f"--micro-batches={m}", "--steps=1", "--auto-tune-gemm=false"]
     if tool == "compile":
         return [os.path.join(bin_dir, "gacc-compile"), graph,
                 f"--micro-batches={m}", "-o", os.path.join(tmp, "step.so")]

@@ -1290,6 +1290,49 @@ TEST(Sgemm, EpilogueSeesEveryElementOnceWhenFinal) {
   gaccrt_set_gemm_library(initial.c_str());
 }
 
+TEST(Sgemm, WeightGradientStripsGiveTheBitsOfInPlace) {
+  // C += X^T * Y with X's rows 1024 floats apart: the kernels copy op(A) =
+  // X^T into strips (4 KiB apart, its lines would share one L1 set); with
+  // rows 1040 floats apart they read it in place. Same sums, same bits, on
+  // 1 and 2 threads (each part its own strips), with an inner size of two
+  // blocks and a last band of other height.
+  if (!avx512Runs())
+    GTEST_SKIP() << "no AVX-512";
+  std::string initial = gaccrt_gemm_library();
+  ASSERT_EQ(gaccrt_set_gemm_library("avx512"), 0);
+  const int64_t m = 1000, n = 512, k = 300;
+  std::vector<float> y(k * n);
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = float(int(i * 5 % 11) - 5) / 4.0f;
+  for (int32_t threads : {1, 2}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    GemmThreads scope(threads);
+    std::vector<float> results[2];
+    for (int64_t ld : {int64_t(1024), int64_t(1040)}) {
+      std::vector<float> x(k * ld, 99.0f);
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t i = 0; i < m; ++i)
+          x[p * ld + i] = float(int((p * m + i) * 7 % 13) - 6) / 8.0f;
+      std::vector<float> &c = results[ld == 1040];
+      c.assign(m * n, 0.5f);
+      gaccrt_sgemm(1, 0, 1.0f, 1.0f, x.data(), x.data(), 0, k, m, ld, 1,
+                   y.data(), y.data(), 0, k, n, n, 1, c.data(), c.data(), 0, m,
+                   n, n, 1);
+      if (ld == 1024)
+        for (int64_t i = 0; i < m; i += 97)
+          for (int64_t j = 0; j < n; j += 13) {
+            double sum = 0.5;
+            for (int64_t p = 0; p < k; ++p)
+              sum += double(x[p * ld + i]) * y[p * n + j];
+            ASSERT_NEAR(c[i * n + j], sum, 1e-3 * (1.0 + std::fabs(sum)))
+                << i << ", " << j;
+          }
+    }
+    EXPECT_EQ(results[0], results[1]);
+  }
+  gaccrt_set_gemm_library(initial.c_str());
+}
+
 TEST(Sgemm, EpilogueRunsOnceInEveryCallOfATunedShape) {
   // "auto" on one thread: a shape's first calls cycle through the libraries
   // (untimed, then timed: the epilogue counts in each library's time), the
