@@ -98,33 +98,54 @@ double timeCandidate(const StepGemmSetup &setup, const std::string &candidate) {
   return end && std::strncmp(end, " ms", 3) == 0 ? ms : -1;
 }
 
-/// Times every candidate and records the fastest under the step's key.
+/// Rounds of timing: every candidate once per round, in turn, the second
+/// round in reverse order, so that a machine that slows down or speeds up
+/// while they run favours none; a candidate's time is its fastest round.
+constexpr int kRounds = 2;
+
+/// How much faster than the kernels (what runs untuned) another candidate
+/// must be to be chosen: on a shared machine two runs of one step differ by
+/// a few percent, and a near tie should not flip the choice.
+constexpr double kTakeOverRatio = 0.95;
+
+/// Times every candidate and records the choice under the step's key.
 /// Returns it, or "" (with `message` saying why) when no process ran.
 std::string tune(const StepGemmSetup &setup, std::string &message) {
-  std::string best, timings;
-  double bestMs = 0;
-  for (std::string candidate : kCandidates) {
-    if (candidate == "avx512-lockstep" && !setup.lockstepToo)
-      continue;
-    double ms = timeCandidate(setup, candidate);
-    if (ms < 0)
+  std::vector<std::string> candidates;
+  for (std::string candidate : kCandidates)
+    if (candidate != "avx512-lockstep" || setup.lockstepToo)
+      candidates.push_back(candidate);
+  std::vector<double> fastest(candidates.size(), -1);
+  for (int round = 0; round < kRounds; ++round)
+    for (size_t turn = 0; turn < candidates.size(); ++turn) {
+      size_t c = round % 2 ? candidates.size() - 1 - turn : turn;
+      double ms = timeCandidate(setup, candidates[c]);
+      if (ms >= 0 && (fastest[c] < 0 || ms < fastest[c]))
+        fastest[c] = ms;
+    }
+  std::string timings;
+  int best = -1;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    if (fastest[c] < 0)
       continue;
     char text[64];
-    std::snprintf(text, sizeof(text), "%.2f", ms);
-    timings += (timings.empty() ? "" : ", ") + candidate + " " + text + " ms";
-    if (best.empty() || ms < bestMs) {
-      best = candidate;
-      bestMs = ms;
-    }
+    std::snprintf(text, sizeof(text), "%.2f", fastest[c]);
+    timings +=
+        (timings.empty() ? "" : ", ") + candidates[c] + " " + text + " ms";
+    if (best < 0 || fastest[c] < fastest[best])
+      best = int(c);
   }
-  if (best.empty()) {
+  if (best < 0) {
     message = "no library ran the step";
     return "";
   }
+  // The kernels (candidates[0]) keep the step unless beaten clearly.
+  if (fastest[0] >= 0 && fastest[best] > kTakeOverRatio * fastest[0])
+    best = 0;
   message = timings;
-  if (gaccrt_gemm_record_step(setup.key.c_str(), best.c_str()) != 0)
+  if (gaccrt_gemm_record_step(setup.key.c_str(), candidates[best].c_str()) != 0)
     message += "; not recorded (GACCRT_GEMM_CACHE is off or cannot be written)";
-  return best;
+  return candidates[best];
 }
 
 /// Runs every GEMM of this process as the whole-step choice `choice` says.

@@ -7,9 +7,11 @@
 // micro-batches in lockstep ("avx512-lockstep"). The choice is measured on
 // the machine that runs the step: the step runs in one process per
 // candidate (so that no other library's spinning workers bias the timing),
-// and the fastest median step is recorded in gaccrt's GEMM cache under the
-// step's key, where later runs find it (runtime/README.md). gacc-run and
-// gacc-run-aot share this; it links no LLVM or MLIR.
+// twice, in alternating order, and the candidate with the fastest median
+// step (the kernels unless another is at least 5 % faster) is recorded in
+// gaccrt's GEMM cache under the step's key, where later runs find it
+// (runtime/README.md). gacc-run and gacc-run-aot share this; it links no
+// LLVM or MLIR.
 //
 //===----------------------------------------------------------------------===//
 
