@@ -23,7 +23,8 @@ namespace {
 
 /// The whole-step candidates, in the order they are timed (a tie keeps the
 /// first).
-constexpr const char *kCandidates[] = {"avx512", "avx512-lockstep", "openblas"};
+constexpr const char *kCandidates[] = {"avx512", "avx512-lockstep", "onednn",
+                                       "openblas"};
 
 bool startsWith(const std::string &text, const char *prefix) {
   return text.rfind(prefix, 0) == 0;

@@ -507,13 +507,21 @@ thread_local std::string gaccrt::pendingDecision;
 void gaccrt::rowMajorSgemm(const Operand &a, const Operand &b, int64_t m,
                            int64_t n, int64_t k, float alpha, float beta,
                            float *c, int64_t cRowStride) {
-  // With several GEMM threads oneDNN takes no part and libdnnl.so.2 is
-  // never loaded: its OpenMP threads and OpenBLAS's would spin against each
-  // other between calls. The AVX-512 kernels split their GEMMs over
-  // gaccrt's own workers (GemmThreads.cpp).
+  // "onednn" on several GEMM threads: every GEMM on oneDNN where it has a
+  // kernel (OpenBLAS for the rest), not the one-thread shape rule: mixing
+  // it with OpenBLAS, whose workers and oneDNN's OpenMP threads would then
+  // take turns spinning between calls, is what slows both down. A whole
+  // step's choice on several threads (gacc-run's tuning) may be oneDNN: on
+  // 2 threads it ran the 4x256, B = 8192, m = 1 and 2 steps at 46-48 ms
+  // against 55-56 on the kernels or OpenBLAS. The AVX-512 kernels split
+  // their GEMMs over gaccrt's own workers (GemmThreads.cpp).
   Library chosen = library();
-  if (chosen == Library::Openblas ||
-      (chosen == Library::Onednn && gemmThreads() != 1)) {
+  if (chosen == Library::Onednn && gemmThreads() != 1) {
+    if (!runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride))
+      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  if (chosen == Library::Openblas) {
     runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
@@ -577,7 +585,7 @@ int32_t gaccrt_internal_choose_gemm_library(const double *fastest_us,
 
 /// The whole-step choices: a library, or the kernels with the copies of a
 /// pair in lockstep.
-constexpr const char *kStepChoices[] = {"avx512", "avx512-lockstep",
+constexpr const char *kStepChoices[] = {"avx512", "avx512-lockstep", "onednn",
                                         "openblas"};
 
 /// The choice among kStepChoices named `name`, or null.

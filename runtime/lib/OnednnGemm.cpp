@@ -19,6 +19,7 @@
 
 #include "Gemm.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -70,6 +71,11 @@ struct Api {
 /// Loaded once; never unloaded (its threads may outlive any caller).
 const Api *api() {
   static const Api *loaded = []() -> const Api * {
+    // On several GEMM threads oneDNN's OpenMP threads sleep between GEMMs
+    // rather than spin against gaccrt's loop workers (unless the user set a
+    // policy; read when the OpenMP runtime loads): the 4x256, B = 8192,
+    // m = 2 step on 2 threads took 46 ms so against 48-52 spinning.
+    setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
     void *handle = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!handle)
       return nullptr;
@@ -116,12 +122,12 @@ struct Entry {
   dnnl_memory_t a = nullptr, b = nullptr, c = nullptr;
 };
 
-/// Per thread: the cache, the stream, and whether OpenMP's thread count has
-/// been set to the GEMM thread count.
+/// Per thread: the cache, the stream, and the OpenMP thread count set.
 struct ThreadState {
   std::unordered_map<Key, Entry, KeyHash> cache;
   dnnl_stream_t stream = nullptr;
-  bool threadsSet = false;
+  /// The OpenMP thread count set for this thread's GEMMs (0: none yet).
+  int threads = 0;
 };
 
 ThreadState &threadState() {
@@ -211,12 +217,12 @@ bool gaccrt::onednnSgemm(const GemmArgs &args) {
     state.stream = nullptr;
     return false;
   }
-  if (!state.threadsSet) {
+  if (int threads = gemmThreads(); state.threads != threads) {
     // One knob for both libraries: OpenBLAS's thread count (which reads
     // OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS, then the core count).
     if (dnnl->ompSetNumThreads)
-      dnnl->ompSetNumThreads(gemmThreads());
-    state.threadsSet = true;
+      dnnl->ompSetNumThreads(threads);
+    state.threads = threads;
   }
   Key key{{args.m, args.n, args.k, args.aRowStride, args.aColStride,
            args.bRowStride, args.bColStride, args.cRowStride, args.cColStride,

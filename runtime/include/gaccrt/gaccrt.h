@@ -152,16 +152,16 @@ GACCRT_API void gaccrt_all_gather_wait(int64_t handle, const void *send,
  *  (GACCRT_GEMM_CACHE, runtime/README.md) has a whole-step choice for the
  *  step `step_key` (one word: letters, digits, '-', '_', '.') at this thread
  *  count on this CPU, every GEMM of the process runs on that library
- *  ("avx512" or "openblas"; gaccrt_set_gemm_library), or on the kernels
- *  with the copies of a pair in lockstep ("avx512-lockstep";
+ *  ("avx512", "onednn" or "openblas"; gaccrt_set_gemm_library), or on the
+ *  kernels with the copies of a pair in lockstep ("avx512-lockstep";
  *  gaccrt_set_copies), and the choice is returned; otherwise nothing
  *  changes and NULL is returned. */
 GACCRT_API const char *gaccrt_gemm_use_step(const char *step_key);
 /** The number of threads a GEMM runs on (OpenBLAS's thread count). */
 GACCRT_API int32_t gaccrt_gemm_threads(void);
 /** Records in the GEMM cache that the step `step_key` runs fastest with
- *  every GEMM on `library` ("avx512", "avx512-lockstep" or "openblas", see
- *  gaccrt_gemm_use_step) at this GEMM thread count
+ *  every GEMM on `library` ("avx512", "avx512-lockstep", "onednn" or
+ *  "openblas", see gaccrt_gemm_use_step) at this GEMM thread count
  *  (more than one), as timed on whole steps, one library per process
  *  (gacc-run --tune-gemm). Returns 0, or -1 (one GEMM thread, a bad key or
  *  library, no cache file). */
@@ -400,15 +400,15 @@ GACCRT_API void gaccrt_sgemm_rows_pair(
  *  changes nothing for an unknown name or a library that cannot run here
  *  ("auto" is "openblas" when OpenBLAS is the only one). GEMMs use
  *  OpenBLAS's thread count (OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS,
- *  then the number of cores); with more than one thread oneDNN takes no
- *  part ("onednn" means OpenBLAS), "auto" runs every GEMM on the AVX-512
- *  kernels where they can run, untimed, and the kernels split each large
- *  GEMM across that many threads of their own. */
+ *  then the number of cores); with more than one thread "onednn" runs
+ *  every GEMM on oneDNN (that many OpenMP threads) where it has a kernel,
+ *  "auto" every GEMM on the AVX-512 kernels where they can run, untimed
+ *  (unless gaccrt_gemm_use_step), and the kernels split each large GEMM
+ *  across that many threads of their own. */
 GACCRT_API int32_t gaccrt_set_gemm_library(const char *name);
 /** The library chosen for gaccrt_sgemm: "auto", "onednn", "avx512" or
- *  "openblas". Under "onednn", GEMMs that run on more than one thread go to
- *  OpenBLAS; under "auto" and "onednn", those that oneDNN has no brgemm
- *  kernel for (no AVX-512) do too. */
+ *  "openblas". Under "auto" and "onednn", GEMMs that oneDNN has no brgemm
+ *  kernel for (no AVX-512) go to OpenBLAS. */
 GACCRT_API const char *gaccrt_gemm_library(void);
 
 /*===--- Parallel loops ---------------------------------------------------===*/
