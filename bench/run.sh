@@ -50,7 +50,7 @@ blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || echo unknown)
 # gaccrt's GEMM libraries (runtime/README.md#gemm): by default ("auto") each
 # GEMM shape is timed on oneDNN, OpenBLAS and gaccrt's AVX-512 kernels in its
 # first calls and keeps the fastest (oneDNN only with one thread on AVX-512;
-# with several threads every GEMM runs on the kernels or on OpenBLAS, as
+# with several threads every GEMM runs on the kernels, oneDNN or OpenBLAS, as
 # timed on whole steps at the step's first run and kept in the GEMM cache);
 # "onednn" is a fixed shape rule. What each m's step ended up with is
 # printed after the table.
@@ -58,10 +58,10 @@ case "${GACCRT_GEMM:-auto}" in
   auto) if [ "$THREADS" = 1 ]; then
           gemm="oneDNN, gaccrt's AVX-512 kernels or OpenBLAS per shape, timed in the first calls (auto)"
         else
-          gemm="gaccrt's AVX-512 kernels or OpenBLAS for every GEMM on $THREADS threads, the step's choice timed at its first run (auto, GEMM cache)"
+          gemm="gaccrt's AVX-512 kernels, oneDNN or OpenBLAS for every GEMM on $THREADS threads, the step's choice timed at its first run (auto, GEMM cache)"
         fi ;;
   avx512) gemm="gaccrt's AVX-512 kernels" ;;
-  onednn) gemm="oneDNN (forward, backward-data; weight gradients with b >= 512) + OpenBLAS (the rest) where oneDNN can run" ;;
+  onednn) gemm="oneDNN (one thread: forward, backward-data, weight gradients with b >= 512; several: every GEMM) + OpenBLAS (the rest) where oneDNN can run" ;;
   *) gemm="OpenBLAS" ;;
 esac
 echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas, gacc runner: $RUNNER, gacc GEMMs: $gemm, LibTorch GEMMs: the BLAS on $THREADS thread(s), $TORCH_THREADS intra-op thread(s)"
