@@ -149,13 +149,6 @@ std::string tune(const StepGemmSetup &setup, std::string &message) {
   return candidates[best];
 }
 
-/// Runs every GEMM of this process as the whole-step choice `choice` says.
-void applyChoice(const std::string &choice) {
-  bool lockstep = choice == "avx512-lockstep";
-  gaccrt_set_gemm_library(lockstep ? "avx512" : choice.c_str());
-  gaccrt_set_copies(lockstep ? "lockstep" : "concurrent");
-}
-
 /// The bytes of the file at `path`; false when it cannot be read.
 bool readFile(const std::string &path, std::string &bytes) {
   std::ifstream file(path, std::ios::binary);
@@ -195,7 +188,7 @@ bool mlir::gacc::setUpStepGemms(const StepGemmSetup &setup, std::string &note,
     }
     note = "tuned on " + std::to_string(threads) + " GEMM threads (" + message +
            "): " + chosen;
-    applyChoice(chosen);
+    gaccrt_set_gemm_step_choice(chosen.c_str());
     return true;
   }
   if (const char *used = gaccrt_gemm_use_step(setup.key.c_str())) {
@@ -224,14 +217,15 @@ bool mlir::gacc::setUpStepGemms(const StepGemmSetup &setup, std::string &note,
   }
   note = "tuned at first use on " + std::to_string(threads) +
          " GEMM threads (" + message + "): " + chosen;
-  applyChoice(chosen);
+  gaccrt_set_gemm_step_choice(chosen.c_str());
   return true;
 }
 
-std::string mlir::gacc::getStepLibraryKey(const std::string &path) {
+bool mlir::gacc::describeStepLibrary(const std::string &path, std::string &key,
+                                     bool &hasCopies) {
   std::string bytes;
   if (!readFile(path, bytes))
-    return "";
+    return false;
   // FNV-1a, 64 bits.
   uint64_t hash = 0xcbf29ce484222325ull;
   for (unsigned char byte : bytes) {
@@ -241,11 +235,7 @@ std::string mlir::gacc::getStepLibraryKey(const std::string &path) {
   char text[32];
   std::snprintf(text, sizeof(text), "step-%016llx",
                 static_cast<unsigned long long>(hash));
-  return text;
-}
-
-bool mlir::gacc::stepLibraryHasCopies(const std::string &path) {
-  std::string bytes;
-  return readFile(path, bytes) &&
-         bytes.find("gaccrt_copies_concurrent") != std::string::npos;
+  key = text;
+  hasCopies = bytes.find("gaccrt_copies_concurrent") != std::string::npos;
+  return true;
 }

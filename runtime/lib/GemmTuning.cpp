@@ -596,19 +596,26 @@ const char *stepChoice(const char *name) {
   return nullptr;
 }
 
+int32_t gaccrt_set_gemm_step_choice(const char *name) {
+  const char *choice = stepChoice(name);
+  if (!choice)
+    return -1;
+  bool lockstep = std::strcmp(choice, "avx512-lockstep") == 0;
+  if (gaccrt_set_gemm_library(lockstep ? "avx512" : choice) != 0)
+    return -1;
+  gaccrt_set_copies(lockstep ? "lockstep" : "concurrent");
+  return 0;
+}
+
 const char *gaccrt_gemm_use_step(const char *step_key) {
   if (library() != Library::Auto || gemmThreads() == 1 || !isStepKey(step_key))
     return nullptr;
   DiskCache &cache = diskCache();
   auto it = cache.stepChoices.find({gemmThreads(), step_key});
-  if (it == cache.stepChoices.end())
+  if (it == cache.stepChoices.end() ||
+      gaccrt_set_gemm_step_choice(it->second.c_str()) != 0)
     return nullptr;
-  const char *choice = stepChoice(it->second.c_str());
-  bool lockstep = choice && std::strcmp(choice, "avx512-lockstep") == 0;
-  if (!choice || gaccrt_set_gemm_library(lockstep ? "avx512" : choice) != 0 ||
-      gaccrt_set_copies(lockstep ? "lockstep" : "concurrent") != 0)
-    return nullptr;
-  return choice;
+  return stepChoice(it->second.c_str());
 }
 
 int32_t gaccrt_gemm_cache_enabled(void) {

@@ -235,15 +235,15 @@ int main(int argc, char **argv) {
   StepGemmSetup gemmSetup;
   gemmSetup.tool = "gacc-run-aot";
   gemmSetup.args = flags.rerunArgs;
-  gemmSetup.key = getStepLibraryKey(flags.library);
+  bool described =
+      describeStepLibrary(flags.library, gemmSetup.key, gemmSetup.lockstepToo);
   gemmSetup.tune = flags.tuneGemm;
-  gemmSetup.autoTune = flags.autoTuneGemm && !gemmSetup.key.empty();
-  gemmSetup.lockstepToo = stepLibraryHasCopies(flags.library);
+  gemmSetup.autoTune = flags.autoTuneGemm;
   gemmSetup.print = print;
   std::string gemmNote;
-  if (gemmSetup.key.empty() && flags.tuneGemm)
+  if (!described && flags.tuneGemm)
     return fail("cannot read '" + flags.library + "'");
-  if (!gemmSetup.key.empty() && !setUpStepGemms(gemmSetup, gemmNote, error))
+  if (described && !setUpStepGemms(gemmSetup, gemmNote, error))
     return fail(error);
 
   double loadStart = gaccrt_now_us();

@@ -1145,6 +1145,28 @@ TEST(ParallelCopies, OneThreadPerCopyOrAllInTurn) {
   EXPECT_STREQ(gaccrt_copies(), "concurrent");
 }
 
+TEST(ParallelCopies, StepChoiceSetsLibraryAndCopies) {
+  // A whole-step choice (gacc-run's tuning, the GEMM cache) sets both the
+  // library and how the copies of a pair run; an unknown one changes
+  // nothing.
+  std::string initial = gaccrt_gemm_library();
+  ASSERT_EQ(gaccrt_set_gemm_step_choice("openblas"), 0);
+  EXPECT_STREQ(gaccrt_gemm_library(), "openblas");
+  EXPECT_STREQ(gaccrt_copies(), "concurrent");
+  if (avx512Runs()) {
+    ASSERT_EQ(gaccrt_set_gemm_step_choice("avx512-lockstep"), 0);
+    EXPECT_STREQ(gaccrt_gemm_library(), "avx512");
+    EXPECT_STREQ(gaccrt_copies(), "lockstep");
+    ASSERT_EQ(gaccrt_set_gemm_step_choice("avx512"), 0);
+    EXPECT_STREQ(gaccrt_copies(), "concurrent");
+  }
+  EXPECT_EQ(gaccrt_set_gemm_step_choice("auto"), -1);
+  EXPECT_EQ(gaccrt_set_gemm_step_choice(nullptr), -1);
+  EXPECT_STREQ(gaccrt_gemm_library(), avx512Runs() ? "avx512" : "openblas");
+  gaccrt_set_gemm_library(initial.c_str());
+  gaccrt_set_copies("concurrent");
+}
+
 TEST(Sgemm, DegenerateSizes) {
   // Row and column vectors (a stride along a size-1 dimension is ignored)
   // and an inner size of 1, on every library.

@@ -57,14 +57,12 @@ struct StepGemmSetup {
 bool setUpStepGemms(const StepGemmSetup &setup, std::string &note,
                     std::string &error);
 
-/// The GEMM cache key of a step compiled to the shared library at `path`:
-/// "step-" and a hash of its bytes (the step and every option that changed
-/// its code), or "" when it cannot be read.
-std::string getStepLibraryKey(const std::string &path);
-
-/// Whether the step library at `path` asks gaccrt_copies_concurrent, i.e.
-/// has copies of pairs with a lockstep form.
-bool stepLibraryHasCopies(const std::string &path);
+/// Reads the step library at `path` once: its GEMM cache key, "step-" and
+/// a hash of its bytes (the step and every option that changed its code),
+/// and whether it asks gaccrt_copies_concurrent, i.e. has copies of pairs
+/// with a lockstep form. False when it cannot be read.
+bool describeStepLibrary(const std::string &path, std::string &key,
+                         bool &hasCopies);
 
 } // namespace mlir::gacc
 

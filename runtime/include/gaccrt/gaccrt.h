@@ -157,6 +157,13 @@ GACCRT_API void gaccrt_all_gather_wait(int64_t handle, const void *send,
  *  gaccrt_set_copies), and the choice is returned; otherwise nothing
  *  changes and NULL is returned. */
 GACCRT_API const char *gaccrt_gemm_use_step(const char *step_key);
+/** Runs every GEMM of the process as the whole-step choice `choice` says
+ *  (see gaccrt_gemm_use_step): "avx512", "onednn" or "openblas"
+ *  (gaccrt_set_gemm_library, the copies concurrent by the rule), or
+ *  "avx512-lockstep" (the kernels, the copies of a pair in lockstep:
+ *  gaccrt_set_copies). Returns 0, or -1 and changes nothing for another
+ *  name or a library that cannot run here. */
+GACCRT_API int32_t gaccrt_set_gemm_step_choice(const char *choice);
 /** The number of threads a GEMM runs on (OpenBLAS's thread count). */
 GACCRT_API int32_t gaccrt_gemm_threads(void);
 /** Records in the GEMM cache that the step `step_key` runs fastest with
