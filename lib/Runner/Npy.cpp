@@ -607,6 +607,12 @@ bool mlir::gacc::writeNpySet(const std::string &dir, const std::string &stem,
   return writer.commit(error);
 }
 
+void mlir::gacc::storeFloatElement(NpyArray &array, int64_t index,
+                                   double value) {
+  storeFloat(array.data.data() + index * dtypeSize(array.dtype), array.dtype,
+             value);
+}
+
 NpyArray mlir::gacc::convertToDType(const NpyArray &array, DType dtype) {
   if (array.dtype == dtype)
     return array;

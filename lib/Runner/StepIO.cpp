@@ -536,48 +536,59 @@ std::vector<NpyArray> makeRandomInputs(const std::vector<TensorInfo> &args,
     TensorInfo arg = sharded;
     if (arg.shardRanks > 0)
       arg.shape = arg.shardOf;
-    NpyArray f64 = makeArray(DType::F64, arg.shape);
-    auto *values = reinterpret_cast<double *>(f64.data.data());
-    int64_t n = f64.numElements();
-    std::mt19937_64 &rng = arg.role == Role::Batch ? batchRng : paramRng;
-    std::normal_distribution<double> normal(0.0, 1.0);
-    int64_t fanIn = arg.shape.empty() ? 1 : arg.shape.front();
     if (arg.hasFill) {
       inputs.push_back(makeFilledArray(arg));
       continue;
     }
-    for (int64_t k = 0; k < n; ++k) {
+    std::mt19937_64 &rng = arg.role == Role::Batch ? batchRng : paramRng;
+    std::normal_distribution<double> normal(0.0, 1.0);
+    int64_t fanIn = arg.shape.empty() ? 1 : arg.shape.front();
+    auto draw = [&]() -> double {
       switch (arg.role) {
       case Role::Param:
-        values[k] = normal(rng) / std::sqrt(static_cast<double>(fanIn));
-        break;
+        return normal(rng) / std::sqrt(static_cast<double>(fanIn));
       case Role::State:
-        values[k] = arg.shape.empty() && isFloatDType(arg.dtype) ? 0.1 : 0.0;
-        break;
+        return arg.shape.empty() && isFloatDType(arg.dtype) ? 0.1 : 0.0;
       default:
         if (!isFloatDType(arg.dtype)) {
           int64_t bound = arg.indexBound > 0 ? arg.indexBound : 2;
-          values[k] = static_cast<double>(
+          return static_cast<double>(
               std::uniform_int_distribution<int64_t>(0, bound - 1)(rng));
-        } else if (arg.isMask) {
-          values[k] = std::uniform_real_distribution<double>(0, 1)(rng) < 0.75;
-        } else {
-          values[k] = normal(rng);
         }
+        if (arg.isMask)
+          return std::uniform_real_distribution<double>(0, 1)(rng) < 0.75;
+        return normal(rng);
       }
+    };
+    if (isFloatDType(arg.dtype)) {
+      // Drawn in double and rounded to the element type as they are drawn
+      // (the values of an F64 array converted with convertToDType, without
+      // holding one: a 100-layer 512-wide MLP has 26 M parameters).
+      NpyArray array = makeArray(arg.dtype, arg.shape);
+      int64_t n = array.numElements();
+      auto *f32 = reinterpret_cast<float *>(array.data.data());
+      for (int64_t k = 0; k < n; ++k) {
+        double value = draw();
+        // A mask keeps at least one token.
+        if (arg.isMask && k == 0)
+          value = 1.0;
+        if (arg.dtype == DType::F32)
+          f32[k] = static_cast<float>(value);
+        else
+          storeFloatElement(array, k, value);
+      }
+      inputs.push_back(std::move(array));
+      continue;
     }
+    NpyArray ints = makeArray(DType::I64, arg.shape);
+    int64_t n = ints.numElements();
+    auto *dst = reinterpret_cast<int64_t *>(ints.data.data());
+    for (int64_t k = 0; k < n; ++k)
+      dst[k] = static_cast<int64_t>(draw());
     // A mask keeps at least one token.
     if (arg.isMask && n > 0)
-      values[0] = 1.0;
-    if (isFloatDType(arg.dtype)) {
-      inputs.push_back(convertToDType(f64, arg.dtype));
-    } else {
-      NpyArray ints = makeArray(DType::I64, arg.shape);
-      auto *dst = reinterpret_cast<int64_t *>(ints.data.data());
-      for (int64_t k = 0; k < n; ++k)
-        dst[k] = static_cast<int64_t>(values[k]);
-      inputs.push_back(convertToDType(ints, arg.dtype));
-    }
+      dst[0] = 1;
+    inputs.push_back(convertToDType(ints, arg.dtype));
   }
   return inputs;
 }
@@ -698,25 +709,33 @@ bool takeDeviceCounts(gaccrt_cuda_counts &counts) {
 
 PackedStep::PackedStep(const StepSignature &signature, bool cuda)
     : signature(signature), cuda(cuda) {
-  auto addBuffer = [&](const TensorInfo &info) {
+  // An argument's pages are first touched by setInputs' copy; a result's
+  // here, not inside the first timed call.
+  auto addBuffer = [&](const TensorInfo &info, bool touch) {
     Buffer buffer;
     buffer.shape = info.shape;
     int64_t count = 1;
     for (int64_t d : info.shape)
       count *= d;
     buffer.bytes = count * dtypeSize(info.dtype);
-    int64_t allocated = std::max<int64_t>(64, (buffer.bytes + 63) / 64 * 64);
-    buffer.data =
-        cuda ? cudaApi.alloc(allocated) : std::aligned_alloc(64, allocated);
-    // Touch the host pages now, not inside the first timed call.
-    if (!cuda && buffer.data)
+    // Large host buffers start at a huge page, and get huge pages where
+    // the kernel gives them on request (gaccrt_prefer_huge_pages).
+    int64_t huge = gaccrt_huge_page_bytes();
+    int64_t alignment = buffer.bytes >= huge ? huge : 64;
+    int64_t allocated = std::max<int64_t>(64, (buffer.bytes + alignment - 1) /
+                                                  alignment * alignment);
+    buffer.data = cuda ? cudaApi.alloc(allocated)
+                       : std::aligned_alloc(alignment, allocated);
+    if (!cuda)
+      gaccrt_prefer_huge_pages(buffer.data, allocated);
+    if (touch && !cuda && buffer.data)
       std::memset(buffer.data, 0, allocated);
     buffers.push_back(std::move(buffer));
   };
   for (const TensorInfo &arg : signature.args)
-    addBuffer(arg);
+    addBuffer(arg, /*touch=*/false);
   for (const TensorInfo &result : signature.results)
-    addBuffer(result);
+    addBuffer(result, /*touch=*/true);
   // Descriptor fields: allocated, aligned, offset, sizes, strides; `packed`
   // points at them, so `fields` is sized before any pointer is taken.
   size_t fieldCount = 0;
@@ -784,8 +803,7 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
     // A sharded state argument given whole: this rank's shard.
     if (args[i].shardRanks > 0 && inputs[i].shape == args[i].shardOf &&
         inputs[i].shape != args[i].shape) {
-      NpyArray shard =
-          sliceShard(inputs[i], args[i].shardRanks, gaccrt_rank());
+      NpyArray shard = sliceShard(inputs[i], args[i].shardRanks, gaccrt_rank());
       if (static_cast<int64_t>(shard.data.size()) != buffer.bytes) {
         error = "input #" + std::to_string(i) + " has a shard of " +
                 std::to_string(shard.data.size()) + " bytes, expected " +
@@ -998,7 +1016,6 @@ std::string formatStepSummary(int64_t steps, int64_t warmup,
   return s;
 }
 
-
 NpyArray sliceShard(const NpyArray &full, int64_t ranks, int64_t rank) {
   int64_t n = full.numElements(), size = dtypeSize(full.dtype);
   int64_t s = (std::max<int64_t>(n, 1) + ranks - 1) / ranks;
@@ -1012,8 +1029,8 @@ NpyArray sliceShard(const NpyArray &full, int64_t ranks, int64_t rank) {
 
 NpyArray joinShards(const std::vector<NpyArray> &shards,
                     const std::vector<int64_t> &shape) {
-  NpyArray full = makeArray(shards.empty() ? DType::F32 : shards[0].dtype,
-                            shape);
+  NpyArray full =
+      makeArray(shards.empty() ? DType::F32 : shards[0].dtype, shape);
   int64_t n = full.numElements(), size = dtypeSize(full.dtype), at = 0;
   for (const NpyArray &shard : shards) {
     int64_t take = std::min(n - at, shard.numElements());

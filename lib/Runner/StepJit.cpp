@@ -15,6 +15,7 @@
 
 #include "gacc/Runner/AtomicFile.h"
 #include "gacc/Runner/OptimizeStep.h"
+#include "gaccrt/gaccrt.h"
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -71,6 +72,35 @@ static void addPackedEntry(llvm::Function &func) {
     builder.CreateStore(result, loadPointer(func.arg_size()));
   builder.CreateRetVoid();
 }
+
+namespace {
+/// The operating system's pages for the JIT's sections, as
+/// SectionMemoryManager's default mapper takes them, with huge pages asked
+/// for the large writable ones: a deep step's arena (gacc-plan-arena) is a
+/// zero-initialized global of hundreds of MiB, which RuntimeDyld clears
+/// page by page when it loads the object.
+class HugeDataMapper final : public llvm::SectionMemoryManager::MemoryMapper {
+public:
+  llvm::sys::MemoryBlock
+  allocateMappedMemory(llvm::SectionMemoryManager::AllocationPurpose purpose,
+                       size_t bytes, const llvm::sys::MemoryBlock *const near,
+                       unsigned flags, std::error_code &ec) override {
+    llvm::sys::MemoryBlock block =
+        llvm::sys::Memory::allocateMappedMemory(bytes, near, flags, ec);
+    if (!ec && purpose == llvm::SectionMemoryManager::AllocationPurpose::RWData)
+      gaccrt_prefer_huge_pages(block.base(),
+                               static_cast<int64_t>(block.allocatedSize()));
+    return block;
+  }
+  std::error_code protectMappedMemory(const llvm::sys::MemoryBlock &block,
+                                      unsigned flags) override {
+    return llvm::sys::Memory::protectMappedMemory(block, flags);
+  }
+  std::error_code releaseMappedMemory(llvm::sys::MemoryBlock &block) override {
+    return llvm::sys::Memory::releaseMappedMemory(block);
+  }
+};
+} // namespace
 
 StepJit::StepJit() = default;
 
@@ -202,7 +232,8 @@ std::unique_ptr<StepJit> StepJit::create(Operation *module,
           -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
         return std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
             session, [](const llvm::MemoryBuffer &) {
-              return std::make_unique<llvm::SectionMemoryManager>();
+              static HugeDataMapper mapper;
+              return std::make_unique<llvm::SectionMemoryManager>(&mapper);
             });
       });
   auto jit = jitBuilder.create();

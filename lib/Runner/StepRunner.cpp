@@ -364,6 +364,8 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
       step->signature.results.push_back(result);
     }
   }
+  if (options.onArguments && !options.shardOptimizerState)
+    options.onArguments(signature.args);
   if (options.shardOptimizerState) {
     // The state that stays sharded is known once the pipeline ran: its
     // arguments and results become the rank's shards.

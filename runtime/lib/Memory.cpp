@@ -16,6 +16,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <string>
+#ifdef __linux__
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 using namespace gaccrt;
 
@@ -68,7 +73,18 @@ void *allocate(size_t alignment, size_t size) {
   header->raw = raw;
   header->unused = 0;
   account(static_cast<int64_t>(size));
+  gaccrt_prefer_huge_pages(reinterpret_cast<void *>(aligned),
+                           static_cast<int64_t>(size));
   return reinterpret_cast<void *>(aligned);
+}
+
+/// GACCRT_HUGE_PAGES: "0" turns gaccrt_prefer_huge_pages off.
+bool hugePagesWanted() {
+  static const bool wanted = [] {
+    const char *value = std::getenv("GACCRT_HUGE_PAGES");
+    return !value || std::string(value) != "0";
+  }();
+  return wanted;
 }
 
 } // namespace
@@ -94,6 +110,30 @@ void _mlir_memref_to_llvm_free(void *ptr) {
 }
 
 void gaccrt_account_arena(int64_t delta) { account(delta); }
+
+int64_t gaccrt_huge_page_bytes(void) { return int64_t(2) << 20; }
+
+int32_t gaccrt_prefer_huge_pages(void *data, int64_t bytes) {
+#ifdef __linux__
+  if (!data || bytes < gaccrt_huge_page_bytes() || !hugePagesWanted())
+    return 0;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t begin =
+      (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
+  uintptr_t end =
+      (reinterpret_cast<uintptr_t>(data) + uintptr_t(bytes)) & ~(page - 1);
+  if (end <= begin)
+    return 0;
+  return madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE) ==
+                 0
+             ? 1
+             : 0;
+#else
+  (void)data;
+  (void)bytes;
+  return 0;
+#endif
+}
 
 int64_t gaccrt_current_bytes(void) {
   std::lock_guard<std::mutex> lock(counterMutex);

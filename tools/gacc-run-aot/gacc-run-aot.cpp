@@ -54,8 +54,6 @@ struct Flags {
   bool quiet = false;
   bool tuneGemm = false;
   bool autoTuneGemm = true;
-  /// The arguments that run the same step again (StepGemmSetup::args).
-  std::vector<std::string> rerunArgs;
 };
 
 const char kUsage[] =
@@ -99,8 +97,6 @@ static bool parseFlags(int argc, char **argv, Flags &flags,
                        std::string &error) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    size_t rerunStart = flags.rerunArgs.size();
-    flags.rerunArgs.push_back(arg);
     if (arg.rfind("--", 0) != 0) {
       if (!flags.library.empty()) {
         error = "more than one step library ('" + flags.library + "', '" + arg +
@@ -122,7 +118,6 @@ static bool parseFlags(int argc, char **argv, Flags &flags,
         return true;
       if (i + 1 < argc) {
         value = argv[++i];
-        flags.rerunArgs.push_back(value);
         return true;
       }
       error = "--" + name + " needs a value";
@@ -173,12 +168,6 @@ static bool parseFlags(int argc, char **argv, Flags &flags,
       error = "unknown option '" + arg + "'";
       return false;
     }
-    // A rerun of the step (a tuning process) runs as many steps as it is
-    // told, writes nothing and prints its summary.
-    if (name == "steps" || name == "warmup" || name == "output-dir" ||
-        name == "trace" || name == "save-inputs" || name == "print-results" ||
-        name == "quiet" || name == "tune-gemm" || name == "auto-tune-gemm")
-      flags.rerunArgs.resize(rerunStart);
   }
   if (flags.library.empty()) {
     error = "no step library given (compile one with gacc-compile)";
@@ -226,25 +215,14 @@ int main(int argc, char **argv) {
         access(parent.c_str(), W_OK) != 0)
       return fail("--trace='" + flags.traceFile + "': cannot write in '" +
                   parent.string() + "'");
-    gaccrt_trace_enable(flags.traceFile.c_str());
   }
 
-  // GACCRT_GEMM=auto on several GEMM threads: every GEMM on the whole-step
-  // choice measured for this step library (--tune-gemm, or its first run
-  // here).
-  StepGemmSetup gemmSetup;
-  gemmSetup.tool = "gacc-run-aot";
-  gemmSetup.args = flags.rerunArgs;
-  bool described =
-      describeStepLibrary(flags.library, gemmSetup.key, gemmSetup.lockstepToo);
-  gemmSetup.tune = flags.tuneGemm;
-  gemmSetup.autoTune = flags.autoTuneGemm;
-  gemmSetup.print = print;
-  std::string gemmNote;
+  // The GEMM cache key of the step library, read before it is loaded.
+  std::string stepKey;
+  bool hasCopies = false;
+  bool described = describeStepLibrary(flags.library, stepKey, hasCopies);
   if (!described && flags.tuneGemm)
     return fail("cannot read '" + flags.library + "'");
-  if (described && !setUpStepGemms(gemmSetup, gemmNote, error))
-    return fail(error);
 
   double loadStart = gaccrt_now_us();
   StepLibrary library;
@@ -283,9 +261,6 @@ int main(int argc, char **argv) {
                 static_cast<long long>(signature.batchSize),
                 signature.split.c_str(), world, world == 1 ? "" : "s",
                 gaccrt_backend_name(), loadMs);
-  if (print && !gemmNote.empty())
-    std::printf("GEMM library: %s [%s]\n", gemmNote.c_str(),
-                gemmSetup.key.c_str());
 
   auto invoke = [&](void **packed, size_t, std::string &) {
     entry(packed);
@@ -294,6 +269,33 @@ int main(int argc, char **argv) {
   PackedStep step(signature, cuda);
   if (!step.setInputs(inputs, error))
     return fail(error);
+
+  // GACCRT_GEMM=auto on several GEMM threads: every GEMM on the whole-step
+  // choice measured for this step library (--tune-gemm, or its first run
+  // here), on steps run before the run's own, whose inputs are then copied
+  // in again.
+  if (described && !cuda) {
+    StepGemmSetup gemmSetup;
+    gemmSetup.tool = "gacc-run-aot";
+    gemmSetup.key = stepKey;
+    gemmSetup.lockstepToo = hasCopies;
+    gemmSetup.tune = flags.tuneGemm;
+    gemmSetup.autoTune = flags.autoTuneGemm;
+    gemmSetup.print = print;
+    gemmSetup.runStep = [&](double &ms, std::string &stepError) {
+      return step.run(invoke, stepError, &ms);
+    };
+    std::string gemmNote;
+    bool ranSteps = false;
+    if (!setUpStepGemms(gemmSetup, ranSteps, gemmNote, error))
+      return fail(error);
+    if (ranSteps && !step.setInputs(inputs, error))
+      return fail(error);
+    if (print && !gemmNote.empty())
+      std::printf("GEMM library: %s [%s]\n", gemmNote.c_str(), stepKey.c_str());
+  }
+  if (!flags.traceFile.empty())
+    gaccrt_trace_enable(flags.traceFile.c_str());
   std::vector<double> stepMs;
   int64_t peak = 0, collectives = 0, bytesReduced = 0;
   // Kernel launches, host waits and allocations of the last step's call.

@@ -31,6 +31,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <future>
 #include <unistd.h>
 
 using namespace mlir::gacc;
@@ -79,8 +80,9 @@ static cl::opt<int64_t> rssEvery(
 static cl::opt<bool> tuneGemm(
     "tune-gemm",
     cl::desc("With several GEMM threads under GACCRT_GEMM=auto: time this "
-             "step with every GEMM on each library (a process per library), "
-             "record the fastest in the GEMM cache for later runs, and use it"),
+             "step with every GEMM on each library (a few steps each, before "
+             "the run's own), record the fastest in the GEMM cache for later "
+             "runs, and use it"),
     cl::init(false), cl::cat(category));
 static cl::opt<bool> autoTuneGemm(
     "auto-tune-gemm",
@@ -142,19 +144,18 @@ static double scalarValue(const NpyArray &array) {
                           : *reinterpret_cast<const double *>(f64.data.data());
 }
 
-/// argv[1..] without the flags named in `dropped` and, when `dropFile`,
-/// the step's file; every other flag written as "--name" or "--name=value"
+/// argv[1..] without the flags named in `dropped` and the step's file;
+/// every other flag written as "--name" or "--name=value"
 /// however it was given ("-name", "-name value", "--name=value"), so that
 /// the same flags give the same arguments.
 static std::vector<std::string>
-getArgsWithout(int argc, char **argv, llvm::ArrayRef<llvm::StringRef> dropped,
-               bool dropFile) {
+getArgsWithout(int argc, char **argv, llvm::ArrayRef<llvm::StringRef> dropped) {
   auto &options = cl::getRegisteredOptions();
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg(argv[i]);
     if (!arg.starts_with("-") || arg == "-") {
-      if (!dropFile || arg != inputFile.getValue())
+      if (arg != inputFile.getValue())
         args.push_back(arg.str());
       continue;
     }
@@ -179,12 +180,12 @@ getArgsWithout(int argc, char **argv, llvm::ArrayRef<llvm::StringRef> dropped,
 static std::string getStepKey(int argc, char **argv) {
   auto buffer = llvm::MemoryBuffer::getFile(inputFile);
   std::string text = buffer ? (*buffer)->getBuffer().str() : inputFile;
-  for (const std::string &arg : getArgsWithout(
-           argc, argv,
-           {"steps", "warmup", "input-dir", "output-dir", "seed", "trace",
-            "dump-llvm-ir", "compile-threads", "collective-timeout",
-            "rss-every", "quiet", "print-results", "tune-gemm"},
-           /*dropFile=*/true)) {
+  for (const std::string &arg :
+       getArgsWithout(argc, argv,
+                      {"steps", "warmup", "input-dir", "output-dir", "seed",
+                       "trace", "dump-llvm-ir", "compile-threads",
+                       "collective-timeout", "rss-every", "quiet",
+                       "print-results", "tune-gemm", "auto-tune-gemm"})) {
     text += '\0';
     text += arg;
   }
@@ -238,33 +239,7 @@ int main(int argc, char **argv) {
         llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))
       return fail("--trace='" + traceFile + "': cannot write in '" +
                   parent.str().str() + "'");
-    gaccrt_trace_enable(traceFile.c_str());
   }
-
-  // GACCRT_GEMM=auto on several GEMM threads: every GEMM on the whole-step
-  // choice measured for this step (--tune-gemm, or its first run here).
-  StepGemmSetup gemmSetup;
-  gemmSetup.tool = "gacc-run";
-  gemmSetup.self = llvm::sys::fs::getMainExecutable(
-      argv[0], reinterpret_cast<void *>(&getStepKey));
-  gemmSetup.args =
-      getArgsWithout(argc, argv,
-                     {"tune-gemm", "auto-tune-gemm", "steps", "warmup", "trace",
-                      "output-dir", "quiet", "print-results", "dump-llvm-ir"},
-                     /*dropFile=*/false);
-  gemmSetup.key = getStepKey(argc, argv);
-  gemmSetup.tune = tuneGemm;
-  gemmSetup.autoTune = autoTuneGemm;
-  // The copies of a pair may run side by side or in lockstep: both forms
-  // are candidates.
-  gemmSetup.lockstepToo = options.microBatches >= 2 && options.pairGemms &&
-                          options.concurrentCopies;
-  gemmSetup.print = print;
-  std::string gemmNote;
-  llvm::outs().flush();
-  if (!setUpStepGemms(gemmSetup, gemmNote, error))
-    return fail(error);
-  const std::string &stepKey = gemmSetup.key;
 
   options.traceRegions = !traceFile.empty();
   // The compiler's code is not needed while the steps run: its pages leave
@@ -273,6 +248,17 @@ int main(int argc, char **argv) {
   options.optimizedIrFile = dumpLlvmIr;
   options.compileThreads = compileThreads;
 
+  // Random inputs are drawn while the step compiles (26 M parameters of a
+  // 100-layer, 512-wide MLP take a second), from the arguments the
+  // signature has before the pipeline runs; a failed compile waits for them
+  // (the future's destructor).
+  std::future<std::vector<NpyArray>> drawn;
+  if (inputDir.empty())
+    options.onArguments = [&](const std::vector<TensorInfo> &args) {
+      drawn = std::async(std::launch::async, [args, rank] {
+        return makeRandomInputs(args, seed, rank);
+      });
+    };
   double compileStart = gaccrt_now_us();
   std::unique_ptr<CompiledStep> step =
       CompiledStep::compile(inputFile, options, error);
@@ -286,7 +272,7 @@ int main(int argc, char **argv) {
                         inputs, error))
       return fail(error);
   } else {
-    inputs = makeRandomInputs(*step, seed, rank);
+    inputs = drawn.valid() ? drawn.get() : makeRandomInputs(*step, seed, rank);
   }
   if (int64_t tail = pipelineFlags.getRunBatchSize())
     if (!runTailOfInputs(step->getSignature(), inputs, tail, !inputDir.empty(),
@@ -317,8 +303,6 @@ int main(int argc, char **argv) {
                  << llvm::format("%.0f", compileMs) << " ms ("
                  << (step->getReleasedCompilerBytes() >> 20)
                  << " MiB of compiler code released)\n";
-    if (!gemmNote.empty())
-      llvm::outs() << "GEMM library: " << gemmNote << " [" << stepKey << "]\n";
   }
 
   // loss-scale=dynamic: the scale and its growth tracker are the last two
@@ -355,6 +339,41 @@ int main(int argc, char **argv) {
   // and state feed the next step there.
   if (!step->setInputs(inputs, error))
     return fail(error);
+
+  // GACCRT_GEMM=auto on several GEMM threads: every GEMM on the whole-step
+  // choice measured for this step (--tune-gemm, or its first run here), on
+  // steps run before the run's own, whose inputs are then copied in again.
+  if (!step->isCuda()) {
+    StepGemmSetup gemmSetup;
+    gemmSetup.tool = "gacc-run";
+    gemmSetup.key = getStepKey(argc, argv);
+    gemmSetup.tune = tuneGemm;
+    gemmSetup.autoTune = autoTuneGemm;
+    // The copies of a pair may run side by side or in lockstep: both forms
+    // are candidates.
+    gemmSetup.lockstepToo = options.microBatches >= 2 && options.pairGemms &&
+                            options.concurrentCopies;
+    gemmSetup.print = print;
+    gemmSetup.runStep = [&](double &ms, std::string &stepError) {
+      double start = gaccrt_now_us();
+      if (!step->runSteps(1, stepError))
+        return false;
+      ms = (gaccrt_now_us() - start) / 1000.0;
+      return true;
+    };
+    std::string gemmNote;
+    bool ranSteps = false;
+    llvm::outs().flush();
+    if (!setUpStepGemms(gemmSetup, ranSteps, gemmNote, error))
+      return fail(error);
+    if (ranSteps && !step->setInputs(inputs, error))
+      return fail(error);
+    if (print && !gemmNote.empty())
+      llvm::outs() << "GEMM library: " << gemmNote << " [" << gemmSetup.key
+                   << "]\n";
+  }
+  if (!traceFile.empty())
+    gaccrt_trace_enable(traceFile.c_str());
   std::vector<double> stepMs;
   int64_t peak = 0, collectives = 0, bytesReduced = 0, bytesMoved = 0;
   std::optional<gaccrt_cuda_counts> deviceCounts;

@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -88,6 +91,45 @@ TEST(Memory, ThreadSafeCounters) {
   // At most one block per thread was live at any time.
   EXPECT_GE(gaccrt_peak_bytes(), base + 24);
   EXPECT_LE(gaccrt_peak_bytes(), base + 4 * 24);
+}
+
+/// The VmFlags line of the mapping of /proc/self/smaps that holds `address`.
+std::string vmFlagsAt(const void *address) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  auto at = reinterpret_cast<uintptr_t>(address);
+  while (std::getline(smaps, line)) {
+    unsigned long long begin = 0, end = 0;
+    char dash = 0;
+    std::istringstream fields(line);
+    if (line.find(':') > line.find(' ') &&
+        (fields >> std::hex >> begin >> dash >> end) && dash == '-') {
+      inside = begin <= at && at < end;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0)
+      return line;
+  }
+  return "";
+}
+
+TEST(Memory, LargeBlocksAskForHugePages) {
+  int64_t huge = gaccrt_huge_page_bytes();
+  ASSERT_EQ(huge, int64_t(2) << 20);
+  // Below one huge page, and no block: nothing to ask.
+  std::vector<char> small(4096);
+  EXPECT_EQ(gaccrt_prefer_huge_pages(small.data(), 4096), 0);
+  EXPECT_EQ(gaccrt_prefer_huge_pages(nullptr, 4 * huge), 0);
+  // A block of the compiled code's allocator of 4 huge pages: where the
+  // kernel took the advice, its mapping carries the flag ("hg").
+  void *block = _mlir_memref_to_llvm_aligned_alloc(64, 4 * huge);
+  std::memset(block, 1, 4 * huge);
+  if (gaccrt_prefer_huge_pages(block, 4 * huge)) {
+    EXPECT_NE(vmFlagsAt(static_cast<char *>(block) + 2 * huge).find(" hg"),
+              std::string::npos);
+  }
+  _mlir_memref_to_llvm_free(block);
 }
 
 TEST(MemoryDeathTest, ForeignPointerIsReported) {

@@ -90,6 +90,10 @@ bool writeNpySet(const std::string &dir, const std::string &stem,
 /// C++.
 NpyArray convertToDType(const NpyArray &array, DType dtype);
 
+/// Stores `value` as element `index` of `array`, converted as
+/// convertToDType converts an F64 element to the array's dtype.
+void storeFloatElement(NpyArray &array, int64_t index, double value);
+
 } // namespace mlir::gacc
 
 #endif // GACC_RUNNER_NPY_H

@@ -17,6 +17,7 @@
 #include "gacc/Pipelines/PipelineOptions.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,11 @@ struct StepOptions : GaccPipelineConfig, LowerToCPUConfig {
   /// step's functions are optimized and compiled in as many parts); 0: one
   /// per hardware thread, at most 8.
   unsigned compileThreads = 0;
+  /// compile() and lower(): called with the step's arguments as soon as
+  /// they are known, before the pipeline runs, so that the caller can
+  /// prepare inputs meanwhile (gacc-run draws its random ones). Not called
+  /// with shard-optimizer-state, whose shards are known only afterwards.
+  std::function<void(const std::vector<TensorInfo> &)> onArguments;
 };
 
 /// A step compiled for the host.

@@ -238,6 +238,19 @@ GACCRT_API void gaccrt_reset_peak(void);
  *  function whose buffers live in a compile-time arena (gacc-plan-arena)
  *  counts the arena's bytes on entry and subtracts them on return. */
 GACCRT_API void gaccrt_account_arena(int64_t delta);
+/** Asks the kernel for transparent huge pages (madvise MADV_HUGEPAGE, Linux)
+ *  for the whole 4 KiB pages of [data, data + bytes) when the range spans
+ *  at least gaccrt_huge_page_bytes (2 MiB), the size from which a range
+ *  can hold one; nothing for smaller ranges, on other systems, or with
+ *  GACCRT_HUGE_PAGES=0. Where transparent huge pages are enabled only on
+ *  request ("madvise", as on Debian), a first touch then maps 2 MiB at a
+ *  time instead of 4 KiB: on a 2-core VM, 256 MiB took 55-430 ms instead
+ *  of 700-900 ms to touch. gaccrt's allocator does this for the compiled
+ *  code's large blocks; the runners for their step buffers and the JIT's
+ *  data sections (the arena). Returns 1 when the advice was taken, else 0. */
+GACCRT_API int32_t gaccrt_prefer_huge_pages(void *data, int64_t bytes);
+/** 2 MiB: below this, gaccrt_prefer_huge_pages does nothing. */
+GACCRT_API int64_t gaccrt_huge_page_bytes(void);
 
 /*===--- Timers and the Chrome trace --------------------------------------===*/
 
