@@ -161,6 +161,9 @@ void mlir::gacc::buildLowerToCPUPipeline(OpPassManager &pm,
   // the size of the function around a loop).
   if (options.outlineChunks)
     pm.addPass(createOutlineChunksPass());
+  // Each repeated loop body and chunk once, for every later pass and LLVM.
+  if (options.mergeFunctions)
+    pm.addPass(createMergeFunctionsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   // math.ipowi (and fpowi) as loops in functions of their own: no LLVM

@@ -23,6 +23,8 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 
 namespace fs = std::filesystem;
@@ -707,35 +709,91 @@ bool takeDeviceCounts(gaccrt_cuda_counts &counts) {
 // Calling a step
 //===----------------------------------------------------------------------===//
 
+void copyOnThreads(const std::vector<HostCopy> &copies) {
+  // Pieces of 4 MiB, dealt to the threads in turn: the first touch of a
+  // buffer's pages (the kernel's page faults) is most of the time, and it
+  // scales with the threads.
+  constexpr int64_t kPiece = 4 << 20;
+  int64_t total = 0;
+  for (const HostCopy &copy : copies)
+    total += copy.bytes;
+  unsigned threads =
+      std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 8);
+  threads = std::min<int64_t>(threads, std::max<int64_t>(1, total / kPiece));
+  auto run = [&](unsigned worker) {
+    int64_t piece = 0;
+    for (const HostCopy &copy : copies)
+      for (int64_t at = 0; at < copy.bytes; at += kPiece, ++piece) {
+        if (piece % threads != worker)
+          continue;
+        int64_t bytes = std::min(kPiece, copy.bytes - at);
+        char *to = static_cast<char *>(copy.to) + at;
+        if (copy.from)
+          std::memcpy(to, static_cast<const char *>(copy.from) + at, bytes);
+        else
+          std::memset(to, 0, bytes);
+      }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned worker = 1; worker < threads; ++worker) {
+    try {
+      workers.emplace_back(run, worker);
+    } catch (const std::system_error &) {
+      run(worker); // no thread to be had: this one does its share
+    }
+  }
+  run(0);
+  for (std::thread &worker : workers)
+    worker.join();
+}
+
 PackedStep::PackedStep(const StepSignature &signature, bool cuda)
     : signature(signature), cuda(cuda) {
   // An argument's pages are first touched by setInputs' copy; a result's
-  // here, not inside the first timed call.
-  auto addBuffer = [&](const TensorInfo &info, bool touch) {
-    Buffer buffer;
-    buffer.shape = info.shape;
-    int64_t count = 1;
-    for (int64_t d : info.shape)
-      count *= d;
-    buffer.bytes = count * dtypeSize(info.dtype);
-    // Large host buffers start at a huge page, and get huge pages where
-    // the kernel gives them on request (gaccrt_prefer_huge_pages).
-    int64_t huge = gaccrt_huge_page_bytes();
-    int64_t alignment = buffer.bytes >= huge ? huge : 64;
-    int64_t allocated = std::max<int64_t>(64, (buffer.bytes + alignment - 1) /
-                                                  alignment * alignment);
-    buffer.data = cuda ? cudaApi.alloc(allocated)
-                       : std::aligned_alloc(alignment, allocated);
-    if (!cuda)
-      gaccrt_prefer_huge_pages(buffer.data, allocated);
-    if (touch && !cuda && buffer.data)
-      std::memset(buffer.data, 0, allocated);
-    buffers.push_back(std::move(buffer));
+  // here (on threads, copyOnThreads), not inside the first timed call.
+  for (const std::vector<TensorInfo> *list :
+       {&signature.args, &signature.results})
+    for (const TensorInfo &info : *list) {
+      Buffer buffer;
+      buffer.shape = info.shape;
+      int64_t count = 1;
+      for (int64_t d : info.shape)
+        count *= d;
+      buffer.bytes = count * dtypeSize(info.dtype);
+      buffers.push_back(std::move(buffer));
+    }
+  auto roundUp = [](int64_t bytes, int64_t to) {
+    return std::max<int64_t>(to, (bytes + to - 1) / to * to);
   };
-  for (const TensorInfo &arg : signature.args)
-    addBuffer(arg, /*touch=*/false);
-  for (const TensorInfo &result : signature.results)
-    addBuffer(result, /*touch=*/true);
+  if (cuda) {
+    for (Buffer &buffer : buffers)
+      buffer.data = cudaApi.alloc(roundUp(buffer.bytes, 64));
+  } else {
+    // On the host, one block for all (a deep step's parameters are
+    // hundreds of buffers under a huge page each): it starts at a huge
+    // page and gets huge pages where the kernel gives them on request
+    // (gaccrt_prefer_huge_pages); each buffer starts at 64 bytes.
+    int64_t total = 0;
+    for (const Buffer &buffer : buffers)
+      total += roundUp(buffer.bytes, 64);
+    int64_t huge = gaccrt_huge_page_bytes();
+    int64_t alignment = total >= huge ? huge : 64;
+    int64_t allocated = roundUp(total, alignment);
+    hostBlock = std::aligned_alloc(alignment, allocated);
+    if (hostBlock) {
+      gaccrt_prefer_huge_pages(hostBlock, allocated);
+      char *at = static_cast<char *>(hostBlock);
+      for (Buffer &buffer : buffers) {
+        buffer.data = at;
+        at += roundUp(buffer.bytes, 64);
+      }
+    }
+    std::vector<HostCopy> touches;
+    for (size_t j = signature.args.size(); j < buffers.size(); ++j)
+      if (buffers[j].data)
+        touches.push_back({buffers[j].data, nullptr, buffers[j].bytes});
+    copyOnThreads(touches);
+  }
   // Descriptor fields: allocated, aligned, offset, sizes, strides; `packed`
   // points at them, so `fields` is sized before any pointer is taken.
   size_t fieldCount = 0;
@@ -763,12 +821,10 @@ PackedStep::PackedStep(const StepSignature &signature, bool cuda)
 }
 
 PackedStep::~PackedStep() {
-  for (Buffer &buffer : buffers) {
-    if (cuda)
+  if (cuda)
+    for (Buffer &buffer : buffers)
       cudaApi.free(buffer.data);
-    else
-      std::free(buffer.data);
-  }
+  std::free(hostBlock);
 }
 
 bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
@@ -787,6 +843,9 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
                                : "result #" + std::to_string(j - args.size()));
       return false;
     }
+  std::vector<HostCopy> copies;
+  std::vector<NpyArray> shards; // alive until the copies are done
+  shards.reserve(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     Buffer &buffer = buffers[i];
     // Shards are laid out for the ranks the step was compiled for.
@@ -813,7 +872,8 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
       if (cuda)
         cudaApi.h2d(buffer.data, shard.data.data(), buffer.bytes);
       else
-        std::memcpy(buffer.data, shard.data.data(), buffer.bytes);
+        copies.push_back({buffer.data, shard.data.data(), buffer.bytes});
+      shards.push_back(std::move(shard));
       continue;
     }
     if (static_cast<int64_t>(inputs[i].data.size()) != buffer.bytes) {
@@ -825,8 +885,9 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
     if (cuda)
       cudaApi.h2d(buffer.data, inputs[i].data.data(), buffer.bytes);
     else
-      std::memcpy(buffer.data, inputs[i].data.data(), buffer.bytes);
+      copies.push_back({buffer.data, inputs[i].data.data(), buffer.bytes});
   }
+  copyOnThreads(copies);
   pendingFeedback = false;
   return true;
 }
@@ -913,6 +974,14 @@ NpyArray PackedStep::getOutput(size_t j) const {
   return out;
 }
 
+std::string PackedStep::describeNonFiniteOutput(size_t j) const {
+  if (cuda)
+    return describeNonFinite(getOutput(j));
+  const Buffer &buffer = buffers[signature.args.size() + j];
+  DType dtype = signature.results[j].dtype;
+  return describeNonFinite(dtype, buffer.data, buffer.bytes / dtypeSize(dtype));
+}
+
 int64_t PackedStep::getBufferBytes() const {
   int64_t bytes = 0;
   for (const Buffer &buffer : buffers)
@@ -943,37 +1012,72 @@ std::string formatBytes(int64_t bytes) {
   return buffer;
 }
 
-std::string describeNonFinite(const NpyArray &array) {
-  if (!isFloatDType(array.dtype))
-    return "";
-  NpyArray f64 = convertToDType(array, DType::F64);
-  const auto *values = reinterpret_cast<const double *>(f64.data.data());
-  int64_t n = f64.numElements(), nan = 0, posInf = 0, negInf = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    if (std::isnan(values[k]))
+namespace {
+/// NaN and infinity counts of IEEE values of `Bits` with `exponentMask`
+/// and `fractionMask`, sign in the top bit.
+template <typename Bits>
+void countNonFinite(const void *data, int64_t count, Bits exponentMask,
+                    Bits fractionMask, int64_t &nan, int64_t &posInf,
+                    int64_t &negInf) {
+  const auto *values = static_cast<const Bits *>(data);
+  constexpr Bits sign = Bits(1) << (8 * sizeof(Bits) - 1);
+  for (int64_t k = 0; k < count; ++k) {
+    Bits v;
+    std::memcpy(&v, values + k, sizeof(Bits));
+    if ((v & exponentMask) != exponentMask)
+      continue;
+    if (v & fractionMask)
       ++nan;
-    else if (std::isinf(values[k]))
-      ++(values[k] > 0 ? posInf : negInf);
+    else
+      ++(v & sign ? negInf : posInf);
+  }
+}
+} // namespace
+
+std::string describeNonFinite(DType dtype, const void *data, int64_t count) {
+  int64_t nan = 0, posInf = 0, negInf = 0;
+  switch (dtype) {
+  case DType::F32:
+    countNonFinite<uint32_t>(data, count, 0x7f800000u, 0x007fffffu, nan, posInf,
+                             negInf);
+    break;
+  case DType::F64:
+    countNonFinite<uint64_t>(data, count, 0x7ff0000000000000ull,
+                             0x000fffffffffffffull, nan, posInf, negInf);
+    break;
+  case DType::F16:
+    countNonFinite<uint16_t>(data, count, 0x7c00, 0x03ff, nan, posInf, negInf);
+    break;
+  case DType::BF16:
+    countNonFinite<uint16_t>(data, count, 0x7f80, 0x007f, nan, posInf, negInf);
+    break;
+  default:
+    return "";
   }
   if (nan + posInf + negInf == 0)
     return "";
   std::string s;
-  auto add = [&](int64_t count, const char *what) {
-    if (count)
-      s += (s.empty() ? "" : ", ") + std::to_string(count) + " " + what;
+  auto add = [&](int64_t n, const char *what) {
+    if (n)
+      s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + what;
   };
   add(nan, "NaN");
   add(posInf, "+inf");
   add(negInf, "-inf");
-  return s + " of " + std::to_string(n) + " value" + (n == 1 ? "" : "s");
+  return s + " of " + std::to_string(count) + " value" +
+         (count == 1 ? "" : "s");
+}
+
+std::string describeNonFinite(const NpyArray &array) {
+  return describeNonFinite(array.dtype, array.data.data(), array.numElements());
 }
 
 std::vector<std::string>
 describeNonFiniteResults(const std::vector<TensorInfo> &results,
-                         const std::vector<NpyArray> &outputs) {
+                         const std::function<std::string(size_t)> &describe) {
   std::vector<std::string> lines;
-  for (size_t j = 0; j < outputs.size() && j < results.size(); ++j) {
-    std::string what = describeNonFinite(outputs[j]);
+  for (size_t j = 0; j < results.size(); ++j) {
+    std::string what = describe(j);
     if (!what.empty())
       lines.push_back("result " + std::to_string(j) + " (" +
                       roleName(results[j].role) + "): " + what);

@@ -529,6 +529,11 @@ NpyArray CompiledStep::getOutput(size_t j) const {
   return impl->io->getOutput(j);
 }
 
+std::string CompiledStep::describeNonFiniteOutput(size_t j) const {
+  assert(impl->io && "describeNonFiniteOutput before setInputs");
+  return impl->io->describeNonFiniteOutput(j);
+}
+
 std::vector<NpyArray> CompiledStep::getOutputs() const {
   assert(impl->io && "getOutputs before setInputs");
   return impl->io->getOutputs();

@@ -325,7 +325,10 @@ int main(int argc, char **argv) {
                   scalarValue(step.getOutput(lossIndex)),
                   world > 1 ? " (rank 0)" : "");
   }
-  std::vector<NpyArray> outputs = step.getOutputs();
+  // Copied out only to be written or printed.
+  std::vector<NpyArray> outputs;
+  if (!flags.outputDir.empty() || flags.printResults)
+    outputs = step.getOutputs();
 
   if (!flags.outputDir.empty()) {
     std::string dir = flags.outputDir;
@@ -347,8 +350,8 @@ int main(int argc, char **argv) {
 
   // Non-finite results of the last step: named one by one on every rank,
   // listed in rank 0's summary (as gacc-run).
-  std::vector<std::string> nonFinite =
-      describeNonFiniteResults(results, outputs);
+  std::vector<std::string> nonFinite = describeNonFiniteResults(
+      results, [&](size_t j) { return step.describeNonFiniteOutput(j); });
   std::fflush(stdout);
   for (const std::string &line : nonFinite) {
     if (world > 1)

@@ -428,7 +428,11 @@ int main(int argc, char **argv) {
   // On the device the inputs and results count too.
   if (step->isCuda())
     peak += step->getBufferBytes();
-  std::vector<NpyArray> outputs = step->getOutputs();
+  // Copied out only to be written or printed (a deep step's parameters are
+  // hundreds of MiB).
+  std::vector<NpyArray> outputs;
+  if (!outputDir.empty() || printResults)
+    outputs = step->getOutputs();
 
   if (!outputDir.empty()) {
     std::string dir = outputDir;
@@ -451,8 +455,8 @@ int main(int argc, char **argv) {
 
   // Non-finite results of the last step: named one by one on every rank
   // (each writes its own), listed in rank 0's summary.
-  std::vector<std::string> nonFinite =
-      describeNonFiniteResults(results, outputs);
+  std::vector<std::string> nonFinite = describeNonFiniteResults(
+      results, [&](size_t j) { return step->describeNonFiniteOutput(j); });
   for (const std::string &line : nonFinite)
     warn(line + " in the results of the last step");
   if (print) {

@@ -209,6 +209,18 @@ double deviceElapsedMs();
 /// CUDA runtime is not loaded.
 bool takeDeviceCounts(gaccrt_cuda_counts &counts);
 
+/// One host copy of copyOnThreads: `bytes` from `from` to `to`, or zeros
+/// where `from` is null.
+struct HostCopy {
+  void *to;
+  const void *from;
+  int64_t bytes;
+};
+
+/// Does `copies` on up to 8 threads (as many as the CPU has), in pieces of
+/// 4 MiB: the first touch of fresh pages is most of a large copy's time.
+void copyOnThreads(const std::vector<HostCopy> &copies);
+
 /// A step called through its packed wrapper (`void (void **)`, the calling
 /// convention of a lowered step), with its argument and result buffers
 /// allocated once (on the device for CUDA; host pages touched at
@@ -236,6 +248,9 @@ public:
   /// Result `j` of the last step, copied to the host.
   NpyArray getOutput(size_t j) const;
   std::vector<NpyArray> getOutputs() const;
+  /// describeNonFinite of result `j` of the last step, read in place on
+  /// the host (copied from the device for CUDA).
+  std::string describeNonFiniteOutput(size_t j) const;
   /// Bytes of the argument and result buffers.
   int64_t getBufferBytes() const;
 
@@ -248,6 +263,7 @@ private:
   const StepSignature &signature;
   bool cuda;
   std::vector<Buffer> buffers; // the arguments, then the results
+  void *hostBlock = nullptr;   // every host buffer, in one allocation
   std::vector<int64_t> fields;
   std::vector<void *> packed;
   bool pendingFeedback = false;
@@ -260,12 +276,15 @@ std::string formatBytes(int64_t bytes);
 /// +inf of 4 values"); "" when every value is finite or the array is not
 /// of a float type.
 std::string describeNonFinite(const NpyArray &array);
+/// The same for `count` values of `dtype` at `data`.
+std::string describeNonFinite(DType dtype, const void *data, int64_t count);
 
 /// One line per result that is not finite, "result <j> (<role>): 2 NaN, 1
-/// +inf of 4 values", in the order of `results`.
+/// +inf of 4 values", in the order of `results`; `describe(j)` is
+/// describeNonFinite of result `j`.
 std::vector<std::string>
 describeNonFiniteResults(const std::vector<TensorInfo> &results,
-                         const std::vector<NpyArray> &outputs);
+                         const std::function<std::string(size_t)> &describe);
 
 /// The summary line of gacc-run and gacc-run-aot.
 std::string formatStepSummary(int64_t steps, int64_t warmup,

@@ -124,6 +124,10 @@ public:
   /// Copies every result of the last step out.
   std::vector<NpyArray> getOutputs() const;
 
+  /// describeNonFinite (StepIO.h) of result `j` of the last step, read in
+  /// its buffer (no copy on the host).
+  std::string describeNonFiniteOutput(size_t j) const;
+
   /// Bytes of the buffers of setInputs (inputs and results).
   int64_t getBufferBytes() const;
 

@@ -70,7 +70,10 @@ static Weight getWeight(Operation *op) {
 
 /// Whether `op` is cloned into the chunks that use it instead of being
 /// outlined: a pure operation without regions whose results describe
-/// buffers or indices (constants, views, casts, index arithmetic).
+/// buffers or indices (constants, views, casts, index arithmetic), or a
+/// scalar of arith (the `beta` of an accumulating GEMM, a select on the
+/// region's index: passed from chunk to chunk instead, a hundred of them
+/// made every call and the step's own function slow to compile).
 static bool isCheap(Operation *op) {
   if (op->getNumRegions() != 0 || !isPure(op))
     return false;
@@ -80,10 +83,10 @@ static bool isCheap(Operation *op) {
           memref::ExtractStridedMetadataOp, UnrealizedConversionCastOp,
           LLVM::ConstantOp, LLVM::AddressOfOp, LLVM::ZeroOp>(op))
     return true;
-  // Integer and index arithmetic (offsets, sizes, trip counts).
+  // Scalar arithmetic (offsets, sizes, trip counts, GEMM coefficients).
   return op->getDialect() == op->getContext()->getLoadedDialect("arith") &&
          llvm::all_of(op->getResultTypes(),
-                      [](Type t) { return t.isIntOrIndex(); });
+                      [](Type t) { return t.isIntOrIndexOrFloat(); });
 }
 
 /// Whether `op` stays in the parent block, passed to chunks as an argument.

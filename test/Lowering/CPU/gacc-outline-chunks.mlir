@@ -130,3 +130,45 @@ func.func @alloca_result(%a: memref<8xindex>) -> index {
   %r = memref.load %s[%c0] : memref<?xindex>
   return %r : index
 }
+
+// -----
+
+// Scalar arithmetic of any type is cloned like index arithmetic: the
+// coefficient chosen from the region's index (the `beta` of an accumulating
+// GEMM) is computed again in each chunk that uses it, not returned by one
+// chunk and passed to the next.
+
+// CHECK-LABEL: func.func @beta
+// CHECK-SAME:    (%[[A:.*]]: memref<8xf32>, %[[K:.*]]: index)
+// CHECK-NEXT:    call @beta_chunk(%[[A]], %[[K]]) : (memref<8xf32>, index) -> ()
+// CHECK-NEXT:    call @beta_chunk_0(%[[A]], %[[K]]) : (memref<8xf32>, index) -> ()
+// CHECK-NEXT:    return
+// CHECK:       func.func private @beta_chunk_0(%{{.*}}: memref<8xf32>, %[[K0:.*]]: index) attributes
+// CHECK:         %[[FIRST:.*]] = arith.cmpi eq, %[[K0]]
+// CHECK:         arith.select %[[FIRST]]
+// CHECK:       func.func private @beta_chunk(%{{.*}}: memref<8xf32>, %[[K1:.*]]: index) attributes
+// CHECK:         %[[FIRST1:.*]] = arith.cmpi eq, %[[K1]]
+// CHECK:         arith.select %[[FIRST1]]
+func.func @beta(%a: memref<8xf32>, %k: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %first = arith.cmpi eq, %k, %c0 : index
+  %beta = arith.select %first, %zero, %one : f32
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf32>
+    %y = arith.mulf %x, %beta : f32
+    memref.store %y, %a[%i] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    memref.store %beta, %a[%i] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf32>
+    %y = arith.addf %x, %beta : f32
+    memref.store %y, %a[%i] : memref<8xf32>
+  }
+  return
+}

@@ -367,6 +367,36 @@ def OutlineChunksPass : Pass<"gacc-outline-chunks", "ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def MergeFunctionsPass : Pass<"gacc-merge-functions", "ModuleOp"> {
+  let summary = "Merge private functions with the same body, up to where "
+                "they place buffers in the arena";
+  let description = [{
+    On the host, after gacc-outline-chunks. A deep step repeats its loop
+    bodies (outlined for the runtime's threads, one per layer, region and
+    copy form at the same shapes) and its chunks (the same updates of other
+    layers): private functions with the same type, attributes and body
+    (operation by operation: names, attributes, result types, operands in
+    the same places) become one, and the references to the others refer to
+    it. Merging callees can make their callers the same; the pass repeats
+    until nothing merges. Every later pass, the translation to LLVM IR and
+    LLVM see each body once.
+
+    With `parametrize` (the default), a function that is only called
+    directly may also differ from another in the values of integer
+    constants used only in the byte shift of `memref.view` (where a buffer
+    lies in the arena; directly or added to another offset): the merged
+    function takes those as trailing arguments, and each call passes its
+    own. A constant with any other use
+    (a loop bound, an index) must be equal.
+  }];
+  let options = [
+    Option<"parametrize", "parametrize", "bool", /*default=*/"true",
+           "Merge directly called functions that differ in view shifts, "
+           "the shifts passed as arguments">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def ConvertStepToLLVMPass : Pass<"gacc-convert-step-to-llvm", "ModuleOp"> {
   let summary = "Convert a lowered step's arith, memref, func, cf and index "
                 "ops to the LLVM dialect in one conversion";
