@@ -8,15 +8,15 @@
 // function around each loop, so a step of L layers in one function compiles
 // in time quadratic in L; in functions of bounded size it is linear.
 //
-// Cheap pure operations (constants, views and casts of buffers, index
-// arithmetic) stay where they are and are cloned into every chunk that uses
-// them, so that a chunk sees the same base pointers and constant offsets as
-// before (alias analysis keeps its precision); the other values a chunk uses
-// are arguments, and the values it defines that are used after it are
-// results. Stack allocations stay in the parent (a chunk may not return
-// one). Chunk functions are `noinline` (a `passthrough` attribute): LLVM's
-// inliner would otherwise put
-// the functions called once back into their caller.
+// Cheap pure operations (constants, views and casts of buffers, pointer
+// offsets, scalar arithmetic) and invariant loads stay where they are and
+// are cloned into every chunk that uses them, so that a chunk sees the same
+// base pointers and constant offsets as before (alias analysis keeps its
+// precision); the other values a chunk uses are arguments, and the values
+// it defines that are used after it are results. Stack allocations stay in
+// the parent (a chunk may not return one). Chunk functions are `noinline`
+// (a `passthrough` attribute): LLVM's inliner would otherwise put the
+// functions called once back into their caller.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,13 +75,20 @@ static Weight getWeight(Operation *op) {
 /// region's index: passed from chunk to chunk instead, a hundred of them
 /// made every call and the step's own function slow to compile).
 static bool isCheap(Operation *op) {
+  // A load of memory that does not change while the function runs (a
+  // field of a parallel loop's context, gacc-parallel-loops-to-runtime):
+  // loaded again where used, not passed from chunk to chunk (a long loop
+  // body's chunks returned hundreds of buffer descriptors).
+  if (auto load = dyn_cast<LLVM::LoadOp>(op))
+    return load.getInvariant() && !load.getVolatile_() &&
+           load.getOrdering() == LLVM::AtomicOrdering::not_atomic;
   if (op->getNumRegions() != 0 || !isPure(op))
     return false;
   if (op->hasTrait<OpTrait::ConstantLike>() || isa<ViewLikeOpInterface>(op) ||
       isa<memref::CastOp, memref::ReinterpretCastOp, memref::GetGlobalOp,
           memref::ExtractAlignedPointerAsIndexOp,
           memref::ExtractStridedMetadataOp, UnrealizedConversionCastOp,
-          LLVM::ConstantOp, LLVM::AddressOfOp, LLVM::ZeroOp>(op))
+          LLVM::ConstantOp, LLVM::AddressOfOp, LLVM::ZeroOp, LLVM::GEPOp>(op))
     return true;
   // Scalar arithmetic (offsets, sizes, trip counts, GEMM coefficients).
   return op->getDialect() == op->getContext()->getLoadedDialect("arith") &&

@@ -260,7 +260,13 @@ func::FuncOp LoopOutliner::createBody(scf::ParallelOp loop, FunctionType type,
     Value field = LLVM::GEPOp::create(
         builder, loc, ptrType, structType, entry->getArgument(0),
         ArrayRef<LLVM::GEPArg>{0, int32_t(index)});
-    Value value = LLVM::LoadOp::create(builder, loc, capture.fieldType, field);
+    // Invariant: the caller fills the context before the loop and reads it
+    // back only after, so gacc-outline-chunks may load a field again in each
+    // chunk of a long body instead of passing it on.
+    Value value = LLVM::LoadOp::create(builder, loc, capture.fieldType, field,
+                                       /*alignment=*/0, /*isVolatile=*/false,
+                                       /*isNonTemporal=*/false,
+                                       /*isInvariant=*/true);
     Type valueType = capture.value.getType();
     if (isa<IndexType>(valueType))
       value = arith::IndexCastOp::create(builder, loc, valueType, value);

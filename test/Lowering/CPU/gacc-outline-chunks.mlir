@@ -172,3 +172,43 @@ func.func @beta(%a: memref<8xf32>, %k: index) {
   }
   return
 }
+
+// -----
+
+// A long parallel-loop body reads its captures from the context once, at
+// its start (invariant loads, gacc-parallel-loops-to-runtime): each chunk
+// loads the fields it uses again, nothing is passed from chunk to chunk. A
+// plain load is an operation of the first chunk that uses it, which returns
+// its value to the next.
+
+// CHECK-LABEL: func.func private @body_parallel
+// CHECK-SAME:    (%[[CTX:.*]]: !llvm.ptr)
+// CHECK-NEXT:    %[[X:.*]] = call @body_parallel_chunk(%[[CTX]]) : (!llvm.ptr) -> f32
+// CHECK-NEXT:    call @body_parallel_chunk_0(%[[X]], %[[CTX]]) : (f32, !llvm.ptr) -> ()
+// CHECK-NEXT:    return
+// CHECK:       func.func private @body_parallel_chunk_0(%{{.*}}: f32, %[[C0:.*]]: !llvm.ptr)
+// CHECK-NEXT:    %[[G:.*]] = llvm.getelementptr %[[C0]][0, 1]
+// CHECK-NEXT:    llvm.load %[[G]] invariant
+// CHECK:       func.func private @body_parallel_chunk(%[[C1:.*]]: !llvm.ptr) -> f32
+// CHECK-NEXT:    %[[G1:.*]] = llvm.getelementptr %[[C1]][0, 1]
+// CHECK-NEXT:    llvm.load %[[G1]] invariant
+// CHECK:         llvm.load %[[C1]] : !llvm.ptr -> f32
+func.func private @body_parallel(%ctx: !llvm.ptr) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %x = llvm.load %ctx : !llvm.ptr -> f32
+  %field = llvm.getelementptr %ctx[0, 1] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(f32, struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>)>
+  %desc = llvm.load %field invariant : !llvm.ptr -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  %a = builtin.unrealized_conversion_cast %desc : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)> to memref<8xf32>
+  scf.for %i = %c0 to %c8 step %c1 {
+    memref.store %x, %a[%i] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    memref.store %x, %a[%i] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    memref.store %x, %a[%i] : memref<8xf32>
+  }
+  return
+}

@@ -42,10 +42,10 @@
 // CHECK-DAG:     %[[C256:.*]] = arith.constant 256 : index
 // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK:         %[[G0:.*]] = llvm.getelementptr %[[ARG]][0, 0]
-// CHECK:         %[[L0:.*]] = llvm.load %[[G0]]
+// CHECK:         %[[L0:.*]] = llvm.load %[[G0]] invariant :
 // CHECK:         %[[IN2:.*]] = builtin.unrealized_conversion_cast %[[L0]] : !llvm.struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)> to memref<64x256xf32>
 // CHECK:         %[[G1:.*]] = llvm.getelementptr %[[ARG]][0, 1]
-// CHECK:         %[[S2:.*]] = llvm.load %[[G1]] : !llvm.ptr -> f32
+// CHECK:         %[[S2:.*]] = llvm.load %[[G1]] invariant : !llvm.ptr -> f32
 // CHECK:         %[[OUT2:.*]] = builtin.unrealized_conversion_cast
 // CHECK:         %[[LOI:.*]] = arith.index_cast %[[LO]] : i64 to index
 // CHECK:         %[[LOS:.*]] = arith.muli %[[LOI]], %[[C1]]
@@ -97,7 +97,7 @@ func.func @relu_scale(%in: memref<64x256xf32>, %out: memref<64x256xf32>, %s: f32
 // CHECK:         %[[COUNT64:.*]] = arith.index_cast %[[COUNT]] : index to i64
 // CHECK:         call @gaccrt_parallel_for(%{{.*}}, %[[CTX]], %[[COUNT64]], %[[WORK]])
 // CHECK-LABEL: func.func private @row_sums_parallel
-// CHECK:         %[[UB:.*]] = llvm.load %{{.*}} : !llvm.ptr -> i64
+// CHECK:         %[[UB:.*]] = llvm.load %{{.*}} invariant : !llvm.ptr -> i64
 // CHECK:         %[[UBI:.*]] = arith.index_cast %[[UB]] : i64 to index
 // CHECK:         arith.minsi %[[UBI]], %{{.*}} : index
 // CHECK:         scf.parallel

@@ -351,11 +351,13 @@ def OutlineChunksPass : Pass<"gacc-outline-chunks", "ModuleOp"> {
     function for a deep step compiles in time quadratic in its depth;
     chunks make it linear.
 
-    Cheap pure operations (constants, views and casts of buffers, integer
-    and index arithmetic) stay in place and are cloned into each chunk that
-    uses them, so that a chunk addresses buffers from the same base
-    pointers with the same constant offsets; other values the chunk uses
-    are arguments, and its values used later are results. Stack allocations
+    Cheap pure operations (constants, views and casts of buffers, pointer
+    offsets, scalar arithmetic) and invariant loads (a parallel loop's
+    context fields) stay in place and are cloned into each chunk that uses
+    them, so that a chunk addresses buffers from the same base pointers
+    with the same constant offsets, and no chunk returns hundreds of values
+    for the next; other values the chunk uses are arguments, and its values
+    used later are results. Stack allocations
     stay in the caller; a chunk that would return one is not outlined.
   }];
   let options = [
