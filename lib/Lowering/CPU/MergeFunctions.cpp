@@ -214,20 +214,20 @@ void MergeFunctionsPass::mergeInto(
     return;
   }
 
+  // (insertArgument keeps the type, the argument attributes and the entry
+  // block in step.)
   SmallVector<Operation *> ops = getOps(leader);
   SmallVector<TypedAttr> leaderValues;
-  SmallVector<Type> inputs(leader.getArgumentTypes());
-  Block &entry = leader.getBody().front();
   for (unsigned position : positions) {
     auto constant = cast<arith::ConstantOp>(ops[position]);
     leaderValues.push_back(constant.getValue());
-    inputs.push_back(constant.getType());
-    constant.replaceAllUsesWith(
-        entry.addArgument(constant.getType(), constant.getLoc()));
+    unsigned index = leader.getNumArguments();
+    if (failed(leader.insertArgument(index, constant.getType(),
+                                     /*argAttrs=*/{}, constant.getLoc())))
+      return signalPassFailure();
+    constant.replaceAllUsesWith(leader.getArgument(index));
     constant.erase();
   }
-  leader.setType(
-      FunctionType::get(&getContext(), inputs, leader.getResultTypes()));
 
   // Each call passes its callee's values.
   auto rewriteCalls = [&](StringAttr callee, ArrayRef<TypedAttr> values) {

@@ -203,3 +203,31 @@ func.func private @ref_parallel_0(%ctx: !llvm.ptr, %lo: i64, %hi: i64) {
   llvm.store %x, %ctx : f32, !llvm.ptr
   return
 }
+
+// -----
+
+// The merged function's argument attributes stay one per argument.
+
+// CHECK-LABEL: func.func private @attrs_chunk(
+// CHECK-SAME:    %{{.*}}: memref<4xf32> {llvm.noalias}, %{{.*}}: index)
+// CHECK-NOT:   func.func private @attrs_chunk_0(
+memref.global "private" @arena : memref<64xi8> = uninitialized
+func.func @attrs(%a: memref<4xf32>) {
+  call @attrs_chunk(%a) : (memref<4xf32>) -> ()
+  call @attrs_chunk_0(%a) : (memref<4xf32>) -> ()
+  return
+}
+func.func private @attrs_chunk(%a: memref<4xf32> {llvm.noalias}) {
+  %arena = memref.get_global @arena : memref<64xi8>
+  %s = arith.constant 0 : index
+  %v = memref.view %arena[%s][] : memref<64xi8> to memref<4xf32>
+  memref.copy %a, %v : memref<4xf32> to memref<4xf32>
+  return
+}
+func.func private @attrs_chunk_0(%a: memref<4xf32> {llvm.noalias}) {
+  %arena = memref.get_global @arena : memref<64xi8>
+  %s = arith.constant 16 : index
+  %v = memref.view %arena[%s][] : memref<64xi8> to memref<4xf32>
+  memref.copy %a, %v : memref<4xf32> to memref<4xf32>
+  return
+}
