@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <list>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -844,8 +845,9 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
       return false;
     }
   std::vector<HostCopy> copies;
-  std::vector<NpyArray> shards; // alive until the copies are done
-  shards.reserve(args.size());
+  // This rank's shards of whole state arguments, kept until the copies
+  // are done (a list: its elements never move).
+  std::list<NpyArray> shards;
   for (size_t i = 0; i < args.size(); ++i) {
     Buffer &buffer = buffers[i];
     // Shards are laid out for the ranks the step was compiled for.
@@ -862,7 +864,8 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
     // A sharded state argument given whole: this rank's shard.
     if (args[i].shardRanks > 0 && inputs[i].shape == args[i].shardOf &&
         inputs[i].shape != args[i].shape) {
-      NpyArray shard = sliceShard(inputs[i], args[i].shardRanks, gaccrt_rank());
+      const NpyArray &shard = shards.emplace_back(
+          sliceShard(inputs[i], args[i].shardRanks, gaccrt_rank()));
       if (static_cast<int64_t>(shard.data.size()) != buffer.bytes) {
         error = "input #" + std::to_string(i) + " has a shard of " +
                 std::to_string(shard.data.size()) + " bytes, expected " +
@@ -873,7 +876,6 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
         cudaApi.h2d(buffer.data, shard.data.data(), buffer.bytes);
       else
         copies.push_back({buffer.data, shard.data.data(), buffer.bytes});
-      shards.push_back(std::move(shard));
       continue;
     }
     if (static_cast<int64_t>(inputs[i].data.size()) != buffer.bytes) {
