@@ -52,8 +52,11 @@ def command(tool, bin_dir, graph, m, lower, tmp):
     if tool == "run":
         # Compile time only: no GEMM tuning at a step's first run (it runs
         # the step in further processes, docs/Tools.md).
+        # No step cache: each point compiles (a repeated point would link
+        # the machine code its first run kept).
         return [os.path.join(bin_dir, "gacc-run"), graph,
-                f"--micro-batches={m}", "--steps=1", "--auto-tune-gemm=false"]
+                f"--micro-batches={m}", "--steps=1", "--auto-tune-gemm=false",
+                "--step-cache=off"]
     if tool == "compile":
         return [os.path.join(bin_dir, "gacc-compile"), graph,
                 f"--micro-batches={m}", "-o", os.path.join(tmp, "step.so")]

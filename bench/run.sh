@@ -78,7 +78,10 @@ for m in $MS; do
       -o "$tmp/step.so"
     gacc=("$BUILD/bin/gacc-run-aot" "$tmp/step.so")
   else
-    gacc=("$BUILD/bin/gacc-run" "$tmp/mlp.mlir" --micro-batches="$m")
+    # No step cache: every round compiles, so that the peak resident set is
+    # that of a run that compiles (a cache hit would leave the compiler out).
+    gacc=("$BUILD/bin/gacc-run" "$tmp/mlp.mlir" --micro-batches="$m"
+      --step-cache=off)
     # BENCH_TUNE_GEMM=1: the step's GEMM library on several threads timed
     # first (gacc-run --tune-gemm, recorded in the GEMM cache, which the
     # timed runs then read).

@@ -52,6 +52,9 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 # outlives the test (runtime/README.md): each test times its shapes afresh;
 # test/Execution/gemm-cache.test sets a file of its own.
 config.environment["GACCRT_GEMM_CACHE"] = "off"
+# No step cache (gacc-run): every test compiles; test/Execution/step-cache.test
+# turns it on in a directory of its own.
+config.environment["GACC_STEP_CACHE"] = "off"
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.gacc_tools_dir, append_path=True)

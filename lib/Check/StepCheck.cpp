@@ -558,6 +558,8 @@ bool mlir::gacc::runOnRanks(const std::string &gaccRun,
                                 stepFile,
                                 "--input-dir=" + (dir + "/in").str(),
                                 "--output-dir=" + (dir + "/out").str(),
+                                // Compiled here, as the one-rank check is.
+                                "--step-cache=off",
                                 "--quiet"};
   args.insert(args.end(), flags.begin(), flags.end());
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());

@@ -4,10 +4,11 @@
 // into parts of whole functions (llvm::SplitModule), each optimized
 // (optimizeStepModule) and compiled to an object file by a thread of its
 // own (its own LLVMContext and target machine): optimization and code
-// generation are most of LLVM's time for a deep step. The objects are linked by
-// LLVM's ORC JIT (LLJIT with RuntimeDyld and the JIT's default code model, as
-// MLIR's ExecutionEngine sets it up); the global constructors and destructors
-// are run by name.
+// generation are most of LLVM's time for a deep step (StepJit::compile). The
+// objects, compiled here or read from the step cache (StepCache.h), are linked
+// by LLVM's ORC JIT (StepJit::link: LLJIT with RuntimeDyld and the JIT's
+// default code model, as MLIR's ExecutionEngine sets it up); the global
+// constructors and destructors are run by name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,9 +116,9 @@ StepJit::~StepJit() {
 /// and returns its functions in the order they run (by priority), each made
 /// external under a name of its own so that it survives the split and can
 /// be looked up.
-static std::vector<StepJit::Structor> takeStructors(llvm::Module &module,
-                                                    llvm::StringRef name) {
-  std::vector<StepJit::Structor> structors;
+static std::vector<std::string> takeStructors(llvm::Module &module,
+                                              llvm::StringRef name) {
+  std::vector<std::string> structors;
   llvm::GlobalVariable *list = module.getGlobalVariable(name);
   if (!list)
     return structors;
@@ -146,45 +147,52 @@ static std::vector<StepJit::Structor> takeStructors(llvm::Module &module,
     function->setName(unique);
     function->setLinkage(llvm::GlobalValue::ExternalLinkage);
     function->setVisibility(llvm::GlobalValue::DefaultVisibility);
-    structors.push_back({unique, nullptr});
+    structors.push_back(unique);
   }
   return structors;
 }
 
-std::unique_ptr<StepJit> StepJit::create(Operation *module,
-                                         llvm::StringRef entry,
-                                         const llvm::StringMap<void *> &symbols,
-                                         const StepJitOptions &options,
-                                         std::string &error) {
+/// The host's target machine builder, at -O3 code generation.
+static std::optional<llvm::orc::JITTargetMachineBuilder>
+getHostMachineBuilder(std::string &error) {
+  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!machineBuilder) {
+    error = "cannot target the host CPU: " +
+            llvm::toString(machineBuilder.takeError());
+    return std::nullopt;
+  }
+  machineBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  return std::move(*machineBuilder);
+}
+
+bool StepJit::compile(Operation *module, llvm::StringRef entry,
+                      const StepJitOptions &options, StepObjects &result,
+                      std::string &error) {
   auto context = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, *context);
   if (!llvmModule) {
     error = "cannot translate the lowered step to LLVM IR";
-    return nullptr;
+    return false;
   }
   if (options.onTranslated)
     options.onTranslated();
 
-  auto machineBuilder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!machineBuilder) {
-    error = "cannot target the host CPU: " +
-            llvm::toString(machineBuilder.takeError());
-    return nullptr;
-  }
-  machineBuilder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto machineBuilder = getHostMachineBuilder(error);
+  if (!machineBuilder)
+    return false;
   auto machine = machineBuilder->createTargetMachine();
   if (!machine) {
     error =
         "cannot target the host CPU: " + llvm::toString(machine.takeError());
-    return nullptr;
+    return false;
   }
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
   llvmModule->setDataLayout((*machine)->createDataLayout());
   llvm::Function *step = llvmModule->getFunction(entry);
   if (!step || step->isDeclaration()) {
     error = "the lowered module has no function '" + entry.str() + "'";
-    return nullptr;
+    return false;
   }
   addPackedEntry(*step);
 
@@ -196,9 +204,8 @@ std::unique_ptr<StepJit> StepJit::create(Operation *module,
   // The global constructors and destructors (a CUDA step's module loads
   // and unloads) are run by name (initializers): the objects the parts
   // compile to are linked without them.
-  std::unique_ptr<StepJit> result(new StepJit());
-  result->constructors = takeStructors(*llvmModule, "llvm.global_ctors");
-  result->destructors = takeStructors(*llvmModule, "llvm.global_dtors");
+  result.constructors = takeStructors(*llvmModule, "llvm.global_ctors");
+  result.destructors = takeStructors(*llvmModule, "llvm.global_dtors");
 
   std::vector<std::string> optimizedIr;
   auto objects = generateObjects(
@@ -209,8 +216,9 @@ std::unique_ptr<StepJit> StepJit::create(Operation *module,
   context.reset();
   if (!objects) {
     error = llvm::toString(objects.takeError());
-    return nullptr;
+    return false;
   }
+  result.objects = std::move(*objects);
   if (!options.optimizedIrFile.empty()) {
     // The parts one after the other, as code generation got them.
     std::string text;
@@ -219,12 +227,22 @@ std::unique_ptr<StepJit> StepJit::create(Operation *module,
               std::to_string(optimizedIr.size()) + "\n" + ir;
     if (!writeFileAtomically(options.optimizedIrFile, text, error)) {
       error = "cannot write the LLVM IR: " + error;
-      return nullptr;
+      return false;
     }
   }
+  return true;
+}
 
+std::unique_ptr<StepJit> StepJit::link(const StepObjects &objects,
+                                       llvm::StringRef entry,
+                                       const llvm::StringMap<void *> &symbols,
+                                       std::string &error) {
+  auto machineBuilder = getHostMachineBuilder(error);
+  if (!machineBuilder)
+    return nullptr;
   // RuntimeDyld with the JIT's default (large) code model, as MLIR's
   // ExecutionEngine links.
+  std::unique_ptr<StepJit> result(new StepJit());
   llvm::orc::LLJITBuilder jitBuilder;
   jitBuilder.setJITTargetMachineBuilder(std::move(*machineBuilder));
   jitBuilder.setObjectLinkingLayerCreator(
@@ -265,7 +283,7 @@ std::unique_ptr<StepJit> StepJit::create(Operation *module,
     return nullptr;
   }
   library.addGenerator(std::move(*process));
-  for (llvm::SmallString<0> &object : *objects)
+  for (const llvm::SmallString<0> &object : objects.objects)
     if (llvm::Error err = lljit.addObjectFile(
             llvm::MemoryBuffer::getMemBufferCopy(object.str(), "step-part"))) {
       error = "JIT compilation failed: " + llvm::toString(std::move(err));
@@ -277,15 +295,17 @@ std::unique_ptr<StepJit> StepJit::create(Operation *module,
     return nullptr;
   }
   result->entry = packed->toPtr<void (*)(void **)>();
-  for (auto *list : {&result->constructors, &result->destructors})
-    for (Structor &structor : *list) {
-      auto address = lljit.lookup(structor.name);
+  for (auto [names, list] :
+       {std::pair(&objects.constructors, &result->constructors),
+        std::pair(&objects.destructors, &result->destructors)})
+    for (const std::string &name : *names) {
+      auto address = lljit.lookup(name);
       if (!address) {
         error =
             "JIT compilation failed: " + llvm::toString(address.takeError());
         return nullptr;
       }
-      structor.function = address->toPtr<void (*)()>();
+      list->push_back({name, address->toPtr<void (*)()>()});
     }
   return result;
 }

@@ -11,6 +11,7 @@
 #ifndef GACC_LIB_RUNNER_STEPJIT_H
 #define GACC_LIB_RUNNER_STEPJIT_H
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -40,19 +41,36 @@ struct StepJitOptions {
   std::function<void()> onTranslated;
 };
 
+/// The machine code of a step before it is linked: what the step cache
+/// (StepCache.h) keeps.
+struct StepObjects {
+  /// The object files of the module's parts (generateObjects).
+  std::vector<llvm::SmallString<0>> objects;
+  /// The global constructors and destructors, by the names they were given
+  /// (external, so that they can be looked up), in the order they run.
+  std::vector<std::string> constructors, destructors;
+};
+
 class StepJit {
 public:
   ~StepJit();
 
-  /// Compiles `module` (a `builtin.module` in the LLVM dialect) whose
-  /// function `entry` is the step; `symbols` are the addresses of the
-  /// runtime functions it calls (the process's own symbols resolve the
-  /// rest). Null with `error` set on failure.
-  static std::unique_ptr<StepJit> create(Operation *module,
-                                         llvm::StringRef entry,
-                                         const llvm::StringMap<void *> &symbols,
-                                         const StepJitOptions &options,
-                                         std::string &error);
+  /// Translates `module` (a `builtin.module` in the LLVM dialect) whose
+  /// function `entry` is the step to LLVM IR, adds the packed entry and
+  /// optimizes and compiles it for the host CPU. False with `error` set on
+  /// failure.
+  static bool compile(Operation *module, llvm::StringRef entry,
+                      const StepJitOptions &options, StepObjects &objects,
+                      std::string &error);
+
+  /// Links `objects` (compile()'s, for the step `entry`) in a JIT of their
+  /// own; `symbols` are the addresses of the runtime functions they call
+  /// (the process's own symbols resolve the rest). Null with `error` set on
+  /// failure.
+  static std::unique_ptr<StepJit> link(const StepObjects &objects,
+                                       llvm::StringRef entry,
+                                       const llvm::StringMap<void *> &symbols,
+                                       std::string &error);
 
   /// Runs the step through its packed entry `_mlir_<entry>(void **)`: one
   /// pointer per argument of `entry`, then one to its result. The first

@@ -10,6 +10,7 @@
 
 #include "gacc/Runner/StepRunner.h"
 
+#include "StepCache.h"
 #include "StepJit.h"
 
 #include "gacc/Analysis/BatchAnalysis.h"
@@ -69,6 +70,9 @@ struct CompiledStep::Impl {
   std::unique_ptr<StepJit> jit;
   /// The argument and result buffers, kept across steps (setInputs).
   std::unique_ptr<PackedStep> io;
+  /// The diagnostics the compile emitted (lower()): a step whose compile
+  /// warned is not kept in the step cache, whose hits would not warn.
+  unsigned diagnostics = 0;
 
   explicit Impl(DialectRegistry &registry) : context(registry) {}
 };
@@ -265,6 +269,13 @@ std::unique_ptr<CompiledStep> CompiledStep::lower(const std::string &path,
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  // Counted, then printed by the handler above (registered earlier, so
+  // called after this one).
+  context.getDiagEngine().registerHandler(
+      [impl = step->impl.get()](Diagnostic &) {
+        ++impl->diagnostics;
+        return failure();
+      });
   step->impl->module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!step->impl->module) {
     error = "cannot parse '" + path + "'";
@@ -424,6 +435,43 @@ mlir::Operation *CompiledStep::getLoweredModule() const {
   return impl->module ? impl->module->getOperation() : nullptr;
 }
 
+/// The addresses of the runtime functions a lowered step calls (the CUDA
+/// runtime's too for a CUDA step: libgaccrt_cuda was opened with
+/// RTLD_GLOBAL by initCudaRuntime).
+static llvm::StringMap<void *> getRuntimeSymbols(bool cuda) {
+  llvm::StringMap<void *> symbols;
+  auto add = [&](const char *name, void *address) { symbols[name] = address; };
+  add("gaccrt_all_reduce", reinterpret_cast<void *>(&gaccrt_all_reduce));
+  add("gaccrt_sgemm", reinterpret_cast<void *>(&gaccrt_sgemm));
+  add("gaccrt_sgemm_pair", reinterpret_cast<void *>(&gaccrt_sgemm_pair));
+  add("gaccrt_index_error", reinterpret_cast<void *>(&gaccrt_index_error));
+  add("gaccrt_trace_region_begin",
+      reinterpret_cast<void *>(&gaccrt_trace_region_begin));
+  add("gaccrt_trace_region_end",
+      reinterpret_cast<void *>(&gaccrt_trace_region_end));
+  add("_mlir_memref_to_llvm_alloc",
+      reinterpret_cast<void *>(&_mlir_memref_to_llvm_alloc));
+  add("_mlir_memref_to_llvm_aligned_alloc",
+      reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc));
+  add("_mlir_memref_to_llvm_free",
+      reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
+  if (cuda)
+    for (const char *name : kCudaSymbols)
+      if (void *address = dlsym(RTLD_DEFAULT, name))
+        add(name, address);
+  return symbols;
+}
+
+std::string getDefaultStepCacheDir() {
+  if (const char *env = std::getenv("GACC_STEP_CACHE"))
+    return !*env || std::strcmp(env, "off") == 0 ? "" : env;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/gacc/steps";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/gacc/steps";
+  return "";
+}
+
 std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
                                                     const StepOptions &options,
                                                     std::string &error) {
@@ -443,35 +491,41 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
     return nullptr;
 #endif
   }
+  // A CPU step compiled before (same file, options, CPU and build) is
+  // linked from the step cache. --dump-llvm-ir needs the compile.
+  std::string cacheKey;
+  bool useCache = !options.stepCacheDir.empty() &&
+                  options.device == Device::CPU &&
+                  options.optimizedIrFile.empty();
+  if (useCache) {
+    if (auto input = llvm::MemoryBuffer::getFile(path))
+      cacheKey = getStepCacheKey(path, (*input)->getBuffer(), options);
+  }
+  if (!cacheKey.empty()) {
+    CachedStep cached;
+    std::unique_ptr<CompiledStep> step(new CompiledStep());
+    std::string ignored;
+    if (loadCachedStep(options.stepCacheDir, cacheKey, cached) &&
+        parseSignature(cached.signature, step->signature, ignored)) {
+      DialectRegistry empty;
+      step->impl = std::make_unique<Impl>(empty);
+      step->impl->jit =
+          StepJit::link(cached.objects, step->signature.name,
+                        getRuntimeSymbols(/*cuda=*/false), error);
+      if (!step->impl->jit)
+        return nullptr;
+      step->fromStepCache = true;
+      if (options.onArguments && !options.shardOptimizerState)
+        options.onArguments(step->signature.args);
+      return step;
+    }
+  }
+
   std::unique_ptr<CompiledStep> step = lower(path, options, error);
   if (!step)
     return nullptr;
   ModuleOp module = cast<ModuleOp>(step->getLoweredModule());
   bool cuda = step->cuda;
-  // Other functions in the file (helpers, test mains) are compiled too but
-  // only the step is called.
-  llvm::StringMap<void *> symbols;
-  auto add = [&](const char *name, void *address) { symbols[name] = address; };
-  add("gaccrt_all_reduce", reinterpret_cast<void *>(&gaccrt_all_reduce));
-  add("gaccrt_sgemm", reinterpret_cast<void *>(&gaccrt_sgemm));
-  add("gaccrt_sgemm_pair", reinterpret_cast<void *>(&gaccrt_sgemm_pair));
-  add("gaccrt_index_error", reinterpret_cast<void *>(&gaccrt_index_error));
-  add("gaccrt_trace_region_begin",
-      reinterpret_cast<void *>(&gaccrt_trace_region_begin));
-  add("gaccrt_trace_region_end",
-      reinterpret_cast<void *>(&gaccrt_trace_region_end));
-  add("_mlir_memref_to_llvm_alloc",
-      reinterpret_cast<void *>(&_mlir_memref_to_llvm_alloc));
-  add("_mlir_memref_to_llvm_aligned_alloc",
-      reinterpret_cast<void *>(&_mlir_memref_to_llvm_aligned_alloc));
-  add("_mlir_memref_to_llvm_free",
-      reinterpret_cast<void *>(&_mlir_memref_to_llvm_free));
-  // libgaccrt_cuda was opened with RTLD_GLOBAL by initCudaRuntime.
-  if (cuda)
-    for (const char *name : kCudaSymbols)
-      if (void *address = dlsym(RTLD_DEFAULT, name))
-        add(name, address);
-
   StepJitOptions jitOptions;
   jitOptions.optimizedIrFile = options.optimizedIrFile;
   jitOptions.threads = options.compileThreads;
@@ -482,10 +536,25 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
     };
   // LLVM's optimization and code generation run here, so that "compiled
   // in" includes them and the first step does not.
-  step->impl->jit =
-      StepJit::create(module, step->signature.name, symbols, jitOptions, error);
+  StepObjects objects;
+  if (!StepJit::compile(module, step->signature.name, jitOptions, objects,
+                        error))
+    return nullptr;
+  // Other functions in the file (helpers, test mains) are compiled too but
+  // only the step is called.
+  step->impl->jit = StepJit::link(objects, step->signature.name,
+                                  getRuntimeSymbols(cuda), error);
   if (!step->impl->jit)
     return nullptr;
+  if (!cacheKey.empty() && step->impl->diagnostics == 0) {
+    CachedStep cached;
+    cached.signature = serializeSignature(step->signature);
+    cached.objects = std::move(objects);
+    std::string warning;
+    if (!storeCachedStep(options.stepCacheDir, cacheKey, cached,
+                         options.stepCacheMaxBytes, warning))
+      step->stepCacheWarning = "not kept in the step cache: " + warning;
+  }
   // The JIT holds the machine code; the lowered module is no longer needed.
   // Freed (and the heap trimmed) before the step's buffers exist, so that
   // the compiler's memory and the step's do not add up in the process's

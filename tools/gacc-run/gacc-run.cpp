@@ -31,6 +31,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <unistd.h>
 
@@ -91,6 +92,14 @@ static cl::opt<bool> autoTuneGemm(
              "first, as --tune-gemm does (default on; =false keeps "
              "gaccrt's kernels untimed)"),
     cl::init(true), cl::cat(category));
+static cl::opt<std::string> stepCache(
+    "step-cache",
+    cl::desc("Directory of the step cache: a step compiled before with the "
+             "same file, options, CPU and gacc build is linked from the "
+             "machine code kept there, without compiling ('off': no cache; "
+             "default: GACC_STEP_CACHE, else $XDG_CACHE_HOME/gacc/steps, else "
+             "~/.cache/gacc/steps)"),
+    cl::value_desc("DIR"), cl::init(""), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
                            cl::init(false), cl::cat(category));
 static cl::opt<bool>
@@ -247,6 +256,17 @@ int main(int argc, char **argv) {
   options.releaseCompilerCode = true;
   options.optimizedIrFile = dumpLlvmIr;
   options.compileThreads = compileThreads;
+  options.stepCacheDir = stepCache.empty()    ? getDefaultStepCacheDir()
+                         : stepCache == "off" ? std::string()
+                                              : std::string(stepCache);
+  if (const char *max = std::getenv("GACC_STEP_CACHE_MAX_MB"); max && *max) {
+    char *end;
+    unsigned long long mib = std::strtoull(max, &end, 10);
+    if (*end || max[0] == '-')
+      return fail("GACC_STEP_CACHE_MAX_MB='" + std::string(max) +
+                  "' is not a number of MiB");
+    options.stepCacheMaxBytes = static_cast<uint64_t>(mib) << 20;
+  }
 
   // Random inputs are drawn while the step compiles (26 M parameters of a
   // 100-layer, 512-wide MLP take a second), from the arguments the
@@ -291,19 +311,23 @@ int main(int argc, char **argv) {
       lossIndex = j;
 
   if (print) {
-    llvm::outs() << "gacc-run: " << step->getName() << " from " << inputFile
-                 << ", batch " << step->getBatchSize() << " per rank"
-                 << (samples != step->getBatchSize()
-                         ? " (tail step: " + std::to_string(samples) +
-                               " samples)"
-                         : std::string())
-                 << ", " << step->getSignature().split << ", " << world
-                 << " rank" << (world == 1 ? "" : "s") << " ("
-                 << gaccrt_backend_name() << "), compiled in "
-                 << llvm::format("%.0f", compileMs) << " ms ("
-                 << (step->getReleasedCompilerBytes() >> 20)
-                 << " MiB of compiler code released)\n";
+    llvm::outs()
+        << "gacc-run: " << step->getName() << " from " << inputFile
+        << ", batch " << step->getBatchSize() << " per rank"
+        << (samples != step->getBatchSize()
+                ? " (tail step: " + std::to_string(samples) + " samples)"
+                : std::string())
+        << ", " << step->getSignature().split << ", " << world << " rank"
+        << (world == 1 ? "" : "s") << " (" << gaccrt_backend_name()
+        << "), compiled in " << llvm::format("%.0f", compileMs) << " ms ("
+        << (step->isFromStepCache()
+                ? std::string("from the step cache")
+                : std::to_string(step->getReleasedCompilerBytes() >> 20) +
+                      " MiB of compiler code released")
+        << ")\n";
   }
+  if (print && !step->getStepCacheWarning().empty())
+    warn(step->getStepCacheWarning());
 
   // loss-scale=dynamic: the scale and its growth tracker are the last two
   // state arguments and have state_out results; a step whose gradients were

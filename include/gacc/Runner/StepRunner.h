@@ -47,6 +47,15 @@ struct StepOptions : GaccPipelineConfig, LowerToCPUConfig {
   /// step's functions are optimized and compiled in as many parts); 0: one
   /// per hardware thread, at most 8.
   unsigned compileThreads = 0;
+  /// compile(), CPU steps: the directory of the step cache (StepCache.h):
+  /// a step compiled before with the same file, options, CPU and build is
+  /// linked from the machine code kept there, without running the pipeline
+  /// or LLVM; a step compiled here is kept there (unless the compile
+  /// emitted a diagnostic, which a hit would not repeat). Empty: no cache.
+  std::string stepCacheDir;
+  /// The most bytes the step cache's entries may take: storing an entry
+  /// removes those used longest ago beyond it.
+  uint64_t stepCacheMaxBytes = uint64_t(2) << 30;
   /// compile() and lower(): called with the step's arguments as soon as
   /// they are known, before the pipeline runs, so that the caller can
   /// prepare inputs meanwhile (gacc-run draws its random ones). Not called
@@ -81,6 +90,14 @@ public:
   /// compile() with StepOptions::releaseCompilerCode: the resident bytes of
   /// compiler code it released (releaseCompilerCode), else 0.
   int64_t getReleasedCompilerBytes() const { return releasedCompilerBytes; }
+
+  /// compile() with StepOptions::stepCacheDir: whether the machine code came
+  /// from the step cache.
+  bool isFromStepCache() const { return fromStepCache; }
+  /// compile() with StepOptions::stepCacheDir: why the compiled step could
+  /// not be kept in the cache (a full disk), else empty. The step itself is
+  /// good.
+  const std::string &getStepCacheWarning() const { return stepCacheWarning; }
 
   const StepSignature &getSignature() const { return signature; }
   const std::string &getName() const { return signature.name; }
@@ -142,6 +159,8 @@ private:
   std::unique_ptr<Impl> impl;
   bool cuda = false;
   int64_t releasedCompilerBytes = 0;
+  bool fromStepCache = false;
+  std::string stepCacheWarning;
   StepSignature signature;
 };
 
@@ -160,6 +179,12 @@ bool readStepInputs(const CompiledStep &step, const std::string &dir, int rank,
 /// rate), other state zeros.
 std::vector<NpyArray> makeRandomInputs(const CompiledStep &step, uint64_t seed,
                                        int rank);
+
+/// The step cache directory of a tool that keeps one (gacc-run): the
+/// environment variable GACC_STEP_CACHE (empty or "off": none), else
+/// $XDG_CACHE_HOME/gacc/steps, else ~/.cache/gacc/steps; empty when none
+/// of them is set.
+std::string getDefaultStepCacheDir();
 
 /// After compiling: tells the kernel that the compiler's code is not needed
 /// while steps run. The read-only mappings of libMLIR and libLLVM that the
