@@ -14,7 +14,10 @@ once per point (--lower cuda: --gacc-lower-to-cuda instead, kernels through
 NVVM to PTX; needs the CUDA toolkit's libdevice, no GPU). --tool run times
 everything until the first step can run instead (gacc-run --steps=1, LLVM's
 optimization and code generation included; the seconds column is its
-"compiled in"), --tool compile the ahead-of-time compiler (gacc-compile to a
+"compiled in"; with --cached each point runs twice with a step cache of
+its own, and the second run's "compiled in", wall and CPU seconds, linked
+from the cache, are printed beside the first's), --tool compile the
+ahead-of-time compiler (gacc-compile to a
 step library, linked from objects generated in parallel). It prints wall
 seconds, CPU seconds (user + system) and
 the peak resident set of the gacc-opt process (from wait4's rusage); on a
@@ -154,6 +157,9 @@ def main():
     p.add_argument("--graph", choices=["mlp", "random"], default="mlp",
                    help="deep MLPs (default) or deep random steps of "
                    "gen_step.py (depth sweep only, m = 2)")
+    p.add_argument("--cached", action="store_true",
+                   help="--tool run: each point a second time from the step "
+                   "cache the first run filled (gacc-run --step-cache)")
     p.add_argument("--no-targets", action="store_true",
                    help="skip the 400-layer m=256 target point")
     args = p.parse_args()
@@ -165,6 +171,8 @@ def main():
     if not os.access(os.path.join(bin_dir, tool), os.X_OK):
         sys.exit(f"error: {bin_dir}/{tool} not found; build it first "
                  f"(ninja -C build {tool}) or set GACC_BUILD_DIR")
+    if args.cached and args.tool != "run":
+        sys.exit("error: --cached times gacc-run's step cache: use --tool run")
     if args.tool != "opt" and args.lower != "cpu":
         sys.exit("error: --tool run/compile times the CPU lowering only")
     if args.full:
@@ -196,8 +204,14 @@ def main():
               f"MLP width {args.width}, batch max({args.batch}, M), "
               f"{os.cpu_count()} CPUs")
     print()
-    print("| depth | m | batch | seconds | CPU seconds | peak RSS (MiB) |")
-    print("|---|---|---|---|---|---|")
+    if args.cached:
+        print("| depth | m | batch | seconds | CPU seconds | peak RSS (MiB) "
+              "| cached: seconds | wall seconds | CPU seconds | peak RSS "
+              "(MiB) |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+    else:
+        print("| depth | m | batch | seconds | CPU seconds | peak RSS (MiB) |")
+        print("|---|---|---|---|---|---|")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         def point(depth, m):
@@ -206,13 +220,21 @@ def main():
             batch = 6 if random_graph else max(args.batch, m)
             graph = (generate_random(tmp, depth) if random_graph else
                      generate(tmp, depth, args.width, batch))
-            seconds, cpu, rss, ok = measure(
-                command(args.tool, bin_dir, graph, m, args.lower, tmp),
-                args.timeout)
+            cache = os.path.join(tmp, "cache") if args.cached else "off"
+            cmd = command(args.tool, bin_dir, graph, m, args.lower, tmp,
+                          cache)
+            seconds, cpu, rss, ok = measure(cmd, args.timeout)
             mark = "" if ok else (" (timeout)" if seconds >= args.timeout
                                   else " (failed)")
-            print(f"| {depth} | {m} | {batch} | {seconds:.2f}{mark} | "
-                  f"{cpu:.2f} | {rss:.0f} |", flush=True)
+            row = (f"| {depth} | {m} | {batch} | {seconds:.2f}{mark} | "
+                   f"{cpu:.2f} | {rss:.0f} |")
+            if args.cached:
+                start = time.monotonic()
+                hit, hit_cpu, hit_rss, hit_ok = measure(cmd, args.timeout)
+                wall = time.monotonic() - start
+                row += (f" {hit:.2f}{'' if hit_ok else ' (failed)'} | "
+                        f"{wall:.2f} | {hit_cpu:.2f} | {hit_rss:.0f} |")
+            print(row, flush=True)
             results[(depth, m)] = (seconds, rss, ok)
             return results[(depth, m)]
 

@@ -546,10 +546,12 @@ std::vector<NpyArray> makeRandomInputs(const std::vector<TensorInfo> &args,
     std::mt19937_64 &rng = arg.role == Role::Batch ? batchRng : paramRng;
     std::normal_distribution<double> normal(0.0, 1.0);
     int64_t fanIn = arg.shape.empty() ? 1 : arg.shape.front();
+    // Divided by (not multiplied with the inverse): the same values as ever.
+    double sqrtFanIn = std::sqrt(static_cast<double>(fanIn));
     auto draw = [&]() -> double {
       switch (arg.role) {
       case Role::Param:
-        return normal(rng) / std::sqrt(static_cast<double>(fanIn));
+        return normal(rng) / sqrtFanIn;
       case Role::State:
         return arg.shape.empty() && isFloatDType(arg.dtype) ? 0.1 : 0.0;
       default:
@@ -780,6 +782,7 @@ PackedStep::PackedStep(const StepSignature &signature, bool cuda)
     int64_t huge = gaccrt_huge_page_bytes();
     int64_t alignment = total >= huge ? huge : 64;
     int64_t allocated = roundUp(total, alignment);
+    hostBlockBytes = allocated;
     hostBlock = std::aligned_alloc(alignment, allocated);
     if (hostBlock) {
       gaccrt_prefer_huge_pages(hostBlock, allocated);
@@ -834,6 +837,13 @@ bool PackedStep::setInputs(const std::vector<NpyArray> &inputs,
   if (inputs.size() != args.size()) {
     error = "expected " + std::to_string(args.size()) + " inputs, got " +
             std::to_string(inputs.size());
+    return false;
+  }
+  if (!cuda && !hostBlock) {
+    // One block holds every host buffer.
+    error = "cannot allocate " + std::to_string(hostBlockBytes) +
+            " bytes for the " + std::to_string(buffers.size()) +
+            " arguments and results of '" + signature.name + "'";
     return false;
   }
   for (size_t j = 0; j < buffers.size(); ++j)

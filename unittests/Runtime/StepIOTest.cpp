@@ -1,6 +1,7 @@
 //===- StepIOTest.cpp - The runners' host buffers and result checks -------===//
 
 #include "StepIO.h"
+#include "gaccrt/gaccrt.h"
 
 #include <gtest/gtest.h>
 
@@ -60,6 +61,28 @@ TEST(StepIO, CopiesAndZerosAcrossPieces) {
   EXPECT_EQ(std::count(to[3].begin(), to[3].end(), 0),
             static_cast<std::ptrdiff_t>(sizes[3]));
   copyOnThreads({}); // nothing to do
+}
+
+TEST(StepIO, HostBlockThatCannotBeAllocatedIsNamed) {
+  // 2^60 bytes of parameters: more than any address space holds. The
+  // error names the whole block, not its first buffer.
+  StepSignature signature;
+  signature.name = "huge";
+  TensorInfo param;
+  param.role = Role::Param;
+  param.shape = {int64_t(1) << 58};
+  signature.args.push_back(param);
+  TensorInfo loss;
+  loss.role = Role::Loss;
+  signature.results.push_back(loss);
+  PackedStep step(signature, /*cuda=*/false);
+  std::string error;
+  EXPECT_FALSE(step.setInputs({NpyArray()}, error));
+  // The parameter, the loss at 64 bytes, in whole huge pages.
+  int64_t huge = gaccrt_huge_page_bytes();
+  int64_t block = ((int64_t(1) << 60) + 64 + huge - 1) / huge * huge;
+  EXPECT_EQ(error, "cannot allocate " + std::to_string(block) +
+                       " bytes for the 2 arguments and results of 'huge'");
 }
 
 } // namespace

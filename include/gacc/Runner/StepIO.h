@@ -264,6 +264,7 @@ private:
   bool cuda;
   std::vector<Buffer> buffers; // the arguments, then the results
   void *hostBlock = nullptr;   // every host buffer, in one allocation
+  int64_t hostBlockBytes = 0;  // its size (also when it failed)
   std::vector<int64_t> fields;
   std::vector<void *> packed;
   bool pendingFeedback = false;
