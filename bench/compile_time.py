@@ -50,16 +50,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def command(tool, bin_dir, graph, m, lower, tmp):
+def command(tool, bin_dir, graph, m, lower, tmp, cache="off"):
     """The command line that compiles `graph` with `tool`."""
     if tool == "run":
-        # Compile time only: no GEMM tuning at a step's first run (it runs
-        # the step in further processes, docs/Tools.md).
-        # No step cache: each point compiles (a repeated point would link
+        # Compile time only: no GEMM tuning at a step's first run (it times
+        # the step on each GEMM library, docs/Tools.md). No step cache
+        # unless --cached: each point compiles (a repeated point would link
         # the machine code its first run kept).
         return [os.path.join(bin_dir, "gacc-run"), graph,
                 f"--micro-batches={m}", "--steps=1", "--auto-tune-gemm=false",
-                "--step-cache=off"]
+                f"--step-cache={cache}"]
     if tool == "compile":
         return [os.path.join(bin_dir, "gacc-compile"), graph,
                 f"--micro-batches={m}", "-o", os.path.join(tmp, "step.so")]

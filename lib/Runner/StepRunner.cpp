@@ -517,6 +517,9 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
       step->fromStepCache = true;
       if (options.onArguments && !options.shardOptimizerState)
         options.onArguments(step->signature.args);
+      // The JIT's linker paged in code of libLLVM too.
+      if (options.releaseCompilerCode)
+        step->releasedCompilerBytes += releaseCompilerCode();
       return step;
     }
   }
