@@ -1,7 +1,7 @@
 //===- StepJit.cpp - the machine code of a compiled step ------------------===//
 //
 // StepJit (StepJit.h): MLIR's translation to LLVM IR, then the module cut
-// into parts of whole functions (llvm::SplitModule), each optimized
+// into parts of whole functions of about equal size, each optimized
 // (optimizeStepModule) and compiled to an object file by a thread of its
 // own (its own LLVMContext and target machine): optimization and code
 // generation are most of LLVM's time for a deep step (StepJit::compile). The
@@ -196,9 +196,9 @@ bool StepJit::compile(Operation *module, llvm::StringRef entry,
   }
   addPackedEntry(*step);
 
-  // The module is optimized and compiled in parts, in parallel
+  // The module is optimized and compiled in parts, on threads
   // (generateObjects).
-  unsigned parts =
+  unsigned threads =
       options.threads ? options.threads : getDefaultCodegenThreads();
 
   // The global constructors and destructors (a CUDA step's module loads
@@ -209,7 +209,7 @@ bool StepJit::compile(Operation *module, llvm::StringRef entry,
 
   std::vector<std::string> optimizedIr;
   auto objects = generateObjects(
-      std::move(llvmModule), parts,
+      std::move(llvmModule), threads,
       [&]() { return machineBuilder->createTargetMachine(); },
       /*optimize=*/true,
       options.optimizedIrFile.empty() ? nullptr : &optimizedIr);

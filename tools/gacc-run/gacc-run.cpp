@@ -194,7 +194,8 @@ static std::string getStepKey(int argc, char **argv) {
                       {"steps", "warmup", "input-dir", "output-dir", "seed",
                        "trace", "dump-llvm-ir", "compile-threads",
                        "collective-timeout", "rss-every", "quiet",
-                       "print-results", "tune-gemm", "auto-tune-gemm"})) {
+                       "print-results", "tune-gemm", "auto-tune-gemm",
+                       "step-cache"})) {
     text += '\0';
     text += arg;
   }

@@ -36,23 +36,24 @@ namespace mlir::gacc {
 void optimizeStepModule(llvm::Module &module,
                         llvm::TargetMachine &targetMachine);
 
-/// Generates the object code of `module` in `parts` parts of whole
-/// functions (llvm::SplitModule), each by a thread of its own with its own
-/// LLVMContext (the parts go through bitcode) and a target machine made by
-/// `createMachine` (called once per thread, concurrently). With `optimize`,
-/// each thread first runs optimizeStepModule on its part, so that LLVM's
+/// Generates the object code of `module` on `threads` threads: with one,
+/// as one object; with more, in four parts per thread of whole functions
+/// (as llvm::SplitModule cuts a module, but with about as many instructions
+/// in each part), each thread taking the next part when done with one, with
+/// its own LLVMContext (the parts go through bitcode) and a target machine
+/// made by `createMachine` (called once per part, concurrently). With
+/// `optimize`, each part first gets optimizeStepModule, so that LLVM's
 /// optimization runs in parallel too (a step's functions are the step, its
 /// regions and its chunks, which are noinline: cutting the module between
 /// them loses little interprocedural optimization); without it, `module` is
 /// optimized already. When `optimizedIr` is given, it receives the LLVM IR
 /// of each part after optimization. Code generation and optimization are
-/// most of LLVM's time for a deep step. Local symbols are renamed and given
-/// hidden visibility where a part refers to another's. `module` must have
-/// no global constructors or destructors when `parts` > 1. Returns the
-/// object files, one per part (fewer parts when the module has fewer
-/// functions).
+/// most of LLVM's time for a deep step. Local symbols are given external
+/// linkage and hidden visibility, so that a part may refer to another's.
+/// `module` must have no global constructors or destructors when `threads`
+/// > 1. Returns the object files, one per part (at most one per function).
 llvm::Expected<std::vector<llvm::SmallString<0>>> generateObjects(
-    std::unique_ptr<llvm::Module> module, unsigned parts,
+    std::unique_ptr<llvm::Module> module, unsigned threads,
     const std::function<llvm::Expected<std::unique_ptr<llvm::TargetMachine>>()>
         &createMachine,
     bool optimize = false, std::vector<std::string> *optimizedIr = nullptr);
