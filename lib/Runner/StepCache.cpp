@@ -104,8 +104,10 @@ bool readSection(llvm::StringRef text, size_t &pos, llvm::StringRef &tag,
     return false;
   llvm::StringRef header = text.slice(pos, newline);
   auto [name, sizeText] = header.split(' ');
+  // The bytes and their newline must fit in what follows the header (a
+  // size near 2^64 must not wrap around).
   uint64_t size;
-  if (sizeText.getAsInteger(10, size) || newline + 1 + size + 1 > text.size() ||
+  if (sizeText.getAsInteger(10, size) || size >= text.size() - newline - 1 ||
       text[newline + 1 + size] != '\n')
     return false;
   tag = name;

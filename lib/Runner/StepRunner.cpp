@@ -509,18 +509,22 @@ std::unique_ptr<CompiledStep> CompiledStep::compile(const std::string &path,
         parseSignature(cached.signature, step->signature, ignored)) {
       DialectRegistry empty;
       step->impl = std::make_unique<Impl>(empty);
+      // Objects that do not link (an entry of another build that kept its
+      // files' sizes and times) are a miss too: the step is compiled and
+      // its entry written again.
+      std::string linkError;
       step->impl->jit =
           StepJit::link(cached.objects, step->signature.name,
-                        getRuntimeSymbols(/*cuda=*/false), error);
-      if (!step->impl->jit)
-        return nullptr;
-      step->fromStepCache = true;
-      if (options.onArguments && !options.shardOptimizerState)
-        options.onArguments(step->signature.args);
-      // The JIT's linker paged in code of libLLVM too.
-      if (options.releaseCompilerCode)
-        step->releasedCompilerBytes += releaseCompilerCode();
-      return step;
+                        getRuntimeSymbols(/*cuda=*/false), linkError);
+      if (step->impl->jit) {
+        step->fromStepCache = true;
+        if (options.onArguments && !options.shardOptimizerState)
+          options.onArguments(step->signature.args);
+        // The JIT's linker paged in code of libLLVM too.
+        if (options.releaseCompilerCode)
+          step->releasedCompilerBytes += releaseCompilerCode();
+        return step;
+      }
     }
   }
 
