@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GEMM libraries at the micro-batch sizes gacc's steps produce: OpenBLAS
 # (what LibTorch uses), BLIS, oneDNN's dnnl_sgemm and gaccrt_sgemm (what
-# gacc's compiled steps call: oneDNN's matmul primitive or OpenBLAS per GEMM,
+# gacc's compiled steps call: oneDNN's matmul primitive or sgemm, gaccrt's
+# kernels or OpenBLAS per GEMM,
 # from $GACC_BUILD_DIR/lib/libgaccrt.so), each loaded with dlopen (a library
 # that is not installed or built is reported as such; BLIS is Debian's
 # libblis4-pthread, oneDNN's libdnnl.so.2 comes with libtorch).

@@ -48,12 +48,12 @@ export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
 
 blas=$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 || echo unknown)
 # gaccrt's GEMM libraries (runtime/README.md#gemm): by default ("auto") each
-# GEMM shape is timed on oneDNN, OpenBLAS and gaccrt's AVX-512 kernels in its
-# first calls and keeps the fastest (oneDNN only with one thread on AVX-512;
-# with several threads every GEMM runs on the kernels, oneDNN or OpenBLAS, as
-# timed on whole steps at the step's first run and kept in the GEMM cache);
-# "onednn" is a fixed shape rule. What each m's step ended up with is
-# printed after the table.
+# GEMM shape is timed on oneDNN (its matmul and its sgemm), OpenBLAS and
+# gaccrt's AVX-512 kernels in its first calls and keeps the fastest (with one
+# thread; with several every GEMM runs on the kernels, oneDNN or OpenBLAS, as
+# timed on whole steps at the step's first run and kept in the GEMM cache,
+# oneDNN's two GEMMs then timed per shape); "onednn" is a fixed shape rule on
+# one thread. What each m's step ended up with is printed after the table.
 case "${GACCRT_GEMM:-auto}" in
   auto) if [ "$THREADS" = 1 ]; then
           gemm="oneDNN, gaccrt's AVX-512 kernels or OpenBLAS per shape, timed in the first calls (auto)"
@@ -61,7 +61,8 @@ case "${GACCRT_GEMM:-auto}" in
           gemm="gaccrt's AVX-512 kernels, oneDNN or OpenBLAS for every GEMM on $THREADS threads, the step's choice timed at its first run (auto, GEMM cache)"
         fi ;;
   avx512) gemm="gaccrt's AVX-512 kernels" ;;
-  onednn) gemm="oneDNN (one thread: forward, backward-data, weight gradients with b >= 512; several: every GEMM) + OpenBLAS (the rest) where oneDNN can run" ;;
+  onednn) gemm="oneDNN (one thread: its matmul for forward, backward-data, weight gradients with b >= 512, OpenBLAS for the rest; several: every GEMM, its matmul or sgemm per shape as timed)" ;;
+  onednn-sgemm) gemm="oneDNN's sgemm" ;;
   *) gemm="OpenBLAS" ;;
 esac
 echo "MLP dims $DIMS, B = $BATCH, $THREADS thread(s), BLAS: $blas, gacc runner: $RUNNER, gacc GEMMs: $gemm, LibTorch GEMMs: the BLAS on $THREADS thread(s), $TORCH_THREADS intra-op thread(s)"

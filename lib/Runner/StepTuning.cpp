@@ -42,16 +42,30 @@ constexpr double kCloseRatio = 1.10;
 /// a few percent, and a near tie should not flip the choice.
 constexpr double kTakeOverRatio = 0.95;
 
+/// The most warm-up steps of a candidate that times its GEMM shapes
+/// ("onednn": its matmul or its sgemm per shape): a shape called once per
+/// step is decided after 12 calls.
+constexpr int kMaxShapeTimingSteps = 24;
+
 /// Runs the step on `choice`: one step to warm up (the library's threads,
-/// packing buffers and kernels), then timed ones. Lowers `fastest` (-1: not
-/// timed yet) to the fastest timed step; `leader` is the best time of any
-/// candidate so far (-1: none). Counts the steps in `steps`.
-bool timeChoice(const StepGemmSetup &setup, double leader, double &fastest,
-                int &steps, std::string &error) {
+/// packing buffers and kernels), and with `timesShapes` more until gaccrt
+/// has decided every GEMM shape's library, then timed ones. Lowers
+/// `fastest` (-1: not timed yet) to the fastest timed step; `leader` is the
+/// best time of any candidate so far (-1: none). Counts the steps in
+/// `steps`.
+bool timeChoice(const StepGemmSetup &setup, bool timesShapes, double leader,
+                double &fastest, int &steps, std::string &error) {
   double ms = 0, timedMs = 0;
   if (!setup.runStep(ms, error))
     return false;
   ++steps;
+  for (int warmup = 0; timesShapes && warmup < kMaxShapeTimingSteps &&
+                       gaccrt_gemm_shapes_being_timed() > 0;
+       ++warmup) {
+    if (!setup.runStep(ms, error))
+      return false;
+    ++steps;
+  }
   for (int timed = 0; timed < kMaxTimed; ++timed) {
     if (timed >= kMinTimed && timedMs >= kMinTimedMs)
       break;
@@ -94,7 +108,8 @@ std::string tune(const StepGemmSetup &setup, std::string &message,
   };
   for (size_t c = 0; c < candidates.size(); ++c) {
     gaccrt_set_gemm_step_choice(candidates[c].c_str());
-    if (!timeChoice(setup, leader(), fastest[c], steps, error))
+    if (!timeChoice(setup, candidates[c] == "onednn", leader(), fastest[c],
+                    steps, error))
       return "";
   }
   double firstBest = leader();
@@ -105,7 +120,8 @@ std::string tune(const StepGemmSetup &setup, std::string &message,
   if (close.size() > 1)
     for (auto it = close.rbegin(); it != close.rend(); ++it) {
       gaccrt_set_gemm_step_choice(candidates[*it].c_str());
-      if (!timeChoice(setup, -1, fastest[*it], steps, error))
+      if (!timeChoice(setup, candidates[*it] == "onednn", -1, fastest[*it],
+                      steps, error))
         return "";
     }
 

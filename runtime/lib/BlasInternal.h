@@ -36,12 +36,14 @@ struct Operand {
 // GemmLibrary.cpp
 //===----------------------------------------------------------------------===//
 
-/// Auto: with one GEMM thread oneDNN, the AVX-512 kernels or OpenBLAS per
-/// GEMM shape, timed in its first calls; with several the kernels (else
-/// OpenBLAS). Onednn: the fixed shape rule of prefersOnednn (OpenBLAS with
-/// several GEMM threads). Avx512: gaccrt's kernels for every GEMM, on the
-/// GEMM thread count. Openblas: OpenBLAS alone.
-enum class Library { Unset, Auto, Onednn, Avx512, Openblas };
+/// Auto: with one GEMM thread oneDNN's matmul, oneDNN's sgemm, the AVX-512
+/// kernels or OpenBLAS per GEMM shape, timed in its first calls; with
+/// several the kernels (else OpenBLAS). Onednn: with one GEMM thread the
+/// fixed shape rule of prefersOnednn; with several every GEMM on oneDNN,
+/// its matmul or its sgemm per shape as timed. OnednnSgemm: oneDNN's sgemm
+/// for every GEMM. Avx512: gaccrt's kernels for every GEMM, on the GEMM
+/// thread count. Openblas: OpenBLAS alone.
+enum class Library { Unset, Auto, Onednn, OnednnSgemm, Avx512, Openblas };
 
 /// The library setting: gaccrt_set_gemm_library's, else GACCRT_GEMM's (fatal
 /// when it names no library this gaccrt has), else "auto".

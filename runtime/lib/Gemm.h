@@ -1,13 +1,15 @@
 //===- Gemm.h - gaccrt_sgemm's libraries ----------------------------------===//
 //
-// gaccrt_sgemm runs a GEMM through oneDNN's matmul primitive, gaccrt's own
-// AVX-512 kernels or OpenBLAS: under "auto", the default, each GEMM shape is
-// timed on every library that can run it and keeps the fastest; "onednn" is
-// a fixed shape rule between oneDNN and OpenBLAS; "avx512" and "openblas"
-// run everything they can on that library. A library that has no kernel for
-// the CPU or the layout declines and OpenBLAS runs the GEMM. GemmLibrary.cpp
-// and GemmTuning.cpp own the choice (BlasInternal.h); OnednnGemm.cpp loads
-// oneDNN and calls it; Avx512Gemm.cpp has the kernels.
+// gaccrt_sgemm runs a GEMM through oneDNN's matmul primitive, oneDNN's
+// dnnl_sgemm, gaccrt's own AVX-512 kernels or OpenBLAS: under "auto", the
+// default, each GEMM shape is timed on every library that can run it and
+// keeps the fastest; "onednn" is a fixed shape rule between oneDNN and
+// OpenBLAS on one thread and oneDNN's two GEMMs timed per shape on several;
+// "onednn-sgemm", "avx512" and "openblas" run everything they can on that
+// library. A library that has no kernel for the CPU or the layout declines
+// and OpenBLAS runs the GEMM. GemmLibrary.cpp and GemmTuning.cpp own the
+// choice (BlasInternal.h); OnednnGemm.cpp loads oneDNN and calls it;
+// Avx512Gemm.cpp has the kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,6 +70,14 @@ bool onednnSgemm(const GemmArgs &args);
 /// Whether gaccrt was built with oneDNN's header and libdnnl.so.2 loads
 /// (loaded at the first call).
 bool onednnAvailable();
+
+/// Runs `args` through oneDNN's BLAS-like dnnl_sgemm (its packing GEMM, on
+/// any CPU, on the GEMM thread count); false (nothing written) when oneDNN
+/// is not available or C is not row-major.
+bool onednnBlasSgemm(const GemmArgs &args);
+
+/// Whether onednnBlasSgemm can run (oneDNN loads and has dnnl_sgemm).
+bool onednnBlasAvailable();
 
 /// Runs `args` through gaccrt's own register-blocked AVX-512 kernels
 /// (Avx512Gemm.cpp); false (nothing written) when the CPU has no AVX-512F or

@@ -1,11 +1,12 @@
 //===- GemmLibrary.cpp - the library setting of gaccrt_sgemm --------------===//
 //
-// Which library gaccrt_sgemm uses (Library): "auto", "onednn", "avx512" or
-// "openblas", set by gaccrt_set_gemm_library or GACCRT_GEMM (checked by
-// gaccrt_init through checkGemmLibraryEnv) and reported by gaccrt_gemm_library;
-// the GEMM thread count (OpenBLAS's, which gaccrt's kernels follow); and the
-// library of the calling thread's last GEMM, for its trace event and the unit
-// tests. The lowest layer of gaccrt_sgemm (BlasInternal.h).
+// Which library gaccrt_sgemm uses (Library): "auto", "onednn",
+// "onednn-sgemm", "avx512" or "openblas", set by gaccrt_set_gemm_library or
+// GACCRT_GEMM (checked by gaccrt_init through checkGemmLibraryEnv) and reported
+// by gaccrt_gemm_library; the GEMM thread count (OpenBLAS's, which gaccrt's
+// kernels follow); and the library of the calling thread's last GEMM, for its
+// trace event and the unit tests. The lowest layer of gaccrt_sgemm
+// (BlasInternal.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +52,8 @@ Library parseLibrary(const char *name) {
     return Library::Openblas;
   if (std::strcmp(name, "onednn") == 0 && onednnAvailable())
     return Library::Onednn;
+  if (std::strcmp(name, "onednn-sgemm") == 0 && onednnBlasAvailable())
+    return Library::OnednnSgemm;
   if (std::strcmp(name, "avx512") == 0 && avx512Available())
     return Library::Avx512;
   if (std::strcmp(name, "auto") == 0)
@@ -68,6 +71,8 @@ std::string gaccrt::checkGemmLibraryEnv() {
   std::string names = "'auto', ";
   if (onednnAvailable())
     names += "'onednn', ";
+  if (onednnBlasAvailable())
+    names += "'onednn-sgemm', ";
   if (avx512Available())
     names += "'avx512', ";
   names.resize(names.size() - 2);
@@ -163,6 +168,8 @@ const char *gaccrt_gemm_library(void) {
     return "auto";
   case Library::Onednn:
     return "onednn";
+  case Library::OnednnSgemm:
+    return "onednn-sgemm";
   case Library::Avx512:
     return "avx512";
   default:

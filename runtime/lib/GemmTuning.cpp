@@ -1,11 +1,13 @@
 //===- GemmTuning.cpp - which library runs each GEMM ----------------------===//
 //
-// One row-major GEMM of gaccrt_sgemm on a library (rowMajorSgemm): "openblas"
-// and "avx512" run every GEMM they can on theirs, "onednn" follows a fixed
-// shape rule (prefersOnednn), and "auto" times each GEMM shape on every library
-// that can run it in its first calls and keeps the fastest (kernels where they
-// run are the incumbent, see kTakeOverRatio), and remembers the decision on
-// disk for later processes on the same CPU (DiskCache). A library that
+// One row-major GEMM of gaccrt_sgemm on a library (rowMajorSgemm):
+// "openblas", "onednn-sgemm" and "avx512" run every GEMM they can on theirs,
+// "onednn" follows a fixed shape rule (prefersOnednn) on one GEMM thread and
+// times oneDNN's two GEMMs per shape on several, and "auto" times each GEMM
+// shape on every library that can run it in its first calls and keeps the
+// fastest (kernels where they run are the incumbent, see kTakeOverRatio),
+// and remembers the decisions on disk for later processes on the same CPU
+// (DiskCache). A library that
 // declines a GEMM leaves it to OpenBLAS. Uses GemmLibrary.cpp; Blas.cpp and
 // GemmPairs.cpp use it (BlasInternal.h).
 //
@@ -20,6 +22,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -116,11 +119,18 @@ void runOpenblas(const Operand &a, const Operand &b, int64_t m, int64_t n,
               c, int(cRowStride));
 }
 
-/// The libraries of "auto", in the order their calls alternate.
-enum Candidate { kOnednn, kOpenblas, kAvx512, kCandidates };
+/// The libraries of "auto", in the order their calls alternate: oneDNN's
+/// matmul primitive, OpenBLAS, gaccrt's kernels, oneDNN's dnnl_sgemm.
+enum Candidate { kOnednn, kOpenblas, kAvx512, kOnednnSgemm, kCandidates };
+
+/// Every candidate (a set of Candidate bits).
+constexpr unsigned kAllCandidates = (1u << kCandidates) - 1;
+/// oneDNN's two GEMMs: what "onednn" times per shape on several threads.
+constexpr unsigned kOnednnCandidates = 1u << kOnednn | 1u << kOnednnSgemm;
 
 const char *candidateName(int candidate) {
-  static const char *const names[] = {"onednn", "openblas", "avx512"};
+  static const char *const names[] = {"onednn", "openblas", "avx512",
+                                      "onednn-sgemm"};
   return names[candidate];
 }
 
@@ -134,6 +144,9 @@ bool runCandidate(int candidate, const Operand &a, const Operand &b, int64_t m,
   case kAvx512:
     return runThrough(avx512Sgemm, "avx512", a, b, m, n, k, alpha, beta, c,
                       cRowStride);
+  case kOnednnSgemm:
+    return runThrough(onednnBlasSgemm, "onednn-sgemm", a, b, m, n, k, alpha,
+                      beta, c, cRowStride);
   default:
     runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     return true;
@@ -144,14 +157,16 @@ bool runCandidate(int candidate, const Operand &a, const Operand &b, int64_t m,
 // "auto": per-shape tuning
 //===----------------------------------------------------------------------===//
 
-/// A GEMM as the libraries see it: sizes, transposes, leading dimensions
-/// and whether C is read (beta != 0, oneDNN's sum post-op).
+/// A GEMM as the libraries see it: the GEMM thread count, sizes,
+/// transposes, leading dimensions and whether C is read (beta != 0,
+/// oneDNN's sum post-op).
 struct GemmKey {
-  int64_t m, n, k, lda, ldb, ldc;
+  int64_t threads, m, n, k, lda, ldb, ldc;
   bool transA, transB, readsC;
   bool operator==(const GemmKey &other) const {
-    return m == other.m && n == other.n && k == other.k && lda == other.lda &&
-           ldb == other.ldb && ldc == other.ldc && transA == other.transA &&
+    return threads == other.threads && m == other.m && n == other.n &&
+           k == other.k && lda == other.lda && ldb == other.ldb &&
+           ldc == other.ldc && transA == other.transA &&
            transB == other.transB && readsC == other.readsC;
   }
 };
@@ -159,9 +174,10 @@ struct GemmKey {
 struct GemmKeyHash {
   size_t operator()(const GemmKey &key) const {
     size_t h = 0;
-    for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc,
-                      int64_t(key.transA) | int64_t(key.transB) << 1 |
-                          int64_t(key.readsC) << 2})
+    for (int64_t v :
+         {key.threads, key.m, key.n, key.k, key.lda, key.ldb, key.ldc,
+          int64_t(key.transA) | int64_t(key.transB) << 1 |
+              int64_t(key.readsC) << 2})
       h = h * 1000003u ^ std::hash<int64_t>()(v);
     return h;
   }
@@ -180,6 +196,13 @@ constexpr int kTimedCallsPerLibrary = 4;
 /// of the fastest timed calls) to take the shape over: near-ties keep the
 /// incumbent, so that the choice does not flip with a machine's noise.
 constexpr double kTakeOverRatio = 0.9;
+/// The same between oneDNN's two GEMMs on several threads: one library,
+/// one set of OpenMP threads, so a near-tie costs nothing either way, while
+/// the sgemm's 3-7 % edge on a Zen 5 VM's 8192x256x256 forward and
+/// backward-data GEMMs (2 threads, in isolation and in the 4x256 step) is
+/// worth taking: with 0.9 the tuned step took 38.5 ms (median of 6), with
+/// every GEMM on the sgemm 37.5.
+constexpr double kOnednnTakeOverRatio = 0.97;
 /// Smaller GEMMs (in multiply-adds) follow the rule: below about a
 /// microsecond, timing them is noise. The logits layer's GEMMs (10 outputs)
 /// are above it: at b = 32 OpenBLAS and oneDNN ran them at 36-65 GFLOP/s
@@ -188,6 +211,8 @@ constexpr double kTakeOverRatio = 0.9;
 constexpr int64_t kMinTunedMacs = int64_t(1) << 16;
 
 struct GemmTuning {
+  /// The libraries this shape may run on (1 << Candidate).
+  unsigned allowed = kAllCandidates;
   int calls = 0;
   /// The libraries timed for this shape (Candidate), in call order.
   int libraries[kCandidates] = {};
@@ -204,6 +229,9 @@ struct GemmTuning {
 /// Per thread, as oneDNN's primitives: no locking on the GEMM path.
 thread_local std::unordered_map<GemmKey, GemmTuning, GemmKeyHash> tunings;
 
+/// The shapes being timed, on every thread (gaccrt_gemm_shapes_being_timed).
+std::atomic<int> shapesBeingTimed{0};
+
 //===----------------------------------------------------------------------===//
 // The decisions of "auto" on disk
 //===----------------------------------------------------------------------===//
@@ -213,16 +241,17 @@ thread_local std::unordered_map<GemmKey, GemmTuning, GemmKeyHash> tunings;
 /// run the shape on the library decided from its first call, untimed. The
 /// file is GACCRT_GEMM_CACHE (a path; "off" or empty: no cache), else
 /// $XDG_CACHE_HOME/gacc/gemm-tuning.txt, else ~/.cache/gacc/gemm-tuning.txt.
-/// A line is "gacc-gemm-2 CPU M N K LDA LDB LDC TA TB READS_C LIBRARY"; CPU
-/// is the CPU's model name (/proc/cpuinfo) with the libraries this gaccrt
-/// can run, so that a file shared between machines (an NFS home) keeps
-/// each machine's decisions apart. Lines that do not parse, of other CPUs
+/// A line is "gacc-gemm-3 CPU THREADS M N K LDA LDB LDC TA TB READS_C
+/// LIBRARY"; CPU is the CPU's model name (/proc/cpuinfo) with the libraries
+/// this gaccrt can run, so that a file shared between machines (an NFS home)
+/// keeps each machine's decisions apart. Lines that do not parse, of other CPUs
 /// or naming a library this process cannot run are ignored; the last line
 /// of a shape wins. Failing to read or write the file only loses the cache.
-/// The tag's number changes when gaccrt's kernels do (2: B packed), so that
-/// a newer gaccrt times its shapes afresh rather than follow decisions
-/// measured against older kernels.
-constexpr const char *kCacheTag = "gacc-gemm-2";
+/// The tag's number changes when gaccrt's kernels or the candidates do (2: B
+/// packed; 3: oneDNN's sgemm a candidate, the thread count in the key), so
+/// that a newer gaccrt times its shapes afresh rather than follow decisions
+/// measured against older kernels or fewer libraries.
+constexpr const char *kCacheTag = "gacc-gemm-3";
 
 std::string cachePath() {
   if (const char *env = std::getenv("GACCRT_GEMM_CACHE")) {
@@ -312,8 +341,9 @@ DiskCache &diskCache() {
       std::string tag, cpu, library;
       GemmKey key{};
       int transA = 0, transB = 0, readsC = 0;
-      if (!(words >> tag >> cpu >> key.m >> key.n >> key.k >> key.lda >>
-            key.ldb >> key.ldc >> transA >> transB >> readsC >> library) ||
+      if (!(words >> tag >> cpu >> key.threads >> key.m >> key.n >> key.k >>
+            key.lda >> key.ldb >> key.ldc >> transA >> transB >> readsC >>
+            library) ||
           tag != kCacheTag || cpu != c->cpu)
         continue;
       key.transA = transA;
@@ -351,8 +381,8 @@ void recordDecision(const GemmKey &key, int candidate) {
     return;
   std::string line = std::string(kCacheTag) + " " + cache.cpu;
   for (int64_t v :
-       {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, int64_t(key.transA),
-        int64_t(key.transB), int64_t(key.readsC)})
+       {key.threads, key.m, key.n, key.k, key.lda, key.ldb, key.ldc,
+        int64_t(key.transA), int64_t(key.transB), int64_t(key.readsC)})
     line += " " + std::to_string(v);
   line += std::string(" ") + candidateName(candidate) + "\n";
   appendToCache(cache, line);
@@ -376,28 +406,32 @@ double fastest(const double *values, int count) {
 }
 
 /// The fastest of the `count` libraries (Candidate) with the fastest calls
-/// `best` (indexed by Candidate), unless it is not kTakeOverRatio faster
+/// `best` (indexed by Candidate), unless it is not `takeOverRatio` faster
 /// than `incumbent`.
 int chooseLibrary(const double *best, const int *libraries, int count,
-                  int incumbent) {
+                  int incumbent, double takeOverRatio = kTakeOverRatio) {
   int winner = incumbent;
   for (int i = 0; i < count; ++i)
     if (best[libraries[i]] < best[winner])
       winner = libraries[i];
-  if (winner != incumbent && !(best[winner] < kTakeOverRatio * best[incumbent]))
+  if (winner != incumbent && !(best[winner] < takeOverRatio * best[incumbent]))
     winner = incumbent;
   return winner;
 }
 
 /// Decides `tuning` from its timed calls (see pendingDecision): the fastest
-/// library, unless it is not kTakeOverRatio faster than `incumbent`.
+/// library, unless it is not kTakeOverRatio (kOnednnTakeOverRatio between
+/// oneDNN's two GEMMs alone) faster than `incumbent`.
 void decide(GemmTuning &tuning, int incumbent) {
   double best[kCandidates] = {};
   for (int i = 0; i < tuning.count; ++i) {
     int library = tuning.libraries[i];
     best[library] = fastest(tuning.us[library], tuning.timed[library]);
   }
-  int winner = chooseLibrary(best, tuning.libraries, tuning.count, incumbent);
+  bool onednnAlone = (tuning.allowed & ~kOnednnCandidates) == 0;
+  int winner =
+      chooseLibrary(best, tuning.libraries, tuning.count, incumbent,
+                    onednnAlone ? kOnednnTakeOverRatio : kTakeOverRatio);
   tuning.decided = true;
   tuning.chosen = winner;
   if (!traceEnabled())
@@ -412,23 +446,42 @@ void decide(GemmTuning &tuning, int incumbent) {
                      candidateName(winner) + "\"";
 }
 
-/// Starts (or restarts) tuning a shape with the libraries that can run,
-/// less those in the bit set `dropped` (1 << Candidate).
-void startTuning(GemmTuning &tuning, unsigned dropped) {
+/// Starts (or restarts) tuning a shape with the libraries in the bit set
+/// `allowed` (1 << Candidate) that can run, less those in `dropped`. With
+/// one library left it is decided; with none, OpenBLAS.
+void startTuning(GemmTuning &tuning, unsigned allowed, unsigned dropped) {
   tuning = GemmTuning();
+  tuning.allowed = allowed;
   tuning.dropped = dropped;
-  bool available[kCandidates] = {onednnAvailable(), true, avx512Available()};
+  bool available[kCandidates] = {onednnAvailable(), true, avx512Available(),
+                                 onednnBlasAvailable()};
   for (int library = 0; library < kCandidates; ++library)
-    if (available[library] && !(dropped & (1u << library)))
+    if (available[library] && (allowed & (1u << library)) &&
+        !(dropped & (1u << library)))
       tuning.libraries[tuning.count++] = library;
-  if (tuning.count == 1) {
+  if (tuning.count <= 1) {
     tuning.decided = true;
-    tuning.chosen = kOpenblas;
+    tuning.chosen = tuning.count ? tuning.libraries[0] : int(kOpenblas);
   }
 }
 
-/// "auto": with n libraries (oneDNN where it loads, OpenBLAS, the AVX-512
-/// kernels on an AVX-512 CPU, in that order), the shape's first
+/// Whether `tuning` times `candidate`.
+bool times(const GemmTuning &tuning, int candidate) {
+  return std::find(tuning.libraries, tuning.libraries + tuning.count,
+                   candidate) != tuning.libraries + tuning.count;
+}
+
+/// Counts `tuning` in shapesBeingTimed while it is undecided: call with its
+/// state before a change (a new shape counts as decided) and after.
+void countTiming(bool decidedBefore, const GemmTuning &tuning) {
+  if (decidedBefore != tuning.decided)
+    shapesBeingTimed.fetch_add(tuning.decided ? -1 : 1,
+                               std::memory_order_relaxed);
+}
+
+/// "auto": with n libraries (oneDNN's matmul where it loads, OpenBLAS, the
+/// AVX-512 kernels on an AVX-512 CPU, oneDNN's sgemm, in that order, those
+/// of `allowed`), the shape's first
 /// n * kWarmupCallsPerLibrary calls cycle through them untimed and the next
 /// n * kTimedCallsPerLibrary are timed, round t starting at library t mod n
 /// (with two: ABBAABBA; no library always gets the same position in a step
@@ -438,20 +491,20 @@ void startTuning(GemmTuning &tuning, unsigned dropped) {
 /// brgemm for the layout) is dropped and tuning restarts without it.
 void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
                 int64_t k, float alpha, float beta, float *c,
-                int64_t cRowStride) {
-  GemmKey key{
-      m,           n, k, a.ld, b.ld, cRowStride, a.transposed, b.transposed,
-      beta != 0.0f};
+                int64_t cRowStride, unsigned allowed) {
+  GemmKey key{gemmThreads(), m,           n,          k,
+              a.ld,          b.ld,        cRowStride, a.transposed,
+              b.transposed,  beta != 0.0f};
   auto [entry, inserted] = tunings.try_emplace(key);
   GemmTuning &tuning = entry->second;
+  bool decidedBefore = inserted || tuning.decided;
   if (inserted) {
-    startTuning(tuning, /*dropped=*/0);
+    startTuning(tuning, allowed, /*dropped=*/0);
     // Decided by an earlier process on this CPU, for a library that runs.
     const DiskCache &cache = diskCache();
     auto cached = cache.choices.find(key);
     if (!tuning.decided && cached != cache.choices.end() &&
-        std::find(tuning.libraries, tuning.libraries + tuning.count,
-                  cached->second) != tuning.libraries + tuning.count) {
+        times(tuning, cached->second)) {
       tuning.decided = true;
       tuning.chosen = cached->second;
       if (traceEnabled())
@@ -460,17 +513,21 @@ void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
     }
   }
   if (tuning.decided) {
+    countTiming(decidedBefore, tuning);
     if (!runCandidate(tuning.chosen, a, b, m, n, k, alpha, beta, c, cRowStride))
       runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
+  countTiming(decidedBefore, tuning);
+  decidedBefore = false;
   int count = tuning.count;
   int call = tuning.calls++;
   if (call < count * kWarmupCallsPerLibrary) {
     int library = tuning.libraries[call % count];
     if (!runCandidate(library, a, b, m, n, k, alpha, beta, c, cRowStride)) {
       // No kernel for this layout: tune without the library.
-      startTuning(tuning, tuning.dropped | 1u << library);
+      startTuning(tuning, tuning.allowed, tuning.dropped | 1u << library);
+      countTiming(decidedBefore, tuning);
       runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     }
     return;
@@ -491,11 +548,16 @@ void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
     // (the shape rule's oneDNN kept a 32x512x512 forward GEMM whose
     // kernels' fastest call was 8 % faster; in the rest of the step it then
     // ran at 139 GFLOP/s against 182 for the kernels); else the rule's
-    // library.
-    bool kernels = std::find(tuning.libraries, tuning.libraries + tuning.count,
-                             int(kAvx512)) != tuning.libraries + tuning.count;
-    bool ruleOnednn = prefersOnednn(a, n, k) && tuning.libraries[0] == kOnednn;
-    decide(tuning, kernels ? kAvx512 : ruleOnednn ? kOnednn : kOpenblas);
+    // library (oneDNN's matmul on several threads, what ran there before its
+    // sgemm was timed), else the first timed.
+    int incumbent = times(tuning, kAvx512) ? int(kAvx512)
+                    : times(tuning, kOnednn) &&
+                            (prefersOnednn(a, n, k) || gemmThreads() != 1)
+                        ? int(kOnednn)
+                    : times(tuning, kOpenblas) ? int(kOpenblas)
+                                               : tuning.libraries[0];
+    decide(tuning, incumbent);
+    countTiming(decidedBefore, tuning);
     recordDecision(key, tuning.chosen);
   }
 }
@@ -515,9 +577,26 @@ void gaccrt::rowMajorSgemm(const Operand &a, const Operand &b, int64_t m,
   // 2 threads it ran the 4x256, B = 8192, m = 1 and 2 steps at 46-48 ms
   // against 55-56 on the kernels or OpenBLAS. The AVX-512 kernels split
   // their GEMMs over gaccrt's own workers (GemmThreads.cpp).
+  //
+  // There oneDNN's two GEMMs, its matmul primitive and its sgemm, are timed
+  // per shape as "auto" times the libraries on one thread (both run on
+  // oneDNN's OpenMP threads): on 2 threads of a Zen 5 VM the sgemm took the
+  // 256x256x8192 weight gradients (3.1 against 3.6 ms) and the matmul kept
+  // the 8192x256x10 backward-data GEMM (0.36 against 0.6 ms); the 4x256,
+  // B = 8192, m = 1 step went from 41 to 37-38 ms.
   Library chosen = library();
   if (chosen == Library::Onednn && gemmThreads() != 1) {
+    if (m * n * k >= kMinTunedMacs) {
+      tunedSgemm(a, b, m, n, k, alpha, beta, c, cRowStride, kOnednnCandidates);
+      return;
+    }
     if (!runOnednn(a, b, m, n, k, alpha, beta, c, cRowStride))
+      runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
+    return;
+  }
+  if (chosen == Library::OnednnSgemm) {
+    if (!runThrough(onednnBlasSgemm, "onednn-sgemm", a, b, m, n, k, alpha, beta,
+                    c, cRowStride))
       runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     return;
   }
@@ -546,7 +625,7 @@ void gaccrt::rowMajorSgemm(const Operand &a, const Operand &b, int64_t m,
     return;
   }
   if (chosen == Library::Auto && m * n * k >= kMinTunedMacs) {
-    tunedSgemm(a, b, m, n, k, alpha, beta, c, cRowStride);
+    tunedSgemm(a, b, m, n, k, alpha, beta, c, cRowStride, kAllCandidates);
     return;
   }
   if (prefersOnednn(a, n, k) &&
@@ -567,8 +646,8 @@ bool gaccrt::runsOnKernels(const Operand &a, const Operand &b, int64_t m,
     return true;
   if (m * n * k < kMinTunedMacs)
     return false;
-  auto it = tunings.find(GemmKey{m, n, k, a.ld, b.ld, cRowStride, a.transposed,
-                                 b.transposed, beta != 0.0f});
+  auto it = tunings.find(GemmKey{1, m, n, k, a.ld, b.ld, cRowStride,
+                                 a.transposed, b.transposed, beta != 0.0f});
   return it != tunings.end() && it->second.decided &&
          it->second.chosen == kAvx512;
 }
@@ -616,6 +695,10 @@ const char *gaccrt_gemm_use_step(const char *step_key) {
       gaccrt_set_gemm_step_choice(it->second.c_str()) != 0)
     return nullptr;
   return stepChoice(it->second.c_str());
+}
+
+int32_t gaccrt_gemm_shapes_being_timed(void) {
+  return shapesBeingTimed.load(std::memory_order_relaxed);
 }
 
 int32_t gaccrt_gemm_cache_enabled(void) {

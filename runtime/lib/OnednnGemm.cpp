@@ -1,10 +1,15 @@
 //===- OnednnGemm.cpp - gaccrt_sgemm through oneDNN's matmul --------------===//
 //
-// The oneDNN path of gaccrt_sgemm. oneDNN's matmul primitive (its brgemm
+// The oneDNN paths of gaccrt_sgemm. oneDNN's matmul primitive (its brgemm
 // kernels on AVX2/AVX-512 CPUs) is faster than OpenBLAS for the skinny
 // forward and backward-data GEMMs of a micro-batch (b x 1024 x 1024 at
 // b = 64: about 1.2x in the training step, bench/README.md), because it does
 // not re-pack the whole weight matrix the way OpenBLAS does in every call.
+// oneDNN's BLAS-like dnnl_sgemm (its own packing GEMM, not brgemm) is the
+// faster of the two for other shapes (on 2 threads of a Zen 5 VM the
+// 256x256x8192 weight gradient took 3.1 ms against the matmul's 3.6 ms, the
+// 8192x256x10 backward-data GEMM 0.6 ms against 0.36), so the two are
+// separate candidates of the per-shape timing (GemmTuning.cpp).
 //
 // libdnnl.so.2 (oneDNN 2.x, Debian's libdnnl2) is loaded with dlopen at the
 // first GEMM, through its C API: nothing that links gaccrt needs oneDNN to
@@ -64,6 +69,8 @@ struct Api {
 #undef GACCRT_DNNL_MEMBER
   /// OpenMP's, from libdnnl's libgomp: sets the GEMM thread count.
   void (*ompSetNumThreads)(int) = nullptr;
+  /// oneDNN's BLAS-like sgemm (row-major); null when missing.
+  decltype(&::dnnl_sgemm) sgemm = nullptr;
   dnnl_engine_t engine = nullptr;
 };
 
@@ -88,6 +95,8 @@ const Api *api() {
 #undef GACCRT_DNNL_RESOLVE
     instance.ompSetNumThreads =
         reinterpret_cast<void (*)(int)>(dlsym(handle, "omp_set_num_threads"));
+    instance.sgemm =
+        reinterpret_cast<decltype(&::dnnl_sgemm)>(dlsym(handle, "dnnl_sgemm"));
     if (!complete || instance.dnnl_engine_create(&instance.engine, dnnl_cpu,
                                                  0) != dnnl_success)
       return nullptr;
@@ -133,6 +142,17 @@ struct ThreadState {
 ThreadState &threadState() {
   thread_local ThreadState state;
   return state;
+}
+
+/// Gives oneDNN's OpenMP threads of the calling thread the GEMM thread
+/// count: one knob for every library, OpenBLAS's (which reads
+/// OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS, then the core count).
+void followGemmThreads(const Api &dnnl, ThreadState &state) {
+  if (int threads = gemmThreads(); state.threads != threads) {
+    if (dnnl.ompSetNumThreads)
+      dnnl.ompSetNumThreads(threads);
+    state.threads = threads;
+  }
 }
 
 Entry makeEntry(const Api &dnnl, const GemmArgs &args) {
@@ -217,13 +237,7 @@ bool gaccrt::onednnSgemm(const GemmArgs &args) {
     state.stream = nullptr;
     return false;
   }
-  if (int threads = gemmThreads(); state.threads != threads) {
-    // One knob for both libraries: OpenBLAS's thread count (which reads
-    // OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS, then the core count).
-    if (dnnl->ompSetNumThreads)
-      dnnl->ompSetNumThreads(threads);
-    state.threads = threads;
-  }
+  followGemmThreads(*dnnl, state);
   Key key{{args.m, args.n, args.k, args.aRowStride, args.aColStride,
            args.bRowStride, args.bColStride, args.cRowStride, args.cColStride,
            0, 0}};
@@ -250,12 +264,37 @@ bool gaccrt::onednnSgemm(const GemmArgs &args) {
   return dnnl->dnnl_stream_wait(state.stream) == dnnl_success;
 }
 
+bool gaccrt::onednnBlasSgemm(const GemmArgs &args) {
+  const Api *dnnl = api();
+  if (!dnnl || !dnnl->sgemm || args.cColStride != 1)
+    return false;
+  // Each operand row-major or transposed (one of its strides 1).
+  bool transA = args.aColStride != 1, transB = args.bColStride != 1;
+  if ((transA && args.aRowStride != 1) || (transB && args.bRowStride != 1))
+    return false;
+  followGemmThreads(*dnnl, threadState());
+  return dnnl->sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', args.m, args.n,
+                     args.k, args.alpha, args.a,
+                     transA ? args.aColStride : args.aRowStride, args.b,
+                     transB ? args.bColStride : args.bRowStride, args.beta,
+                     args.c, args.cRowStride) == dnnl_success;
+}
+
 bool gaccrt::onednnAvailable() { return api() != nullptr; }
+
+bool gaccrt::onednnBlasAvailable() {
+  const Api *dnnl = api();
+  return dnnl && dnnl->sgemm;
+}
 
 #else
 
 bool gaccrt::onednnSgemm(const GemmArgs &) { return false; }
 
+bool gaccrt::onednnBlasSgemm(const GemmArgs &) { return false; }
+
 bool gaccrt::onednnAvailable() { return false; }
+
+bool gaccrt::onednnBlasAvailable() { return false; }
 
 #endif

@@ -217,13 +217,13 @@ private:
 };
 
 /// The GEMM libraries this gaccrt has, in the order "auto" times them:
-/// "onednn" when built with it and libdnnl.so.2 loads, "openblas", and
-/// "avx512" on a CPU with AVX-512F. Each test that uses it restores the
-/// default choice.
+/// "onednn" when built with it and libdnnl.so.2 loads, "openblas",
+/// "avx512" on a CPU with AVX-512F, and "onednn-sgemm" with oneDNN. Each
+/// test that uses it restores the default choice.
 std::vector<std::string> libraries() {
   std::vector<std::string> names;
   std::string initial = gaccrt_gemm_library();
-  for (const char *name : {"onednn", "openblas", "avx512"})
+  for (const char *name : {"onednn", "openblas", "avx512", "onednn-sgemm"})
     if (gaccrt_set_gemm_library(name) == 0)
       names.push_back(name);
   EXPECT_EQ(gaccrt_set_gemm_library(initial.c_str()), 0);
@@ -297,13 +297,16 @@ TEST(Sgemm, LibraryChoice) {
     // shape rule: the forward / backward-data shape goes to oneDNN where it
     // has its brgemm kernels (AVX-512); the weight-gradient shape (op(A) =
     // A^T) with a small inner size and a narrow C stay with OpenBLAS. On
-    // several threads every GEMM goes to oneDNN where it has the kernels.
+    // several threads every GEMM goes to oneDNN, its matmul where it has
+    // the kernels (or its sgemm, for a shape timed on both).
     bool rule = gaccrt_internal_gemm_threads() == 1;
     // Where oneDNN is preferred, the library the last GEMM must have used.
-    auto expectPreferredRan = [] {
+    auto expectPreferredRan = [&] {
+      std::string ran = gaccrt_internal_last_gemm_library();
+      if (!rule && ran == "onednn-sgemm")
+        return;
       if (std::optional<bool> runs = onednnRuns()) {
-        EXPECT_STREQ(gaccrt_internal_last_gemm_library(),
-                     *runs ? "onednn" : "openblas");
+        EXPECT_EQ(ran, *runs ? "onednn" : "openblas");
       }
     };
     auto expectRuleOpenblas = [&] {
@@ -335,9 +338,20 @@ TEST(Sgemm, LibraryChoice) {
   gaccrt_set_gemm_library(initial.c_str());
 }
 
-/// The libraries "auto" times with one GEMM thread, as letters (o: oneDNN,
-/// b: OpenBLAS, a: the AVX-512 kernels) in its order, or nothing when
-/// unknown (oneDNN's ISA limit).
+/// The calls after which a timed shape has its library: 2 warm-up and 4
+/// timed calls on each of at most 4 libraries.
+constexpr int kTuningCalls = 24;
+
+/// Whether library `name` on `threads` GEMM threads times each GEMM shape
+/// in its first calls ("auto" on one thread, "onednn" on several), which
+/// then cycle through libraries that round differently.
+bool timesShapes(const std::string &name, int threads) {
+  return (name == "auto" && threads == 1) || (name == "onednn" && threads > 1);
+}
+
+/// The libraries "auto" times with one GEMM thread, as letters (o: oneDNN's
+/// matmul, b: OpenBLAS, a: the AVX-512 kernels, s: oneDNN's sgemm) in its
+/// order, or nothing when unknown (oneDNN's ISA limit).
 std::optional<std::string> autoLibraries() {
   std::string letters;
   for (const std::string &library : libraries()) {
@@ -348,7 +362,7 @@ std::optional<std::string> autoLibraries() {
       if (*runs)
         letters += 'o';
     } else {
-      letters += library == "openblas" ? 'b' : 'a';
+      letters += library == "openblas" ? 'b' : library == "avx512" ? 'a' : 's';
     }
   }
   return letters;
@@ -400,24 +414,28 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
     ASSERT_TRUE(scope.took(1));
     std::optional<std::string> timed = isAuto ? autoLibraries() : "b";
     // 2 untimed warm-up calls each, cycling, then 4 timed calls each in
-    // rounds, round t starting at library t mod n.
+    // rounds, round t starting at library t mod n. Without brgemm oneDNN's
+    // matmul declines the first call (OpenBLAS runs it) and the tuning
+    // starts again without it.
     std::string order;
-    if (timed == "oba")
-      order = "obaoba"
-              "obabaoaoboba";
-    else if (timed == "ob")
-      order = "obob"
-              "obboobbo";
-    else if (timed == "ba")
-      order = "baba"
-              "baabbaab";
+    if (timed == "obas")
+      order = "obasobas"
+              "obasbasoasobsoba";
+    else if (timed == "bas")
+      order = "b"
+              "basbas"
+              "basasbsbabas";
+    else if (timed == "bs")
+      order = "b"
+              "bsbs"
+              "bssbbssb";
     else if (timed != "b")
       timed = std::nullopt; // a combination this test does not spell out
     for (auto [test, m, n, k] : {std::tuple(forward, 128, 128, 64),
                                  std::tuple(weightGradient, 128, 96, 96)}) {
       SCOPED_TRACE(describe(test));
       std::vector<std::string> ran;
-      for (int call = 0; call < 22; ++call) {
+      for (int call = 0; call < 28; ++call) {
         runCase(test, m, n, k); // every call's result is checked
         ran.push_back(gaccrt_internal_last_gemm_library());
       }
@@ -434,7 +452,8 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
       for (size_t call = 0; call < decided; ++call)
         EXPECT_EQ(ran[call], order[call] == 'o'   ? "onednn"
                              : order[call] == 'b' ? "openblas"
-                                                  : "avx512")
+                             : order[call] == 'a' ? "avx512"
+                                                  : "onednn-sgemm")
             << "call " << call;
       for (size_t call = decided + 1; call < ran.size(); ++call)
         EXPECT_EQ(ran[call], ran[decided]) << "call " << call;
@@ -462,6 +481,61 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
         EXPECT_STREQ(gaccrt_internal_last_gemm_library(), expected)
             << describe(test) << " " << m << "x" << n << "x" << k;
       }
+  }
+  gaccrt_set_gemm_library(initial.c_str());
+}
+
+// "onednn" on several GEMM threads: every GEMM on oneDNN, each shape of at
+// least 2^16 multiply-adds timed on oneDNN's matmul and its sgemm in its
+// first calls (2 warm-up and 4 timed calls each, as "auto" times the
+// libraries on one thread) and then kept on one of them; while it is timed
+// gaccrt_gemm_shapes_being_timed counts it.
+TEST(Sgemm, OnednnOnSeveralThreadsTimesItsTwoGemmsPerShape) {
+  std::string initial = gaccrt_gemm_library();
+  if (gaccrt_set_gemm_library("onednn") != 0)
+    GTEST_SKIP() << "no oneDNN";
+  std::optional<bool> brgemm = onednnRuns();
+  if (!brgemm) {
+    gaccrt_set_gemm_library(initial.c_str());
+    GTEST_SKIP() << "oneDNN's ISA is limited";
+  }
+  {
+    GemmThreads scope(2);
+    ASSERT_TRUE(scope.took(2));
+    // Sizes no other test uses: the tuning state is per thread and process.
+    Case forward{false,
+                 false,
+                 0.0f,
+                 Layout::Contiguous,
+                 Layout::Contiguous,
+                 Layout::Contiguous};
+    int32_t before = gaccrt_gemm_shapes_being_timed();
+    std::vector<std::string> ran;
+    std::vector<int32_t> timing;
+    for (int call = 0; call < 16; ++call) {
+      runCase(forward, 96, 136, 72); // every call's result is checked
+      ran.push_back(gaccrt_internal_last_gemm_library());
+      timing.push_back(gaccrt_gemm_shapes_being_timed() - before);
+    }
+    // o: the matmul, s: the sgemm. Without brgemm the matmul declines its
+    // first call (OpenBLAS runs it) and the sgemm is left, decided at once.
+    std::string order = *brgemm ? "osos"
+                                  "ossoosso"
+                                : "b";
+    for (size_t call = 0; call < order.size(); ++call) {
+      EXPECT_EQ(ran[call], order[call] == 'o'   ? "onednn"
+                           : order[call] == 's' ? "onednn-sgemm"
+                                                : "openblas")
+          << "call " << call;
+      EXPECT_EQ(timing[call], call + 1 < order.size() ? 1 : 0)
+          << "call " << call;
+    }
+    for (size_t call = order.size() + 1; call < ran.size(); ++call) {
+      EXPECT_EQ(ran[call], ran[order.size()]) << "call " << call;
+      EXPECT_EQ(timing[call], 0) << "call " << call;
+    }
+    EXPECT_TRUE(ran.back() == "onednn" || ran.back() == "onednn-sgemm")
+        << ran.back();
   }
   gaccrt_set_gemm_library(initial.c_str());
 }
@@ -624,9 +698,11 @@ TEST(Sgemm, PairIsOneGemmOverBothInnerRangesOrTwoCalls) {
               bool onKernels =
                   name == "avx512" || (name == "auto" && threads > 1);
               // "auto" on one thread times each shape in its first calls
-              // and pairs only once both chose the kernels.
-              bool tuned = name == "auto" && threads == 1;
-              for (int round = 0; round < (tuned ? 20 : 1); ++round) {
+              // and pairs only once both chose the kernels ("onednn" on
+              // several threads times its two GEMMs).
+              bool tuned = timesShapes(name, threads);
+              for (int round = 0; round < (tuned ? kTuningCalls + 1 : 1);
+                   ++round) {
                 View paired = c;
                 sgemmPair(true, false, 0.75f, beta, a1, b1, a2, b2, paired);
                 bool pairedPass = gaccrt_internal_last_gemm_paired() != 0;
@@ -638,7 +714,7 @@ TEST(Sgemm, PairIsOneGemmOverBothInnerRangesOrTwoCalls) {
                 }
                 // (While "auto" times a shape, its calls cycle through the
                 // libraries, which round differently.)
-                if (tuned && round != 19)
+                if (tuned && round != kTuningCalls)
                   continue;
                 View expected = c;
                 if (pairedPass) {
@@ -711,8 +787,8 @@ TEST(Sgemm, QuadIsOneGemmOverFourInnerRangesOrTwoPairs) {
           bool quadLayout =
               m > inner && inner <= std::clamp(128 * 1024 / n, 16, 512);
           bool onKernels = name == "avx512" || (name == "auto" && threads > 1);
-          bool tuned = name == "auto" && threads == 1;
-          for (int round = 0; round < (tuned ? 20 : 1); ++round) {
+          bool tuned = timesShapes(name, threads);
+          for (int round = 0; round < (tuned ? kTuningCalls + 1 : 1); ++round) {
             View out = c;
             sgemmQuad(0.75f, beta, a, b, out);
             bool onePass = gaccrt_internal_last_gemm_paired() != 0;
@@ -721,7 +797,7 @@ TEST(Sgemm, QuadIsOneGemmOverFourInnerRangesOrTwoPairs) {
             } else if (!quadLayout) {
               EXPECT_FALSE(onePass) << what;
             }
-            if (tuned && round != 19)
+            if (tuned && round != kTuningCalls)
               continue;
             View expected = c;
             if (onePass) {
@@ -791,8 +867,8 @@ TEST(Sgemm, RowsPairHasTheBitsOfTwoCalls) {
           View c1 = makeView(m, n, Layout::Contiguous, rng);
           View c2 = makeView(m, n, Layout::Contiguous, rng);
           bool onKernels = name == "avx512" || (name == "auto" && threads > 1);
-          bool tuned = name == "auto" && threads == 1;
-          for (int round = 0; round < (tuned ? 20 : 1); ++round) {
+          bool tuned = timesShapes(name, threads);
+          for (int round = 0; round < (tuned ? kTuningCalls + 1 : 1); ++round) {
             View out1 = c1, out2 = c2;
             sgemmRowsPair(false, tb, 0.75f, beta, a1, b, out1, a2, out2);
             bool fused = gaccrt_internal_last_gemm_paired() != 0;
@@ -801,7 +877,7 @@ TEST(Sgemm, RowsPairHasTheBitsOfTwoCalls) {
             } else if (!fusable) {
               EXPECT_FALSE(fused) << what;
             }
-            if (tuned && round != 19)
+            if (tuned && round != kTuningCalls)
               continue;
             View expected1 = c1, expected2 = c2;
             sgemm(false, tb, 0.75f, beta, a1, b, expected1);
@@ -883,6 +959,12 @@ TEST(Sgemm, StackedOperandsAreOneGemm) {
                     m, n, out.stride0, out.stride1);
             };
             for (int count : {2, 4}) {
+              // A timed shape's first calls cycle through libraries.
+              for (int warm = 0;
+                   timesShapes(name, threads) && warm < kTuningCalls; ++warm) {
+                View scratch = c;
+                call(count, scratch);
+              }
               View out = c;
               call(count, out);
               bool onePass = gaccrt_internal_last_gemm_paired() != 0;
@@ -910,14 +992,24 @@ TEST(Sgemm, StackedOperandsAreOneGemm) {
             View x1 = rowsOf(x, 0, k), x2 = rowsOf(x, k + gap, k);
             View y1 = rowsOf(y, 0, k), y2 = rowsOf(y, k + gap, k);
             View out = y;
-            float *xData = x.storage.data(), *outData = out.storage.data();
-            gaccrt_sgemm_rows_pair(
-                0, 0, 0.75f, beta, xData, xData, x1.offset, k, n, x1.stride0,
-                x1.stride1, w.storage.data(), w.storage.data(), w.offset,
-                w.size0, w.size1, w.stride0, w.stride1, outData, outData,
-                y1.offset, k, m, y1.stride0, y1.stride1, xData, xData,
-                x2.offset, k, n, x2.stride0, x2.stride1, outData, outData,
-                y2.offset, k, m, y2.stride0, y2.stride1);
+            float *xData = x.storage.data();
+            auto rowsPair = [&](View &into) {
+              float *outData = into.storage.data();
+              gaccrt_sgemm_rows_pair(
+                  0, 0, 0.75f, beta, xData, xData, x1.offset, k, n, x1.stride0,
+                  x1.stride1, w.storage.data(), w.storage.data(), w.offset,
+                  w.size0, w.size1, w.stride0, w.stride1, outData, outData,
+                  y1.offset, k, m, y1.stride0, y1.stride1, xData, xData,
+                  x2.offset, k, n, x2.stride0, x2.stride1, outData, outData,
+                  y2.offset, k, m, y2.stride0, y2.stride1);
+            };
+            // A timed shape's first calls cycle through libraries.
+            for (int warm = 0;
+                 timesShapes(name, threads) && warm < kTuningCalls; ++warm) {
+              View scratch = y;
+              rowsPair(scratch);
+            }
+            rowsPair(out);
             bool onePass = gaccrt_internal_last_gemm_paired() != 0;
             if (gap) {
               if (name != "avx512") {

@@ -178,6 +178,11 @@ GACCRT_API int32_t gaccrt_gemm_record_step(const char *step_key,
  *  "off" or empty and the CPU model is known), else 0: whether
  *  gaccrt_gemm_record_step can keep a choice for later processes. */
 GACCRT_API int32_t gaccrt_gemm_cache_enabled(void);
+/** The GEMM shapes whose library is being timed in their first calls, on
+ *  every thread ("auto" on one GEMM thread, "onednn" on several): 0 once
+ *  every shape called so far runs on its chosen library. A caller that
+ *  times whole steps (gacc-run --tune-gemm) warms up until it is 0. */
+GACCRT_API int32_t gaccrt_gemm_shapes_being_timed(void);
 /** Broadcasts `bytes` bytes at `data` from rank `root` to every rank. */
 GACCRT_API void gaccrt_broadcast(void *data, int64_t bytes, int root);
 /** Collective timeout in seconds (0, the default: wait forever). With a
@@ -412,7 +417,8 @@ GACCRT_API void gaccrt_sgemm_rows_pair(
  *  the fastest; the AVX-512 kernels keep it unless another library is 10 %
  *  faster), "onednn" (a fixed rule
  *  per shape: oneDNN's matmul where it was measured faster, OpenBLAS
- *  elsewhere), "avx512" (gaccrt's own register-blocked AVX-512 kernels for
+ *  elsewhere), "onednn-sgemm" (oneDNN's BLAS-like dnnl_sgemm for every
+ *  GEMM), "avx512" (gaccrt's own register-blocked AVX-512 kernels for
  *  every GEMM) or "openblas". oneDNN needs gaccrt built with oneDNN's
  *  header and libdnnl.so.2 at run time; the AVX-512 kernels a CPU with
  *  AVX-512F. The environment variable GACCRT_GEMM sets the initial choice
@@ -421,14 +427,16 @@ GACCRT_API void gaccrt_sgemm_rows_pair(
  *  ("auto" is "openblas" when OpenBLAS is the only one). GEMMs use
  *  OpenBLAS's thread count (OPENBLAS_NUM_THREADS, then OMP_NUM_THREADS,
  *  then the number of cores); with more than one thread "onednn" runs
- *  every GEMM on oneDNN (that many OpenMP threads) where it has a kernel,
+ *  every GEMM on oneDNN (that many OpenMP threads), each shape of at least
+ *  2^16 multiply-adds on its matmul or its sgemm as timed in its first
+ *  calls, the smaller ones on its matmul where it has a kernel,
  *  "auto" every GEMM on the AVX-512 kernels where they can run, untimed
  *  (unless gaccrt_gemm_use_step), and the kernels split each large GEMM
  *  across that many threads of their own. */
 GACCRT_API int32_t gaccrt_set_gemm_library(const char *name);
-/** The library chosen for gaccrt_sgemm: "auto", "onednn", "avx512" or
- *  "openblas". Under "auto" and "onednn", GEMMs that oneDNN has no brgemm
- *  kernel for (no AVX-512) go to OpenBLAS. */
+/** The library chosen for gaccrt_sgemm: "auto", "onednn", "onednn-sgemm",
+ *  "avx512" or "openblas". Under "auto" and "onednn", GEMMs that oneDNN's
+ *  matmul has no brgemm kernel for (no AVX-512) go to another library. */
 GACCRT_API const char *gaccrt_gemm_library(void);
 
 /*===--- Parallel loops ---------------------------------------------------===*/

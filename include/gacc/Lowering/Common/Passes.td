@@ -229,8 +229,8 @@ def MatmulToBlasPass : Pass<"gacc-matmul-to-blas", "ModuleOp"> {
   let summary = "Turn f32 linalg.matmul on buffers into gaccrt_sgemm calls";
   let description = [{
     Runs after bufferization. Each `linalg.matmul` on f32 memrefs becomes a
-    call to the runtime's `gaccrt_sgemm` (which runs oneDNN's matmul,
-    gaccrt's AVX-512 kernels or OpenBLAS's `cblas_sgemm`, see
+    call to the runtime's `gaccrt_sgemm` (which runs oneDNN's matmul or
+    sgemm, gaccrt's AVX-512 kernels or OpenBLAS's `cblas_sgemm`, see
     `gaccrt_set_gemm_library`): with
     beta = 0 when the op directly follows a zero `linalg.fill` of its output
     (the first region initializing an accumulator; the fill is dropped) or a
