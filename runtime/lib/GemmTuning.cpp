@@ -300,13 +300,14 @@ struct DiskCache {
   std::mutex appendMutex;
 };
 
-/// A line "gacc-gemm-step-2 CPU THREADS STEP LIBRARY": the library every GEMM
+/// A line "gacc-gemm-step-3 CPU THREADS STEP LIBRARY": the library every GEMM
 /// of the step STEP (a key of its compiler's choosing, gacc-run's hash of the
 /// step and its options) runs on with THREADS GEMM threads under "auto", as
 /// timed on whole steps, one library per process (gacc-run --tune-gemm):
 /// one of kStepChoices ("avx512-lockstep": the kernels, the copies of a
-/// pair in lockstep).
-constexpr const char *kStepCacheTag = "gacc-gemm-step-2";
+/// pair in lockstep). The number changes with what a choice means (3: the
+/// onednn choice times oneDNN's matmul and sgemm per shape).
+constexpr const char *kStepCacheTag = "gacc-gemm-step-3";
 
 int parseCandidate(const std::string &name) {
   for (int candidate = 0; candidate < kCandidates; ++candidate)
