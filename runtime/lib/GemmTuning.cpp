@@ -7,9 +7,8 @@
 // shape on every library that can run it in its first calls and keeps the
 // fastest (kernels where they run are the incumbent, see kTakeOverRatio),
 // and remembers the decisions on disk for later processes on the same CPU
-// (DiskCache). A library that
-// declines a GEMM leaves it to OpenBLAS. Uses GemmLibrary.cpp; Blas.cpp and
-// GemmPairs.cpp use it (BlasInternal.h).
+// (DiskCache). A library that declines a GEMM leaves it to OpenBLAS. Uses
+// GemmLibrary.cpp; Blas.cpp and GemmPairs.cpp use it (BlasInternal.h).
 //
 //===----------------------------------------------------------------------===//
 
