@@ -164,19 +164,20 @@ def FuseGemmEpiloguesPass : Pass<"gacc-fuse-gemm-epilogues", "ModuleOp"> {
     the generic's block) is read by nothing after the generic, one output
     of the same type allocated in that block and touched by nothing before
     the generic becomes C itself: the generic writes it over the element of
-    C it has just read (the layer's pre-activation over the GEMM's result),
-    a buffer less. gacc-parallel-loops-to-runtime then outlines the
-    generic's loop for a rectangle of C and calls `gaccrt_sgemm_epilogue`,
+    C it has just read (the layer's activation, or its pre-activation where
+    the backward pass reads that, over the GEMM's result), a buffer less.
+    gacc-parallel-loops-to-runtime then outlines the generic's loop for a
+    rectangle of C and calls `gaccrt_sgemm_epilogue`,
     which runs it on each tile of C once the tile is final (gaccrt's AVX-512
     kernels: right after its last store, on the thread that computed it;
     other libraries: after the GEMM, in bands of rows on the GEMM threads).
     Every element is computed by the same operations on the same values as
     before: the results are bit for bit those of the unfused step. The
-    forward GEMM of a layer with its bias and activation (the pre-activation
-    and activation as the generic's two outputs) is the case this is for:
-    the elementwise pass then reads C from cache instead of memory. Where
-    the unit is not lowered (no `parallel-loops`), it stays the call and the
-    loop in turn.
+    forward GEMM of a layer with its bias and activation (the activation
+    and, where the backward pass reads it, the pre-activation as the
+    generic's outputs) is the case this is for: the elementwise pass then
+    reads C from cache instead of memory. Where the unit is not lowered
+    (no `parallel-loops`), it stays the call and the loop in turn.
   }];
   let dependentDialects = [
     "::mlir::scf::SCFDialect"
