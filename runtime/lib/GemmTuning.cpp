@@ -231,6 +231,15 @@ thread_local std::unordered_map<GemmKey, GemmTuning, GemmKeyHash> tunings;
 /// The shapes being timed, on every thread (gaccrt_gemm_shapes_being_timed).
 std::atomic<int> shapesBeingTimed{0};
 
+/// The nanoseconds spent in the calls of shapes being timed, warm-up and
+/// timed ones, on every thread (gaccrt_gemm_timing_us).
+std::atomic<int64_t> timingNs{0};
+
+void countTimingCall(double startUs) {
+  timingNs.fetch_add(int64_t((gaccrt_now_us() - startUs) * 1e3),
+                     std::memory_order_relaxed);
+}
+
 //===----------------------------------------------------------------------===//
 // The decisions of "auto" on disk
 //===----------------------------------------------------------------------===//
@@ -524,12 +533,14 @@ void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
   int call = tuning.calls++;
   if (call < count * kWarmupCallsPerLibrary) {
     int library = tuning.libraries[call % count];
+    double start = gaccrt_now_us();
     if (!runCandidate(library, a, b, m, n, k, alpha, beta, c, cRowStride)) {
       // No kernel for this layout: tune without the library.
       startTuning(tuning, tuning.allowed, tuning.dropped | 1u << library);
       countTiming(decidedBefore, tuning);
       runOpenblas(a, b, m, n, k, alpha, beta, c, cRowStride);
     }
+    countTimingCall(start);
     return;
   }
   int t = call - count * kWarmupCallsPerLibrary;
@@ -543,6 +554,7 @@ void tunedSgemm(const Operand &a, const Operand &b, int64_t m, int64_t n,
   // the kernels run it on their tiles, the others after the GEMM, here.
   runPendingEpilogue(c, m, n);
   tuning.us[library][tuning.timed[library]++] = gaccrt_now_us() - start;
+  countTimingCall(start);
   if (t + 1 == count * kTimedCallsPerLibrary) {
     // The kernels, written for the shapes of micro-batches, where they run
     // (the shape rule's oneDNN kept a 32x512x512 forward GEMM whose
@@ -699,6 +711,10 @@ const char *gaccrt_gemm_use_step(const char *step_key) {
 
 int32_t gaccrt_gemm_shapes_being_timed(void) {
   return shapesBeingTimed.load(std::memory_order_relaxed);
+}
+
+double gaccrt_gemm_timing_us(void) {
+  return double(timingNs.load(std::memory_order_relaxed)) / 1e3;
 }
 
 int32_t gaccrt_gemm_cache_enabled(void) {

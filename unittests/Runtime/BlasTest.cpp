@@ -3,6 +3,7 @@
 #include "gaccrt/gaccrt.h"
 
 #include "Internal.h"
+#include "StepTuning.h"
 
 #include <gtest/gtest.h>
 
@@ -489,7 +490,8 @@ TEST(Sgemm, AutoTimesEachShapeThenKeepsOneLibrary) {
 // least 2^16 multiply-adds timed on oneDNN's matmul and its sgemm in its
 // first calls (2 warm-up and 4 timed calls each, as "auto" times the
 // libraries on one thread) and then kept on one of them; while it is timed
-// gaccrt_gemm_shapes_being_timed counts it.
+// gaccrt_gemm_shapes_being_timed counts it and gaccrt_gemm_timing_us grows
+// by its calls' time.
 TEST(Sgemm, OnednnOnSeveralThreadsTimesItsTwoGemmsPerShape) {
   std::string initial = gaccrt_gemm_library();
   if (gaccrt_set_gemm_library("onednn") != 0)
@@ -512,10 +514,13 @@ TEST(Sgemm, OnednnOnSeveralThreadsTimesItsTwoGemmsPerShape) {
     int32_t before = gaccrt_gemm_shapes_being_timed();
     std::vector<std::string> ran;
     std::vector<int32_t> timing;
+    std::vector<double> timingUs;
     for (int call = 0; call < 16; ++call) {
+      double timingBefore = gaccrt_gemm_timing_us();
       runCase(forward, 96, 136, 72); // every call's result is checked
       ran.push_back(gaccrt_internal_last_gemm_library());
       timing.push_back(gaccrt_gemm_shapes_being_timed() - before);
+      timingUs.push_back(gaccrt_gemm_timing_us() - timingBefore);
     }
     // o: the matmul, s: the sgemm. Without brgemm the matmul declines its
     // first call (OpenBLAS runs it) and the sgemm is left, decided at once.
@@ -529,13 +534,84 @@ TEST(Sgemm, OnednnOnSeveralThreadsTimesItsTwoGemmsPerShape) {
           << "call " << call;
       EXPECT_EQ(timing[call], call + 1 < order.size() ? 1 : 0)
           << "call " << call;
+      EXPECT_GT(timingUs[call], 0.0) << "call " << call;
     }
-    for (size_t call = order.size() + 1; call < ran.size(); ++call) {
+    for (size_t call = order.size(); call < ran.size(); ++call) {
       EXPECT_EQ(ran[call], ran[order.size()]) << "call " << call;
       EXPECT_EQ(timing[call], 0) << "call " << call;
+      EXPECT_EQ(timingUs[call], 0.0) << "call " << call;
     }
     EXPECT_TRUE(ran.back() == "onednn" || ran.back() == "onednn-sgemm")
         << ran.back();
+  }
+  gaccrt_set_gemm_library(initial.c_str());
+}
+
+// A whole step timed on each library (--tune-gemm) on several threads:
+// the "onednn" candidate times its two GEMMs per shape, and its warm-up
+// steps end once the shapes still being timed take a negligible part of a
+// step, not when every shape is decided. Here a step is 24 calls of a large
+// shape (decided in the first step) and one call of a small one (decided
+// after 12 calls, i.e. steps): the candidate runs one step to warm up, one
+// more while the large shape is decided, and its timed steps (two where a
+// step takes 25 ms or more, 45-60 ms on a Zen 5 core pair), twice at most:
+// fewer than 12 steps, so the small shape is still being timed when the
+// tuning ends (waiting for it took 14 steps or more).
+TEST(StepTuning, OnednnWarmUpEndsWhenOnlyNegligibleShapesAreTimed) {
+  std::string initial = gaccrt_gemm_library();
+  if (gaccrt_set_gemm_library("onednn") != 0)
+    GTEST_SKIP() << "no oneDNN";
+  std::optional<bool> brgemm = onednnRuns();
+  if (!brgemm || !*brgemm) {
+    gaccrt_set_gemm_library(initial.c_str());
+    GTEST_SKIP() << "no brgemm: oneDNN's matmul declines, nothing is timed";
+  }
+  ASSERT_EQ(gaccrt_set_gemm_library("auto"), 0);
+  {
+    GemmThreads scope(2);
+    ASSERT_TRUE(scope.took(2));
+    // Sizes no other test uses: the tuning state is per thread and process.
+    constexpr int kLarge = 520, kSmall = 40;
+    std::vector<float> a(kLarge * kLarge, 0.5f), b(kLarge * kLarge, 0.25f),
+        c(kLarge * kLarge);
+    int onednnSteps = 0;
+    double slowestMs = 0;
+    mlir::gacc::StepGemmSetup setup;
+    setup.tool = "BlasTest";
+    setup.key = "step-blastest";
+    setup.tune = true;
+    setup.print = false;
+    setup.runStep = [&](double &ms, std::string &) {
+      double start = gaccrt_now_us();
+      for (int call = 0; call < 64; ++call)
+        gaccrt_sgemm(0, 0, 1.0f, 0.0f, a.data(), a.data(), 0, kLarge, kLarge,
+                     kLarge, 1, b.data(), b.data(), 0, kLarge, kLarge, kLarge,
+                     1, c.data(), c.data(), 0, kLarge, kLarge, kLarge, 1);
+      std::string library = gaccrt_internal_last_gemm_library();
+      bool onednn = library == "onednn" || library == "onednn-sgemm";
+      onednnSteps += onednn;
+      // 40 x 41 x 40: 65600 multiply-adds, just enough to be timed.
+      gaccrt_sgemm(0, 0, 1.0f, 0.0f, a.data(), a.data(), 0, kSmall, kSmall,
+                   kSmall, 1, b.data(), b.data(), 0, kSmall, kSmall + 1,
+                   kSmall + 1, 1, c.data(), c.data(), 0, kSmall, kSmall + 1,
+                   kSmall + 1, 1);
+      ms = (gaccrt_now_us() - start) / 1e3;
+      if (onednn)
+        slowestMs = std::max(slowestMs, ms);
+      return true;
+    };
+    int32_t timedBefore = gaccrt_gemm_shapes_being_timed();
+    bool ranSteps = false;
+    std::string note, error;
+    ASSERT_TRUE(mlir::gacc::setUpStepGemms(setup, ranSteps, note, error))
+        << error;
+    EXPECT_TRUE(ranSteps);
+    EXPECT_NE(note.find("onednn "), std::string::npos) << note;
+    EXPECT_EQ(c[0], 0.5f * 0.25f * kSmall);
+    EXPECT_GE(onednnSteps, 4) << note;
+    EXPECT_LE(onednnSteps, 10)
+        << note << " (slowest oneDNN step " << slowestMs << " ms)";
+    EXPECT_EQ(gaccrt_gemm_shapes_being_timed(), timedBefore + 1) << note;
   }
   gaccrt_set_gemm_library(initial.c_str());
 }

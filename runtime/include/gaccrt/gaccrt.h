@@ -183,6 +183,13 @@ GACCRT_API int32_t gaccrt_gemm_cache_enabled(void);
  *  every shape called so far runs on its chosen library. A caller that
  *  times whole steps (gacc-run --tune-gemm) warms up until it is 0. */
 GACCRT_API int32_t gaccrt_gemm_shapes_being_timed(void);
+/** Microseconds spent so far, on every thread, in the GEMM calls of shapes
+ *  whose library was being timed (their warm-up and timed calls). A caller
+ *  that times whole steps compares its growth over a step with the step's
+ *  time: when the shapes still being timed take a negligible part of the
+ *  step (a shape called once per step, whose choice needs 12 calls), the
+ *  step's time is that of its decided shapes. */
+GACCRT_API double gaccrt_gemm_timing_us(void);
 /** Broadcasts `bytes` bytes at `data` from rank `root` to every rank. */
 GACCRT_API void gaccrt_broadcast(void *data, int64_t bytes, int root);
 /** Collective timeout in seconds (0, the default: wait forever). With a
