@@ -16,10 +16,20 @@ using namespace mlir::gacc;
 
 namespace {
 
+/// A whole-step candidate: gaccrt's step choice, and whether gaccrt times
+/// its GEMMs per shape under it ("onednn" on several threads: its matmul or
+/// its sgemm), so that its warm-up lasts until the shapes are decided.
+struct Candidate {
+  const char *name;
+  bool timesShapes;
+};
+
 /// The whole-step candidates, in the order they are timed (a tie keeps the
 /// first).
-constexpr const char *kCandidates[] = {"avx512", "avx512-lockstep", "onednn",
-                                       "openblas"};
+constexpr Candidate kCandidates[] = {{"avx512", false},
+                                     {"avx512-lockstep", false},
+                                     {"onednn", true},
+                                     {"openblas", false}};
 
 /// Timed steps per candidate and round: at least kMinTimed and kMinTimedMs
 /// of them (short steps run more), at most kMaxTimed.
@@ -99,10 +109,11 @@ bool timeChoice(const StepGemmSetup &setup, bool timesShapes, double leader,
 /// step failed (`error`).
 std::string tune(const StepGemmSetup &setup, std::string &message,
                  std::string &error) {
-  std::vector<std::string> candidates;
-  for (std::string candidate : kCandidates)
-    if ((candidate != "avx512-lockstep" || setup.lockstepToo) &&
-        gaccrt_set_gemm_step_choice(candidate.c_str()) == 0)
+  std::vector<Candidate> candidates;
+  for (Candidate candidate : kCandidates)
+    if ((candidate.name != std::string("avx512-lockstep") ||
+         setup.lockstepToo) &&
+        gaccrt_set_gemm_step_choice(candidate.name) == 0)
       candidates.push_back(candidate);
   if (candidates.empty()) {
     message = "no library can run here";
@@ -119,8 +130,8 @@ std::string tune(const StepGemmSetup &setup, std::string &message,
     return best;
   };
   for (size_t c = 0; c < candidates.size(); ++c) {
-    gaccrt_set_gemm_step_choice(candidates[c].c_str());
-    if (!timeChoice(setup, candidates[c] == "onednn", leader(), fastest[c],
+    gaccrt_set_gemm_step_choice(candidates[c].name);
+    if (!timeChoice(setup, candidates[c].timesShapes, leader(), fastest[c],
                     steps, error))
       return "";
   }
@@ -131,8 +142,8 @@ std::string tune(const StepGemmSetup &setup, std::string &message,
       close.push_back(c);
   if (close.size() > 1)
     for (auto it = close.rbegin(); it != close.rend(); ++it) {
-      gaccrt_set_gemm_step_choice(candidates[*it].c_str());
-      if (!timeChoice(setup, candidates[*it] == "onednn", -1, fastest[*it],
+      gaccrt_set_gemm_step_choice(candidates[*it].name);
+      if (!timeChoice(setup, candidates[*it].timesShapes, -1, fastest[*it],
                       steps, error))
         return "";
     }
@@ -142,7 +153,8 @@ std::string tune(const StepGemmSetup &setup, std::string &message,
     if (fastest[c] > 0 && fastest[c] < fastest[best])
       best = c;
   // The kernels (candidates[0]) keep the step unless beaten clearly.
-  if (candidates[0] == "avx512" && fastest[best] > kTakeOverRatio * fastest[0])
+  if (candidates[0].name == std::string("avx512") &&
+      fastest[best] > kTakeOverRatio * fastest[0])
     best = 0;
   char text[96];
   std::snprintf(text, sizeof(text), "%d steps in %.1f s: ", steps,
@@ -150,13 +162,13 @@ std::string tune(const StepGemmSetup &setup, std::string &message,
   message = text;
   for (size_t c = 0; c < candidates.size(); ++c) {
     std::snprintf(text, sizeof(text), "%s%s %.3f ms", c ? ", " : "",
-                  candidates[c].c_str(), fastest[c]);
+                  candidates[c].name, fastest[c]);
     message += text;
   }
-  gaccrt_set_gemm_step_choice(candidates[best].c_str());
-  if (gaccrt_gemm_record_step(setup.key.c_str(), candidates[best].c_str()) != 0)
+  gaccrt_set_gemm_step_choice(candidates[best].name);
+  if (gaccrt_gemm_record_step(setup.key.c_str(), candidates[best].name) != 0)
     message += "; not recorded (GACCRT_GEMM_CACHE is off or cannot be written)";
-  return candidates[best];
+  return candidates[best].name;
 }
 
 /// The bytes of the file at `path`; false when it cannot be read.
