@@ -79,6 +79,11 @@ bool onednnBlasSgemm(const GemmArgs &args);
 /// Whether onednnBlasSgemm can run (oneDNN loads and has dnnl_sgemm).
 bool onednnBlasAvailable();
 
+/// Runs body(context, part) for every part in [0, parts) on oneDNN's OpenMP
+/// threads (the caller one of them), as its GEMMs run; false, with nothing
+/// run, when oneDNN or its OpenMP runtime (libgomp) is not loaded.
+bool onednnParallel(int parts, void (*body)(void *, int), void *context);
+
 /// Runs `args` through gaccrt's own register-blocked AVX-512 kernels
 /// (Avx512Gemm.cpp); false (nothing written) when the CPU has no AVX-512F or
 /// C or op(B) has no unit stride.

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BlasInternal.h"
 #include "Gemm.h"
 #include "Internal.h"
 
@@ -192,6 +193,16 @@ namespace {
 /// ran the step 1.5 % faster than 2^15, which kept those loops whole.
 constexpr int64_t kMinSliceWork = int64_t(1) << 13;
 
+/// Whether the step's parallel loops run on oneDNN's OpenMP threads: when
+/// oneDNN runs the GEMMs on several threads, so that one set of threads
+/// runs all the step's parallel work and gaccrt's workers do not take cores
+/// from OpenMP's (nor wake them from sleep) between a GEMM and its loops.
+bool loopsOnOnednnThreads() {
+  Library chosen = library();
+  return (chosen == Library::Onednn || chosen == Library::OnednnSgemm) &&
+         gemmThreads() > 1;
+}
+
 /// One gaccrt_parallel_for call.
 struct Loop {
   void (*body)(void *, int64_t, int64_t);
@@ -222,7 +233,10 @@ void gaccrt_parallel_for(void (*body)(void *, int64_t, int64_t), void *context,
                              std::max<int64_t>(1, total / kMinSliceWork)}))};
   bool tracing = traceEnabled();
   double start = tracing ? gaccrt_now_us() : 0.0;
-  if (!(loop.parts > 1 && runGemmParts(loop.parts, runLoopSlice, &loop))) {
+  if (!(loop.parts > 1 &&
+        (loopsOnOnednnThreads()
+             ? onednnParallel(loop.parts, runLoopSlice, &loop)
+             : runGemmParts(loop.parts, runLoopSlice, &loop)))) {
     loop.parts = 1;
     body(context, 0, count);
   }

@@ -69,6 +69,12 @@ struct Api {
 #undef GACCRT_DNNL_MEMBER
   /// OpenMP's, from libdnnl's libgomp: sets the GEMM thread count.
   void (*ompSetNumThreads)(int) = nullptr;
+  /// libgomp's entry of `#pragma omp parallel` and the team queries:
+  /// gaccrt's parallel loops on oneDNN's threads (onednnParallel); null
+  /// when libdnnl was built with another OpenMP runtime.
+  void (*gompParallel)(void (*)(void *), void *, unsigned, unsigned) = nullptr;
+  int (*ompGetThreadNum)() = nullptr;
+  int (*ompGetNumThreads)() = nullptr;
   /// oneDNN's BLAS-like sgemm (row-major); null when missing.
   decltype(&::dnnl_sgemm) sgemm = nullptr;
   dnnl_engine_t engine = nullptr;
@@ -78,11 +84,10 @@ struct Api {
 /// Loaded once; never unloaded (its threads may outlive any caller).
 const Api *api() {
   static const Api *loaded = []() -> const Api * {
-    // On several GEMM threads oneDNN's OpenMP threads sleep between GEMMs
-    // rather than spin against gaccrt's loop workers (unless the user set a
-    // policy; read when the OpenMP runtime loads): the 4x256, B = 8192,
-    // m = 2 step on 2 threads took 46 ms so against 48-52 spinning.
-    setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
+    // OpenMP's own wait policy (its threads spin a while after a parallel
+    // region, then sleep): with the step's parallel loops on the same
+    // threads (onednnParallel) the next GEMM or loop starts on threads that
+    // are awake.
     void *handle = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (!handle)
       return nullptr;
@@ -97,6 +102,12 @@ const Api *api() {
         reinterpret_cast<void (*)(int)>(dlsym(handle, "omp_set_num_threads"));
     instance.sgemm =
         reinterpret_cast<decltype(&::dnnl_sgemm)>(dlsym(handle, "dnnl_sgemm"));
+    instance.gompParallel = reinterpret_cast<decltype(instance.gompParallel)>(
+        dlsym(handle, "GOMP_parallel"));
+    instance.ompGetThreadNum =
+        reinterpret_cast<int (*)()>(dlsym(handle, "omp_get_thread_num"));
+    instance.ompGetNumThreads =
+        reinterpret_cast<int (*)()>(dlsym(handle, "omp_get_num_threads"));
     if (!complete || instance.dnnl_engine_create(&instance.engine, dnnl_cpu,
                                                  0) != dnnl_success)
       return nullptr;
@@ -287,9 +298,44 @@ bool gaccrt::onednnBlasAvailable() {
   return dnnl && dnnl->sgemm;
 }
 
+namespace {
+/// One onednnParallel call: what each thread of the team runs.
+struct Team {
+  const Api *dnnl;
+  void (*body)(void *, int);
+  void *context;
+  int parts;
+};
+
+void runTeamParts(void *data) {
+  const Team &team = *static_cast<const Team *>(data);
+  // A team smaller than asked (a nested region runs on one thread) still
+  // runs every part.
+  int threads = team.dnnl->ompGetNumThreads();
+  for (int part = team.dnnl->ompGetThreadNum(); part < team.parts;
+       part += threads)
+    team.body(team.context, part);
+}
+} // namespace
+
+bool gaccrt::onednnParallel(int parts, void (*body)(void *, int),
+                            void *context) {
+  const Api *dnnl = api();
+  if (!dnnl || !dnnl->gompParallel || !dnnl->ompGetThreadNum ||
+      !dnnl->ompGetNumThreads)
+    return false;
+  Team team{dnnl, body, context, parts};
+  dnnl->gompParallel(runTeamParts, &team, unsigned(parts), /*flags=*/0);
+  return true;
+}
+
 #else
 
 bool gaccrt::onednnSgemm(const GemmArgs &) { return false; }
+
+bool gaccrt::onednnParallel(int, void (*)(void *, int), void *) {
+  return false;
+}
 
 bool gaccrt::onednnBlasSgemm(const GemmArgs &) { return false; }
 

@@ -1123,46 +1123,54 @@ void recordSlice(void *context, int64_t lo, int64_t hi) {
 // gaccrt_parallel_for (the outermost parallel loops of a compiled step)
 // runs every iteration once, in contiguous slices on distinct threads, the
 // first on the caller, one slice per GEMM thread when the work is large,
-// and the whole loop on the caller when it is small.
+// and the whole loop on the caller when it is small: on gaccrt's workers,
+// and on oneDNN's OpenMP threads when oneDNN runs the GEMMs on several.
 TEST(ParallelFor, SlicesCoverEveryIterationOnce) {
-  for (int32_t threads : {1, 2, 3}) {
-    GemmThreads scope(threads);
-    if (!scope.took(threads))
-      GTEST_SKIP() << "OpenBLAS did not take " << threads << " threads";
-    for (int64_t count : {0, 1, 2, 5, 1000})
-      for (int64_t work : {int64_t(1), int64_t(1) << 20}) {
-        SCOPED_TRACE("threads=" + std::to_string(threads) + " count=" +
-                     std::to_string(count) + " work=" + std::to_string(work));
-        ParallelForRecord record;
-        record.hits.assign(count, 0);
-        gaccrt_parallel_for(recordSlice, &record, count, work);
-        for (int64_t i = 0; i < count; ++i)
-          ASSERT_EQ(record.hits[i], 1) << "iteration " << i;
-        std::sort(record.slices.begin(), record.slices.end(),
-                  [](const auto &a, const auto &b) {
-                    return std::get<0>(a) < std::get<0>(b);
-                  });
-        int64_t expected = 0;
-        std::set<std::thread::id> ran;
-        for (auto &[lo, hi, thread] : record.slices) {
-          EXPECT_EQ(lo, expected);
-          EXPECT_LT(lo, hi);
-          expected = hi;
-          EXPECT_TRUE(ran.insert(thread).second) << "two slices on a thread";
+  std::string initial = gaccrt_gemm_library();
+  for (const char *library : {"", "onednn"})
+    for (int32_t threads : {1, 2, 3}) {
+      if (*library && gaccrt_set_gemm_library(library) != 0)
+        continue;
+      SCOPED_TRACE(std::string("library=") + library);
+      GemmThreads scope(threads);
+      if (!scope.took(threads))
+        GTEST_SKIP() << "OpenBLAS did not take " << threads << " threads";
+      for (int64_t count : {0, 1, 2, 5, 1000})
+        for (int64_t work : {int64_t(1), int64_t(1) << 20}) {
+          SCOPED_TRACE("threads=" + std::to_string(threads) + " count=" +
+                       std::to_string(count) + " work=" + std::to_string(work));
+          ParallelForRecord record;
+          record.hits.assign(count, 0);
+          gaccrt_parallel_for(recordSlice, &record, count, work);
+          for (int64_t i = 0; i < count; ++i)
+            ASSERT_EQ(record.hits[i], 1) << "iteration " << i;
+          std::sort(record.slices.begin(), record.slices.end(),
+                    [](const auto &a, const auto &b) {
+                      return std::get<0>(a) < std::get<0>(b);
+                    });
+          int64_t expected = 0;
+          std::set<std::thread::id> ran;
+          for (auto &[lo, hi, thread] : record.slices) {
+            EXPECT_EQ(lo, expected);
+            EXPECT_LT(lo, hi);
+            expected = hi;
+            EXPECT_TRUE(ran.insert(thread).second) << "two slices on a thread";
+          }
+          EXPECT_EQ(expected, count);
+          // A small loop runs whole on the caller; a large one in one slice
+          // per thread (at most one per iteration), the first on the caller.
+          size_t slices = count == 0 ? 0
+                          : work == 1
+                              ? 1
+                              : size_t(std::min<int64_t>(threads, count));
+          EXPECT_EQ(record.slices.size(), slices);
+          if (!record.slices.empty()) {
+            EXPECT_EQ(std::get<2>(record.slices.front()),
+                      std::this_thread::get_id());
+          }
         }
-        EXPECT_EQ(expected, count);
-        // A small loop runs whole on the caller; a large one in one slice
-        // per thread (at most one per iteration), the first on the caller.
-        size_t slices = count == 0  ? 0
-                        : work == 1 ? 1
-                                    : size_t(std::min<int64_t>(threads, count));
-        EXPECT_EQ(record.slices.size(), slices);
-        if (!record.slices.empty()) {
-          EXPECT_EQ(std::get<2>(record.slices.front()),
-                    std::this_thread::get_id());
-        }
-      }
-  }
+    }
+  gaccrt_set_gemm_library(initial.c_str());
 }
 
 // A forked child has none of its parent's workers: its first parallel loop
