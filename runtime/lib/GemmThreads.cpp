@@ -233,10 +233,11 @@ void gaccrt_parallel_for(void (*body)(void *, int64_t, int64_t), void *context,
                              std::max<int64_t>(1, total / kMinSliceWork)}))};
   bool tracing = traceEnabled();
   double start = tracing ? gaccrt_now_us() : 0.0;
-  if (!(loop.parts > 1 &&
-        (loopsOnOnednnThreads()
-             ? onednnParallel(loop.parts, runLoopSlice, &loop)
-             : runGemmParts(loop.parts, runLoopSlice, &loop)))) {
+  // On oneDNN's threads where they run the GEMMs, else (or where its
+  // OpenMP runtime has no GOMP_parallel) on gaccrt's workers.
+  if (!(loop.parts > 1 && ((loopsOnOnednnThreads() &&
+                            onednnParallel(loop.parts, runLoopSlice, &loop)) ||
+                           runGemmParts(loop.parts, runLoopSlice, &loop)))) {
     loop.parts = 1;
     body(context, 0, count);
   }
