@@ -48,13 +48,15 @@ namespace {
 /// gaccrt's kernels run every GEMM (the next GEMM's parts follow within
 /// microseconds).
 constexpr std::chrono::microseconds kWorkerSpin(100);
-/// The same when another library runs GEMMs on threads of its own (oneDNN's
-/// OpenMP threads, OpenBLAS's): the workers then run only loops and
-/// epilogues, and one that spins through the next GEMM takes a core from
-/// that library's threads. On 2 threads of a Zen 5 VM with every GEMM on
-/// oneDNN, the 3x512, B = 256, m = 8 step took 5.2-5.5 ms with a spin of
-/// 0-10 us against 7.0-7.7 with 100 us, the 4x256, B = 8192, m = 8 step
-/// 41-44 ms against 47.
+/// The same when another library runs GEMMs on threads of its own
+/// (OpenBLAS's; oneDNN's OpenMP threads run the loops themselves, see
+/// loopsOnOnednnThreads, unless its OpenMP runtime lacks GOMP_parallel):
+/// the workers then run only loops and epilogues, and one that spins
+/// through the next GEMM takes a core from that library's threads. On 2
+/// threads of a Zen 5 VM with every GEMM on oneDNN and the loops still on
+/// these workers, the 3x512, B = 256, m = 8 step took 5.2-5.5 ms with a
+/// spin of 0-10 us against 7.0-7.7 with 100 us, the 4x256, B = 8192, m = 8
+/// step 41-44 ms against 47.
 constexpr std::chrono::microseconds kWorkerSpinBesideLibraries(10);
 
 /// Set in the child of every fork (pthread_atfork): the child has none of

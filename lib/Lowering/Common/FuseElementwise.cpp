@@ -112,8 +112,7 @@ Value reluResultBefore(Value z, Operation *consumer) {
 /// after its ReLU, so the fused bias add + ReLU (often a GEMM's epilogue)
 /// writes one tensor instead of two and the pre-activation is not kept
 /// until the backward pass.
-bool readReluMaskFromResult(linalg::GenericOp consumer) {
-  bool changed = false;
+void readReluMaskFromResult(linalg::GenericOp consumer) {
   for (OpOperand *operand : consumer.getDpsInputOperands()) {
     if (!onlyTestsPositive(consumer.getMatchingBlockArgument(operand)))
       continue;
@@ -121,10 +120,8 @@ bool readReluMaskFromResult(linalg::GenericOp consumer) {
       LLVM_DEBUG(llvm::dbgs() << "mask reads the ReLU's result: "
                               << consumer->getLoc() << "\n");
       operand->set(relu);
-      changed = true;
     }
   }
-  return changed;
 }
 
 /// Fuses a producer with several uses into the consumer of `operand` when
